@@ -1,0 +1,122 @@
+//! Generator throughput against the raw primitives and `getrandom`, and pool scaling.
+//!
+//! Groups:
+//! - `fill/<size>`: the production path (`Pool::fill`: shard lock, thresholds, fork check,
+//!   health test) for each algorithm, beside the raw primitive it stands on (AES-256
+//!   `encrypt_blocks` over counter blocks, rand_chacha's `fill_bytes`, a long-lived BLAKE3 XOF
+//!   reader) and one `getrandom` call.
+//! - `scaling/<threads>`: 64 KiB and 32 B fills from 1 and 2 threads, each on its own shard.
+//!
+//! Run: `cargo bench --bench generators`; figures in benches/README.md.
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use aes::cipher::array::Array;
+use aes::cipher::{BlockCipherEncrypt, KeyInit};
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use drbgd::drbg::entropy::OsEntropy;
+use drbgd::drbg::{Algorithm, Pool, PoolConfig};
+use rand_core::{Rng, SeedableRng};
+
+const SIZES: [(usize, &str); 6] = [
+    (16, "16B"),
+    (32, "32B"),
+    (1024, "1KiB"),
+    (64 * 1024, "64KiB"),
+    (1_250_000, "1.25MB"),
+    (16 << 20, "16MiB"),
+];
+
+fn pool(shards: usize) -> Pool {
+    Pool::new(&PoolConfig { shards, ..PoolConfig::default() }, Arc::new(OsEntropy)).unwrap()
+}
+
+fn raw_aes_ctr(cipher: &aes::Aes256, ctr: &mut u128, out: &mut [u8]) {
+    let (blocks, _) = Array::slice_as_chunks_mut(out);
+    for batch in blocks.chunks_mut(64) {
+        for b in batch.iter_mut() {
+            *ctr += 1;
+            *b = Array(ctr.to_be_bytes());
+        }
+        cipher.encrypt_blocks(batch);
+    }
+}
+
+fn fill(c: &mut Criterion) {
+    let pool = pool(1);
+    let cipher = aes::Aes256::new(&[7u8; 32].into());
+    let mut ctr = 0u128;
+    let mut chacha = rand_chacha::ChaCha20Rng::from_seed([7u8; 32]);
+    let mut xof = blake3::Hasher::new_keyed(&[7u8; 32]).finalize_xof();
+    for (size, label) in SIZES {
+        let mut g = c.benchmark_group(format!("fill/{label}"));
+        g.throughput(Throughput::Bytes(size as u64));
+        if size >= 1 << 20 {
+            g.sample_size(10);
+        }
+        let mut buf = vec![0u8; size];
+        for alg in Algorithm::ALL {
+            g.bench_function(BenchmarkId::new("pool", alg.name()), |b| {
+                b.iter(|| pool.fill(alg, black_box(&mut buf), false).unwrap())
+            });
+        }
+        g.bench_function("raw/aes256-encrypt_blocks", |b| {
+            b.iter(|| raw_aes_ctr(&cipher, &mut ctr, black_box(&mut buf)))
+        });
+        g.bench_function("raw/rand_chacha", |b| b.iter(|| chacha.fill_bytes(black_box(&mut buf))));
+        g.bench_function("raw/blake3-xof", |b| b.iter(|| xof.fill(black_box(&mut buf))));
+        if size <= 1 << 16 {
+            g.bench_function("getrandom", |b| b.iter(|| getrandom::fill(black_box(&mut buf)).unwrap()));
+        }
+        g.finish();
+    }
+}
+
+/// `iters` fills of `size` bytes on each of `threads` threads, timed from a common start.
+fn run_threads(pool: &Arc<Pool>, alg: Algorithm, threads: usize, size: usize, iters: u64) -> Duration {
+    let barrier = Arc::new(std::sync::Barrier::new(threads + 1));
+    let handles: Vec<_> = (0..threads)
+        .map(|_| {
+            let (pool, barrier) = (pool.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                let mut buf = vec![0u8; size];
+                pool.fill(alg, &mut buf, false).unwrap();
+                barrier.wait();
+                for _ in 0..iters {
+                    pool.fill(alg, black_box(&mut buf), false).unwrap();
+                }
+            })
+        })
+        .collect();
+    barrier.wait();
+    let start = Instant::now();
+    for h in handles {
+        h.join().unwrap();
+    }
+    start.elapsed()
+}
+
+fn scaling(c: &mut Criterion) {
+    let pool = Arc::new(pool(2));
+    for (size, label) in [(64 * 1024, "64KiB"), (32, "32B")] {
+        let mut g = c.benchmark_group(format!("scaling/{label}"));
+        for threads in [1usize, 2] {
+            g.throughput(Throughput::Bytes((size * threads) as u64));
+            for alg in Algorithm::ALL {
+                g.bench_function(BenchmarkId::new(alg.name(), format!("{threads}threads")), |b| {
+                    b.iter_custom(|iters| run_threads(&pool, alg, threads, size, iters))
+                });
+            }
+        }
+        g.finish();
+    }
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2));
+    targets = fill, scaling
+}
+criterion_main!(benches);

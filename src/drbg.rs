@@ -1,0 +1,138 @@
+//! The DRBG domain: algorithms, the generator trait, bit strings, seeding and the shard pool.
+//!
+//! Nothing in here knows about HTTP, gRPC or tokio. The only I/O is the OS entropy source
+//! behind [`entropy::EntropySource`].
+//!
+//! Layout:
+//! - [`ctr_drbg`]: NIST SP 800-90A CTR_DRBG (AES, with and without the derivation function).
+//! - [`chacha20`] and [`blake3_xof`]: keystream generators behind the shared
+//!   fast-key-erasure buffer of [`fke`].
+//! - [`reseed`]: thresholds (bytes with arc4random-style jitter, age), prediction resistance,
+//!   fork detection and the continuous health test around any [`Drbg`].
+//! - [`fork`]: the fork generation counter (the crate's only `unsafe`).
+//! - [`entropy`]: where seed material comes from.
+//! - [`pool`]: per-core shards, each holding one managed instance of every algorithm.
+//! - [`bits`]: packing and counting of bit strings.
+//! - [`selftest`]: the known-answer and round-trip start-up tests.
+
+pub mod bits;
+pub mod blake3_xof;
+pub mod chacha20;
+pub mod ctr_drbg;
+pub mod entropy;
+pub mod fke;
+pub mod fork;
+pub mod pool;
+pub mod reseed;
+pub mod selftest;
+pub mod stats;
+
+use std::fmt;
+use std::str::FromStr;
+
+pub use pool::{Pool, PoolConfig};
+pub use reseed::{ReseedPolicy, ReseedReason};
+
+/// The generator algorithms drbgd serves. The canonical names are used by the API, the
+/// metrics labels and the config file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Algorithm {
+    /// ChaCha20 (20 rounds) with fast key erasure.
+    ChaCha20,
+    /// NIST SP 800-90A CTR_DRBG with AES-256 and the derivation function.
+    Aes256Ctr,
+    /// Keyed BLAKE3 in extendable-output mode with fast key erasure.
+    Blake3,
+}
+
+impl Algorithm {
+    /// Every algorithm, in a fixed order (the order of shard slots and metric arrays).
+    pub const ALL: [Algorithm; 3] = [Algorithm::ChaCha20, Algorithm::Aes256Ctr, Algorithm::Blake3];
+
+    /// The canonical name: `chacha20`, `aes256ctr` or `blake3`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Algorithm::ChaCha20 => "chacha20",
+            Algorithm::Aes256Ctr => "aes256ctr",
+            Algorithm::Blake3 => "blake3",
+        }
+    }
+
+    /// Position in [`Algorithm::ALL`].
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl fmt::Display for Algorithm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The name given is not one of the algorithms or their aliases.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown algorithm (expected one of chacha20, aes256ctr, blake3)")]
+pub struct UnknownAlgorithm;
+
+impl FromStr for Algorithm {
+    type Err = UnknownAlgorithm;
+
+    /// Case-insensitive; accepts the canonical names and common aliases
+    /// (`chacha`, `aes`, `aes256`, `ctr_drbg`, `ctr-drbg`, `blake3-xof`, ...).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let lower = s.trim().to_ascii_lowercase();
+        match lower.as_str() {
+            "chacha20" | "chacha" | "chacha20rng" => Ok(Algorithm::ChaCha20),
+            "aes256ctr" | "aes" | "aes256" | "aes-256-ctr" | "aes256-ctr" | "ctr_drbg" | "ctr-drbg"
+            | "ctrdrbg" => Ok(Algorithm::Aes256Ctr),
+            "blake3" | "blake3xof" | "blake3-xof" | "blake3_xof" => Ok(Algorithm::Blake3),
+            _ => Err(UnknownAlgorithm),
+        }
+    }
+}
+
+/// A deterministic random bit generator mechanism: instantiate, reseed, generate.
+///
+/// Implementations are deterministic for given inputs (so they can be tested against known
+/// answers), provide backtracking resistance at the end of every [`Drbg::generate`] call,
+/// zeroize their key material on drop and on every rekey, and never print secrets in `Debug`.
+pub trait Drbg: Send + fmt::Debug + 'static {
+    /// The algorithm this mechanism implements.
+    const ALGORITHM: Algorithm;
+    /// Bytes of entropy input requested for instantiate and reseed.
+    const ENTROPY_LEN: usize;
+    /// Bytes of nonce requested for instantiate.
+    const NONCE_LEN: usize;
+
+    /// Creates an instance from entropy input, a nonce and a personalization string.
+    fn instantiate(entropy: &[u8], nonce: &[u8], personalization: &[u8]) -> Self;
+
+    /// Mixes fresh entropy and optional additional input into the state.
+    fn reseed(&mut self, entropy: &[u8], additional: &[u8]);
+
+    /// Fills `out` completely, then erases the key that produced it.
+    ///
+    /// # Errors
+    /// [`ReseedRequired`] when the mechanism's own reseed interval is exhausted
+    /// (CTR_DRBG only, after 2^48 requests); the caller must reseed first.
+    fn generate(&mut self, out: &mut [u8], additional: &[u8]) -> Result<(), ReseedRequired>;
+}
+
+/// The mechanism refuses to generate until it is reseeded (SP 800-90A reseed interval).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the generator must be reseeded before it can generate again")]
+pub struct ReseedRequired;
+
+/// Why a managed generator refused to produce output. Every variant means "no output":
+/// the caller's buffer has been zeroed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum DrbgError {
+    /// The OS entropy source failed, so the generator could not be (re)seeded. HTTP 503.
+    #[error("the entropy source is unavailable")]
+    EntropyUnavailable,
+    /// The continuous health test rejected the output; the generator is disabled until it is
+    /// re-instantiated. HTTP 503.
+    #[error("the generator failed its continuous health test")]
+    HealthTestFailed,
+}

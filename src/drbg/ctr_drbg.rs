@@ -1,0 +1,370 @@
+//! NIST SP 800-90A Rev. 1 CTR_DRBG (section 10.2.1) over any AES key size, with or without
+//! the block-cipher derivation function.
+//!
+//! The keystream is produced in batches of counter blocks encrypted by one `encrypt_blocks`
+//! call, written straight into the caller's buffer (no intermediate copy). Every Generate ends
+//! with the Update step, which replaces Key and V: that is the mechanism's backtracking
+//! resistance. Outputs longer than [`MAX_BYTES_PER_REQUEST`] are produced as several
+//! Generate calls, never refused.
+
+use std::fmt;
+
+use aes::cipher::array::Array;
+use aes::cipher::consts::U16;
+use aes::cipher::{BlockCipherEncrypt, BlockSizeUser, KeyInit, KeySizeUser};
+use zeroize::Zeroize;
+
+use super::{Algorithm, Drbg, ReseedRequired};
+
+/// AES block length in bytes (outlen).
+const BLOCK_LEN: usize = 16;
+/// Largest seedlen (AES-256: 32-byte key + 16-byte block).
+const MAX_SEED_LEN: usize = 48;
+/// SP 800-90A table 3: max_number_of_bits_per_request = 2^19 bits for AES.
+pub const MAX_BYTES_PER_REQUEST: usize = (1 << 19) / 8;
+/// SP 800-90A table 3: reseed_interval at most 2^48 requests.
+pub const RESEED_INTERVAL: u64 = 1 << 48;
+/// Counter blocks encrypted per `encrypt_blocks` call: 1 KiB stays in L1 between the counter
+/// write and the encryption, and is far above the 8-block width of the AES-NI pipeline.
+const BATCH_BLOCKS: usize = 64;
+
+/// CTR_DRBG over AES-256, the production `aes256ctr` mechanism (use df).
+pub type Aes256CtrDrbg = CtrDrbg<aes::Aes256>;
+
+/// A CTR_DRBG instance over block cipher `C` (AES-128, -192 or -256).
+pub struct CtrDrbg<C> {
+    cipher: C,
+    v: u128,
+    reseed_counter: u64,
+    use_df: bool,
+}
+
+/// The cipher bound: an AES with 128-bit blocks that can be keyed from bytes.
+pub trait AesCipher: KeyInit + BlockCipherEncrypt + BlockSizeUser<BlockSize = U16> + Send {}
+impl<C: KeyInit + BlockCipherEncrypt + BlockSizeUser<BlockSize = U16> + Send> AesCipher for C {}
+
+impl<C> fmt::Debug for CtrDrbg<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CtrDrbg")
+            .field("use_df", &self.use_df)
+            .field("reseed_counter", &self.reseed_counter)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<C> Drop for CtrDrbg<C> {
+    fn drop(&mut self) {
+        // The cipher zeroizes its round keys on drop (aes `zeroize` feature).
+        self.v.zeroize();
+    }
+}
+
+impl<C: AesCipher> CtrDrbg<C> {
+    /// keylen in bytes.
+    fn key_len() -> usize {
+        <C as KeySizeUser>::key_size()
+    }
+
+    /// seedlen in bytes = keylen + outlen.
+    fn seed_len() -> usize {
+        Self::key_len() + BLOCK_LEN
+    }
+
+    fn keyed(key: &[u8]) -> C {
+        C::new_from_slice(key).expect("key slice has the cipher's key length")
+    }
+
+    /// CTR_DRBG_Instantiate_algorithm (10.2.1.3.2 with df, 10.2.1.3.1 without).
+    ///
+    /// Without df the nonce must be empty, and `entropy` exactly seedlen bytes.
+    ///
+    /// # Panics
+    /// Without df, if `entropy` is not seedlen bytes or `personalization` is longer.
+    pub fn new(entropy: &[u8], nonce: &[u8], personalization: &[u8], use_df: bool) -> Self {
+        let mut seed = [0u8; MAX_SEED_LEN];
+        let seed = &mut seed[..Self::seed_len()];
+        if use_df {
+            block_cipher_df::<C>(&[entropy, nonce, personalization], seed);
+        } else {
+            assert!(nonce.is_empty(), "no-df CTR_DRBG takes no nonce");
+            xor_padded(entropy, personalization, seed);
+        }
+        let mut drbg =
+            CtrDrbg { cipher: Self::keyed(&[0u8; 32][..Self::key_len()]), v: 0, reseed_counter: 1, use_df };
+        drbg.update(seed);
+        seed.zeroize();
+        drbg
+    }
+
+    /// CTR_DRBG_Reseed_algorithm (10.2.1.4).
+    ///
+    /// # Panics
+    /// Without df, if `entropy` is not seedlen bytes or `additional` is longer.
+    pub fn reseed_with(&mut self, entropy: &[u8], additional: &[u8]) {
+        let mut seed = [0u8; MAX_SEED_LEN];
+        let seed = &mut seed[..Self::seed_len()];
+        if self.use_df {
+            block_cipher_df::<C>(&[entropy, additional], seed);
+        } else {
+            xor_padded(entropy, additional, seed);
+        }
+        self.update(seed);
+        seed.zeroize();
+        self.reseed_counter = 1;
+    }
+
+    /// CTR_DRBG_Generate_algorithm (10.2.1.5) for any length: outputs longer than
+    /// [`MAX_BYTES_PER_REQUEST`] are split into several Generate calls, each with its own
+    /// Update step. The additional input (if any) is given to every call.
+    ///
+    /// # Errors
+    /// [`ReseedRequired`] once `reseed_counter` exceeds [`RESEED_INTERVAL`].
+    pub fn generate_with(&mut self, out: &mut [u8], additional: &[u8]) -> Result<(), ReseedRequired> {
+        let mut add = [0u8; MAX_SEED_LEN];
+        let add = &mut add[..Self::seed_len()];
+        if !additional.is_empty() {
+            if self.use_df {
+                block_cipher_df::<C>(&[additional], add);
+            } else {
+                xor_padded(&[], additional, add);
+            }
+        }
+        let result = self.generate_chunks(out, add, !additional.is_empty());
+        add.zeroize();
+        result
+    }
+
+    fn generate_chunks(&mut self, out: &mut [u8], add: &[u8], has_add: bool) -> Result<(), ReseedRequired> {
+        let mut chunks = out.chunks_mut(MAX_BYTES_PER_REQUEST);
+        // A zero-length request still runs one Generate (and its Update), as the standard does.
+        let first: &mut [u8] = chunks.next().unwrap_or_default();
+        self.generate_one(first, add, has_add)?;
+        for chunk in chunks {
+            self.generate_one(chunk, add, has_add)?;
+        }
+        Ok(())
+    }
+
+    fn generate_one(&mut self, out: &mut [u8], add: &[u8], has_add: bool) -> Result<(), ReseedRequired> {
+        if self.reseed_counter > RESEED_INTERVAL {
+            return Err(ReseedRequired);
+        }
+        if has_add {
+            self.update(add);
+        }
+        self.keystream(out);
+        self.update(add);
+        self.reseed_counter += 1;
+        Ok(())
+    }
+
+    /// Writes E(Key, V+1), E(Key, V+2), ... into `out`, leaving V at the last counter used.
+    fn keystream(&mut self, out: &mut [u8]) {
+        let (blocks, tail) = Array::<u8, U16>::slice_as_chunks_mut(out);
+        for batch in blocks.chunks_mut(BATCH_BLOCKS) {
+            for block in batch.iter_mut() {
+                self.v = self.v.wrapping_add(1);
+                *block = Array(self.v.to_be_bytes());
+            }
+            self.cipher.encrypt_blocks(batch);
+        }
+        if !tail.is_empty() {
+            let mut block = self.next_block();
+            tail.copy_from_slice(&block[..tail.len()]);
+            block.zeroize();
+        }
+    }
+
+    fn next_block(&mut self) -> [u8; BLOCK_LEN] {
+        self.v = self.v.wrapping_add(1);
+        let mut block = Array(self.v.to_be_bytes());
+        self.cipher.encrypt_block(&mut block);
+        block.0
+    }
+
+    /// CTR_DRBG_Update (10.2.1.2): new Key and V from seedlen bytes of keystream XOR data.
+    fn update(&mut self, provided: &[u8]) {
+        let seed_len = Self::seed_len();
+        let mut temp = [0u8; MAX_SEED_LEN];
+        for chunk in temp[..seed_len].chunks_mut(BLOCK_LEN) {
+            let mut block = self.next_block();
+            chunk.copy_from_slice(&block);
+            block.zeroize();
+        }
+        for (t, p) in temp[..seed_len].iter_mut().zip(provided) {
+            *t ^= p;
+        }
+        let key_len = Self::key_len();
+        self.cipher = Self::keyed(&temp[..key_len]);
+        let mut v = [0u8; BLOCK_LEN];
+        v.copy_from_slice(&temp[key_len..seed_len]);
+        self.v = u128::from_be_bytes(v);
+        v.zeroize();
+        temp.zeroize();
+    }
+}
+
+/// `out = pad(a) XOR pad(b)` where pad right-pads with zeros to `out.len()` (no-df seeding).
+fn xor_padded(a: &[u8], b: &[u8], out: &mut [u8]) {
+    assert!(a.len() <= out.len() && b.len() <= out.len(), "no-df inputs are at most seedlen");
+    out.fill(0);
+    for (o, x) in out.iter_mut().zip(a) {
+        *o ^= x;
+    }
+    for (o, x) in out.iter_mut().zip(b) {
+        *o ^= x;
+    }
+}
+
+/// Block_Cipher_df (10.3.2) over the concatenation of `inputs`, writing `out.len()` bytes.
+fn block_cipher_df<C: AesCipher>(inputs: &[&[u8]], out: &mut [u8]) {
+    let key_len = <C as KeySizeUser>::key_size();
+    let input_len: usize = inputs.iter().map(|s| s.len()).sum();
+    let mut df_key = [0u8; 32];
+    for (i, b) in df_key.iter_mut().enumerate() {
+        *b = i as u8;
+    }
+    let bcc_cipher = C::new_from_slice(&df_key[..key_len]).expect("df key length");
+    let mut temp = [0u8; MAX_SEED_LEN];
+    let temp_len = key_len + BLOCK_LEN;
+    for (i, chunk) in temp[..temp_len].chunks_mut(BLOCK_LEN).enumerate() {
+        let mut bcc = Bcc::new(&bcc_cipher);
+        let mut iv = [0u8; BLOCK_LEN];
+        iv[..4].copy_from_slice(&(i as u32).to_be_bytes());
+        bcc.absorb(&iv);
+        bcc.absorb(&(input_len as u32).to_be_bytes());
+        bcc.absorb(&(out.len() as u32).to_be_bytes());
+        for s in inputs {
+            bcc.absorb(s);
+        }
+        bcc.absorb(&[0x80]);
+        bcc.pad_to_block();
+        chunk.copy_from_slice(&bcc.finish());
+    }
+    let cipher = C::new_from_slice(&temp[..key_len]).expect("df key length");
+    let mut x = Array([0u8; BLOCK_LEN]);
+    x.copy_from_slice(&temp[key_len..temp_len]);
+    for chunk in out.chunks_mut(BLOCK_LEN) {
+        cipher.encrypt_block(&mut x);
+        chunk.copy_from_slice(&x[..chunk.len()]);
+    }
+    x.0.zeroize();
+    temp.zeroize();
+}
+
+/// BCC (10.3.3), fed incrementally so the df input never has to be concatenated.
+struct Bcc<'a, C> {
+    cipher: &'a C,
+    chain: Array<u8, U16>,
+    fill: usize,
+}
+
+impl<'a, C: AesCipher> Bcc<'a, C> {
+    fn new(cipher: &'a C) -> Self {
+        Bcc { cipher, chain: Array([0u8; BLOCK_LEN]), fill: 0 }
+    }
+
+    fn absorb(&mut self, data: &[u8]) {
+        for b in data {
+            self.chain[self.fill] ^= b;
+            self.fill += 1;
+            if self.fill == BLOCK_LEN {
+                self.cipher.encrypt_block(&mut self.chain);
+                self.fill = 0;
+            }
+        }
+    }
+
+    fn pad_to_block(&mut self) {
+        if self.fill != 0 {
+            // XOR with zero padding leaves the chain unchanged; only the encryption remains.
+            self.cipher.encrypt_block(&mut self.chain);
+            self.fill = 0;
+        }
+    }
+
+    fn finish(mut self) -> [u8; BLOCK_LEN] {
+        let out = self.chain.0;
+        self.chain.0.zeroize();
+        out
+    }
+}
+
+impl Drbg for Aes256CtrDrbg {
+    const ALGORITHM: Algorithm = Algorithm::Aes256Ctr;
+    /// 384 bits: 256 bits of security strength plus margin for the derivation function.
+    const ENTROPY_LEN: usize = 48;
+    /// SP 800-90A 8.6.7: a nonce of at least half the security strength (128 bits).
+    const NONCE_LEN: usize = 16;
+
+    fn instantiate(entropy: &[u8], nonce: &[u8], personalization: &[u8]) -> Self {
+        CtrDrbg::new(entropy, nonce, personalization, true)
+    }
+
+    fn reseed(&mut self, entropy: &[u8], additional: &[u8]) {
+        self.reseed_with(entropy, additional);
+    }
+
+    fn generate(&mut self, out: &mut [u8], additional: &[u8]) -> Result<(), ReseedRequired> {
+        self.generate_with(out, additional)
+    }
+}
+
+impl<C: AesCipher> rand_core::TryRng for CtrDrbg<C> {
+    type Error = ReseedRequired;
+
+    fn try_next_u32(&mut self) -> Result<u32, Self::Error> {
+        let mut b = [0u8; 4];
+        self.generate_with(&mut b, &[])?;
+        Ok(u32::from_le_bytes(b))
+    }
+
+    fn try_next_u64(&mut self) -> Result<u64, Self::Error> {
+        let mut b = [0u8; 8];
+        self.generate_with(&mut b, &[])?;
+        Ok(u64::from_le_bytes(b))
+    }
+
+    fn try_fill_bytes(&mut self, dst: &mut [u8]) -> Result<(), Self::Error> {
+        self.generate_with(dst, &[])
+    }
+}
+
+impl<C: AesCipher> rand_core::TryCryptoRng for CtrDrbg<C> {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_shows_no_state() {
+        let d = Aes256CtrDrbg::new(&[7u8; 48], &[1u8; 16], b"p", true);
+        let s = format!("{d:?}");
+        assert!(s.contains("CtrDrbg") && !s.contains("v:") && !s.contains("cipher"));
+    }
+
+    #[test]
+    fn large_requests_are_split_not_refused() {
+        let mut a = Aes256CtrDrbg::new(&[7u8; 48], &[1u8; 16], b"", true);
+        let mut b = Aes256CtrDrbg::new(&[7u8; 48], &[1u8; 16], b"", true);
+        let mut big = vec![0u8; MAX_BYTES_PER_REQUEST + 100];
+        a.generate_with(&mut big, &[]).unwrap();
+        let mut first = vec![0u8; MAX_BYTES_PER_REQUEST];
+        let mut second = vec![0u8; 100];
+        b.generate_with(&mut first, &[]).unwrap();
+        b.generate_with(&mut second, &[]).unwrap();
+        assert_eq!(&big[..MAX_BYTES_PER_REQUEST], &first[..]);
+        assert_eq!(&big[MAX_BYTES_PER_REQUEST..], &second[..]);
+        assert_eq!(a.reseed_counter, 3);
+    }
+
+    #[test]
+    fn reseed_interval_is_enforced() {
+        let mut d = Aes256CtrDrbg::new(&[7u8; 48], &[1u8; 16], b"", true);
+        d.reseed_counter = RESEED_INTERVAL + 1;
+        let mut out = [0u8; 16];
+        assert_eq!(d.generate_with(&mut out, &[]), Err(ReseedRequired));
+        d.reseed_with(&[9u8; 48], &[]);
+        assert!(d.generate_with(&mut out, &[]).is_ok());
+    }
+}

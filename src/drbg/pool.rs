@@ -1,0 +1,221 @@
+//! Per-core shards. Each shard holds one managed instance of every algorithm; a thread keeps
+//! to the shard it was given on first use, so the hot path takes only its own shard's
+//! uncontended lock and two threads do not contend in the common case.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use super::blake3_xof::Blake3Drbg;
+use super::chacha20::ChaCha20Drbg;
+use super::ctr_drbg::Aes256CtrDrbg;
+use super::entropy::EntropySource;
+use super::reseed::{Managed, ReseedPolicy};
+use super::stats::Stats;
+use super::{Algorithm, Drbg, DrbgError};
+
+/// How to build a [`Pool`].
+#[derive(Debug, Clone)]
+pub struct PoolConfig {
+    /// Number of shards (at least 1); default: the available cores.
+    pub shards: usize,
+    /// Reseed policy per algorithm, indexed by [`Algorithm::index`].
+    pub policies: [ReseedPolicy; 3],
+    /// Instance label mixed into every personalization string (host name, pod name, ...).
+    pub instance: String,
+}
+
+impl Default for PoolConfig {
+    fn default() -> Self {
+        PoolConfig {
+            shards: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            policies: [ReseedPolicy::default(); 3],
+            instance: String::new(),
+        }
+    }
+}
+
+/// One instance of each generator.
+struct Shard {
+    chacha20: Mutex<Managed<ChaCha20Drbg>>,
+    aes256ctr: Mutex<Managed<Aes256CtrDrbg>>,
+    blake3: Mutex<Managed<Blake3Drbg>>,
+}
+
+/// The sharded generator pool.
+pub struct Pool {
+    shards: Box<[Shard]>,
+    stats: Arc<Stats>,
+}
+
+impl std::fmt::Debug for Pool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pool").field("shards", &self.shards.len()).finish_non_exhaustive()
+    }
+}
+
+/// Next shard ticket; a thread takes one on first use.
+static NEXT_TICKET: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    static TICKET: Cell<Option<usize>> = const { Cell::new(None) };
+}
+
+fn thread_ticket() -> usize {
+    TICKET.with(|t| match t.get() {
+        Some(ticket) => ticket,
+        None => {
+            let ticket = NEXT_TICKET.fetch_add(1, Ordering::Relaxed);
+            t.set(Some(ticket));
+            ticket
+        }
+    })
+}
+
+impl Pool {
+    /// Seeds every generator of every shard from `entropy`.
+    ///
+    /// # Errors
+    /// [`DrbgError::EntropyUnavailable`] if any instantiation could not get entropy.
+    pub fn new(config: &PoolConfig, entropy: Arc<dyn EntropySource>) -> Result<Self, DrbgError> {
+        let stats = Arc::new(Stats::default());
+        let shards = (0..config.shards.max(1))
+            .map(|index| {
+                let build = |alg: Algorithm| {
+                    let label = personalization(alg, index, &config.instance);
+                    (entropy.clone(), stats.clone(), label, config.policies[alg.index()])
+                };
+                Ok(Shard {
+                    chacha20: Mutex::new(managed(build(Algorithm::ChaCha20))?),
+                    aes256ctr: Mutex::new(managed(build(Algorithm::Aes256Ctr))?),
+                    blake3: Mutex::new(managed(build(Algorithm::Blake3))?),
+                })
+            })
+            .collect::<Result<Vec<_>, DrbgError>>()?;
+        Ok(Pool { shards: shards.into_boxed_slice(), stats })
+    }
+
+    /// Number of shards.
+    pub fn shard_count(&self) -> usize {
+        self.shards.len()
+    }
+
+    /// Lifecycle counters of all shards.
+    pub fn stats(&self) -> &Arc<Stats> {
+        &self.stats
+    }
+
+    /// Fills `out` from the calling thread's shard.
+    ///
+    /// # Errors
+    /// See [`Managed::fill`]; on error `out` is zeroed.
+    #[inline]
+    pub fn fill(&self, alg: Algorithm, out: &mut [u8], prediction_resistance: bool) -> Result<(), DrbgError> {
+        let shard = thread_ticket() % self.shards.len();
+        self.fill_on_shard(shard, alg, out, prediction_resistance)
+    }
+
+    /// Fills `out` from shard `shard` (tests and benchmarks).
+    ///
+    /// # Errors
+    /// See [`Managed::fill`].
+    ///
+    /// # Panics
+    /// If `shard >= shard_count()`.
+    pub fn fill_on_shard(
+        &self,
+        shard: usize,
+        alg: Algorithm,
+        out: &mut [u8],
+        prediction_resistance: bool,
+    ) -> Result<(), DrbgError> {
+        let shard = &self.shards[shard];
+        match alg {
+            Algorithm::ChaCha20 => lock(&shard.chacha20).fill(out, prediction_resistance),
+            Algorithm::Aes256Ctr => lock(&shard.aes256ctr).fill(out, prediction_resistance),
+            Algorithm::Blake3 => lock(&shard.blake3).fill(out, prediction_resistance),
+        }
+    }
+
+    /// Whether every generator of every shard currently holds a seeded state.
+    pub fn all_seeded(&self) -> bool {
+        self.shards.iter().all(|s| {
+            lock(&s.chacha20).is_seeded() && lock(&s.aes256ctr).is_seeded() && lock(&s.blake3).is_seeded()
+        })
+    }
+}
+
+type Parts = (Arc<dyn EntropySource>, Arc<Stats>, Arc<[u8]>, ReseedPolicy);
+
+fn managed<G: Drbg>((entropy, stats, label, policy): Parts) -> Result<Managed<G>, DrbgError> {
+    Managed::new(entropy, stats, label, policy)
+}
+
+/// Locks a generator. A lock poisoned by a panic mid-generate may hold a half-updated state,
+/// so that state is discarded and re-instantiated on next use.
+fn lock<G: Drbg>(m: &Mutex<Managed<G>>) -> MutexGuard<'_, Managed<G>> {
+    m.lock().unwrap_or_else(|poisoned| {
+        let mut guard = poisoned.into_inner();
+        guard.discard();
+        m.clear_poison();
+        guard
+    })
+}
+
+/// The personalization string of one generator: algorithm, shard, pid, start time, host and
+/// instance label. No two generators, shards, processes or pods share one.
+fn personalization(alg: Algorithm, shard: usize, instance: &str) -> Arc<[u8]> {
+    let start = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let label = format!(
+        "drbgd/1 alg={} shard={} pid={} start_ns={} host={} instance={}",
+        alg.name(),
+        shard,
+        std::process::id(),
+        start,
+        host.trim(),
+        instance
+    );
+    Arc::from(label.into_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::drbg::entropy::OsEntropy;
+
+    #[test]
+    fn shards_give_distinct_streams() {
+        let pool =
+            Pool::new(&PoolConfig { shards: 3, ..PoolConfig::default() }, Arc::new(OsEntropy)).unwrap();
+        for alg in Algorithm::ALL {
+            let outs: Vec<[u8; 32]> = (0..3)
+                .map(|s| {
+                    let mut b = [0u8; 32];
+                    pool.fill_on_shard(s, alg, &mut b, false).unwrap();
+                    b
+                })
+                .collect();
+            assert!(outs[0] != outs[1] && outs[1] != outs[2] && outs[0] != outs[2]);
+        }
+        assert!(pool.all_seeded());
+    }
+
+    #[test]
+    fn threads_keep_their_shard() {
+        let first = thread_ticket();
+        assert_eq!(thread_ticket(), first);
+        let other = std::thread::spawn(thread_ticket).join().unwrap();
+        assert_ne!(other, first);
+    }
+
+    #[test]
+    fn personalization_is_distinct() {
+        let a = personalization(Algorithm::ChaCha20, 0, "pod-a");
+        let b = personalization(Algorithm::ChaCha20, 1, "pod-a");
+        let c = personalization(Algorithm::Blake3, 0, "pod-a");
+        assert!(a != b && a != c);
+        assert!(std::str::from_utf8(&a).unwrap().contains("instance=pod-a"));
+    }
+}

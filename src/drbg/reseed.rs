@@ -1,0 +1,402 @@
+//! The managed generator: any [`Drbg`] wrapped with its reseed thresholds, prediction
+//! resistance, fork detection and the continuous health test. All reseeding happens on a
+//! cold path that allocates nothing.
+
+use std::hash::BuildHasher;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use zeroize::Zeroize;
+
+use super::entropy::EntropySource;
+use super::stats::Stats;
+use super::{Drbg, DrbgError, fork};
+
+/// Default bytes between reseeds: 1 MiB. A 32-byte token stream reseeds every ~32k requests,
+/// bulk output every ~16 chunks of 64 KiB: a few reseeds per second under heavy load, each
+/// one getrandom call (~0.5 µs), so the cost stays far below 0.1 %.
+pub const DEFAULT_REKEY_AFTER_BYTES: u64 = 1 << 20;
+/// Default maximum key age: 60 s bounds how long a captured state predicts output, even for
+/// an idle generator.
+pub const DEFAULT_REKEY_AFTER_SECONDS: u64 = 60;
+/// Smallest accepted byte threshold: below one 4 KiB page the reseed cost dominates.
+pub const MIN_REKEY_AFTER_BYTES: u64 = 4096;
+/// Bytes compared by the continuous health test.
+const SAMPLE_LEN: usize = 16;
+
+/// When a generator must reseed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReseedPolicy {
+    /// Base byte threshold; the actual one is `base + r % base` with jitter on.
+    pub rekey_after_bytes: u64,
+    /// Maximum time between reseeds.
+    pub rekey_after: Duration,
+    /// arc4random-style randomized threshold (seed 003).
+    pub jitter: bool,
+}
+
+impl Default for ReseedPolicy {
+    fn default() -> Self {
+        ReseedPolicy {
+            rekey_after_bytes: DEFAULT_REKEY_AFTER_BYTES,
+            rekey_after: Duration::from_secs(DEFAULT_REKEY_AFTER_SECONDS),
+            jitter: true,
+        }
+    }
+}
+
+impl ReseedPolicy {
+    /// The byte threshold for one interval, given a random draw `r` from the generator.
+    pub fn threshold(&self, r: u64) -> u64 {
+        let base = self.rekey_after_bytes.max(1);
+        if self.jitter { base + r % base } else { base }
+    }
+}
+
+/// Why a generator was (re)seeded. Exported as the `reason` label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReseedReason {
+    /// Instantiation: at start-up, or again after a health-test failure.
+    Startup,
+    /// The byte threshold was reached.
+    Threshold,
+    /// The key reached its maximum age.
+    Age,
+    /// The process forked since the last seed.
+    Fork,
+    /// The caller asked for prediction resistance.
+    PredictionResistance,
+}
+
+impl ReseedReason {
+    /// Every reason, in label order.
+    pub const ALL: [ReseedReason; 5] = [
+        ReseedReason::Startup,
+        ReseedReason::Threshold,
+        ReseedReason::Age,
+        ReseedReason::Fork,
+        ReseedReason::PredictionResistance,
+    ];
+
+    /// The label value.
+    pub const fn name(self) -> &'static str {
+        match self {
+            ReseedReason::Startup => "startup",
+            ReseedReason::Threshold => "threshold",
+            ReseedReason::Age => "age",
+            ReseedReason::Fork => "fork",
+            ReseedReason::PredictionResistance => "prediction_resistance",
+        }
+    }
+
+    /// Position in [`ReseedReason::ALL`].
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// A [`Drbg`] that reseeds itself, detects forks and checks its own output.
+pub struct Managed<G> {
+    /// `None` until seeded, and again after a health-test failure.
+    drbg: Option<G>,
+    entropy: Arc<dyn EntropySource>,
+    stats: Arc<Stats>,
+    personalization: Arc<[u8]>,
+    policy: ReseedPolicy,
+    /// Bytes left before the threshold reseed.
+    budget: u64,
+    /// When the key expires.
+    deadline: Instant,
+    fork_generation: u64,
+    /// Keyed 64-bit fingerprint of the previous output's first block (not the block itself,
+    /// so a captured state does not reveal it), and the key for it.
+    last_fingerprint: u64,
+    fingerprint_key: std::hash::RandomState,
+    reseeds: u64,
+}
+
+impl<G: Drbg> std::fmt::Debug for Managed<G> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Managed")
+            .field("alg", &G::ALGORITHM)
+            .field("seeded", &self.drbg.is_some())
+            .field("policy", &self.policy)
+            .field("reseeds", &self.reseeds)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<G: Drbg> Managed<G> {
+    /// Instantiates a generator from `entropy`.
+    ///
+    /// # Errors
+    /// [`DrbgError::EntropyUnavailable`] when the entropy source fails.
+    pub fn new(
+        entropy: Arc<dyn EntropySource>,
+        stats: Arc<Stats>,
+        personalization: Arc<[u8]>,
+        policy: ReseedPolicy,
+    ) -> Result<Self, DrbgError> {
+        let mut managed = Managed {
+            drbg: None,
+            entropy,
+            stats,
+            personalization,
+            policy,
+            budget: 0,
+            deadline: Instant::now(),
+            fork_generation: fork::generation(),
+            last_fingerprint: 0,
+            fingerprint_key: std::hash::RandomState::new(),
+            reseeds: 0,
+        };
+        managed.reseed(super::ReseedReason::Startup)?;
+        Ok(managed)
+    }
+
+    /// Whether the generator holds a seeded state (false after a health-test failure until
+    /// the next successful instantiation).
+    pub fn is_seeded(&self) -> bool {
+        self.drbg.is_some()
+    }
+
+    /// Drops the state, so the next request must instantiate afresh (used after a panic
+    /// while the state was borrowed).
+    pub fn discard(&mut self) {
+        self.drbg = None;
+    }
+
+    /// Fills `out`, reseeding first when a threshold, the key age, a fork or `prediction_resistance`
+    /// demands it. Requests larger than the remaining byte budget are split around reseeds.
+    ///
+    /// # Errors
+    /// On any error `out` is zeroed and nothing was produced: [`DrbgError::EntropyUnavailable`]
+    /// when a due reseed could not get entropy (the generator never serves from a stale state),
+    /// [`DrbgError::HealthTestFailed`] when the output failed the continuous test.
+    pub fn fill(&mut self, out: &mut [u8], prediction_resistance: bool) -> Result<(), DrbgError> {
+        let result = self.fill_checked(out, prediction_resistance);
+        if result.is_err() {
+            out.zeroize();
+        }
+        result
+    }
+
+    fn fill_checked(&mut self, out: &mut [u8], prediction_resistance: bool) -> Result<(), DrbgError> {
+        if prediction_resistance {
+            self.reseed(super::ReseedReason::PredictionResistance)?;
+        }
+        let mut done = 0;
+        while done < out.len() {
+            if let Some(reason) = self.reseed_due() {
+                self.reseed(reason)?;
+            }
+            let take = (out.len() - done).min(usize::try_from(self.budget).unwrap_or(usize::MAX));
+            let drbg = self.drbg.as_mut().ok_or(DrbgError::EntropyUnavailable)?;
+            if drbg.generate(&mut out[done..done + take], &[]).is_err() {
+                // The mechanism's own reseed interval: reseed, then retry this piece.
+                self.budget = 0;
+                continue;
+            }
+            self.budget -= take as u64;
+            done += take;
+        }
+        self.check_health(out)
+    }
+
+    #[inline]
+    fn reseed_due(&self) -> Option<super::ReseedReason> {
+        use super::ReseedReason::{Age, Fork, Startup, Threshold};
+        if self.drbg.is_none() {
+            Some(Startup)
+        } else if fork::generation() != self.fork_generation {
+            Some(Fork)
+        } else if self.budget == 0 {
+            Some(Threshold)
+        } else if Instant::now() >= self.deadline {
+            Some(Age)
+        } else {
+            None
+        }
+    }
+
+    /// Continuous test: a first block equal to the previous call's first block, or all zero,
+    /// disables the generator. Outputs shorter than one block are not compared (a repeat of
+    /// a few bytes is expected by chance).
+    fn check_health(&mut self, out: &[u8]) -> Result<(), DrbgError> {
+        let Some(block) = out.first_chunk::<SAMPLE_LEN>() else { return Ok(()) };
+        let fingerprint = self.fingerprint_key.hash_one(block);
+        let stuck = fingerprint == self.last_fingerprint || block.iter().all(|b| *b == 0);
+        self.last_fingerprint = fingerprint;
+        if stuck {
+            self.drbg = None;
+            self.stats.health_failed(G::ALGORITHM);
+            return Err(DrbgError::HealthTestFailed);
+        }
+        Ok(())
+    }
+
+    /// Draws fresh entropy and reseeds (or instantiates), then draws the next jittered
+    /// threshold from the generator itself.
+    #[cold]
+    #[inline(never)]
+    fn reseed(&mut self, reason: super::ReseedReason) -> Result<(), DrbgError> {
+        let mut entropy = [0u8; 64];
+        let seed_len = G::ENTROPY_LEN + G::NONCE_LEN;
+        if self.entropy.fill(&mut entropy[..seed_len]).is_err() {
+            entropy.zeroize();
+            self.stats.reseed_failed(G::ALGORITHM);
+            return Err(DrbgError::EntropyUnavailable);
+        }
+        let generation = fork::generation();
+        let context = self.reseed_context(reason, generation);
+        let (input, nonce) = entropy[..seed_len].split_at(G::ENTROPY_LEN);
+        let drbg = match &mut self.drbg {
+            Some(drbg) => {
+                drbg.reseed(input, &context);
+                drbg
+            }
+            None => self.drbg.insert(G::instantiate(input, nonce, &self.personalization)),
+        };
+        entropy.zeroize();
+        let mut r = [0u8; 8];
+        // A fresh reseed cannot hit the mechanism's reseed interval.
+        let _ = drbg.generate(&mut r, &[]);
+        self.budget = self.policy.threshold(u64::from_le_bytes(r));
+        r.zeroize();
+        self.deadline = Instant::now() + self.policy.rekey_after;
+        self.fork_generation = generation;
+        self.reseeds += 1;
+        self.stats.reseeded(G::ALGORITHM, reason);
+        Ok(())
+    }
+
+    /// Additional input for a reseed: reason, pid, fork generation and reseed count, so a
+    /// child that reseeds after fork mixes in its own identity even if entropy repeated.
+    fn reseed_context(&self, reason: super::ReseedReason, generation: u64) -> [u8; 32] {
+        let mut ctx = [0u8; 32];
+        ctx[..8].copy_from_slice(&(reason.index() as u64).to_le_bytes());
+        ctx[8..16].copy_from_slice(&u64::from(std::process::id()).to_le_bytes());
+        ctx[16..24].copy_from_slice(&generation.to_le_bytes());
+        ctx[24..].copy_from_slice(&self.reseeds.to_le_bytes());
+        ctx
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::drbg::chacha20::ChaCha20Drbg;
+    use crate::drbg::entropy::{OsEntropy, ScriptedEntropy};
+    use crate::drbg::{Algorithm, ReseedReason, ReseedRequired};
+
+    fn managed<G: Drbg>(source: Arc<dyn EntropySource>, policy: ReseedPolicy) -> (Managed<G>, Arc<Stats>) {
+        let stats = Arc::new(Stats::default());
+        let m = Managed::<G>::new(source, stats.clone(), Arc::from(&b"test"[..]), policy).unwrap();
+        (m, stats)
+    }
+
+    #[test]
+    fn jittered_threshold_stays_in_base_to_twice_base() {
+        let p = ReseedPolicy { rekey_after_bytes: 1000, ..ReseedPolicy::default() };
+        for r in [0, 1, 999, 1000, u64::MAX] {
+            let t = p.threshold(r);
+            assert!((1000..2000).contains(&t), "{t}");
+        }
+        let fixed = ReseedPolicy { jitter: false, ..p };
+        assert_eq!(fixed.threshold(12345), 1000);
+    }
+
+    #[test]
+    fn reseeds_at_byte_threshold() {
+        let policy = ReseedPolicy { rekey_after_bytes: 4096, jitter: false, ..ReseedPolicy::default() };
+        let (mut m, stats) = managed::<ChaCha20Drbg>(Arc::new(OsEntropy), policy);
+        let mut buf = vec![0u8; 4096 * 10];
+        m.fill(&mut buf, false).unwrap();
+        // 40 KiB at 4 KiB per interval: the first interval came from instantiation.
+        assert_eq!(stats.reseeds(Algorithm::ChaCha20, ReseedReason::Threshold), 9);
+        assert_eq!(stats.reseeds(Algorithm::ChaCha20, ReseedReason::Startup), 1);
+    }
+
+    #[test]
+    fn jitter_varies_the_interval() {
+        let policy = ReseedPolicy { rekey_after_bytes: 4096, ..ReseedPolicy::default() };
+        let (mut m, stats) = managed::<ChaCha20Drbg>(Arc::new(OsEntropy), policy);
+        let mut buf = vec![0u8; 4096 * 100];
+        m.fill(&mut buf, false).unwrap();
+        let n = stats.reseeds(Algorithm::ChaCha20, ReseedReason::Threshold);
+        // Mean interval 1.5 x base: about 66 reseeds, never 99 (no jitter) nor below 49.
+        assert!((50..99).contains(&n), "{n}");
+    }
+
+    #[test]
+    fn age_and_prediction_resistance_reseed() {
+        let policy = ReseedPolicy { rekey_after: Duration::ZERO, ..ReseedPolicy::default() };
+        let (mut m, stats) = managed::<ChaCha20Drbg>(Arc::new(OsEntropy), policy);
+        let mut buf = [0u8; 32];
+        m.fill(&mut buf, false).unwrap();
+        m.fill(&mut buf, true).unwrap();
+        assert!(stats.reseeds(Algorithm::ChaCha20, ReseedReason::Age) >= 1);
+        assert_eq!(stats.reseeds(Algorithm::ChaCha20, ReseedReason::PredictionResistance), 1);
+    }
+
+    #[test]
+    fn entropy_failure_refuses_and_recovers() {
+        let source = Arc::new(ScriptedEntropy::default());
+        let (mut m, stats) = managed::<ChaCha20Drbg>(source.clone(), ReseedPolicy::default());
+        source.set_failing(true);
+        let mut buf = [0xAAu8; 64];
+        assert_eq!(m.fill(&mut buf, true), Err(DrbgError::EntropyUnavailable));
+        assert_eq!(buf, [0u8; 64], "nothing is handed out on failure");
+        assert_eq!(stats.reseed_failures(Algorithm::ChaCha20), 1);
+        source.set_failing(false);
+        m.fill(&mut buf, true).unwrap();
+        assert_ne!(buf, [0u8; 64]);
+    }
+
+    #[test]
+    fn instantiation_fails_closed() {
+        let stats = Arc::new(Stats::default());
+        let r = Managed::<ChaCha20Drbg>::new(
+            Arc::new(ScriptedEntropy::failing()),
+            stats,
+            Arc::from(&b""[..]),
+            ReseedPolicy::default(),
+        );
+        assert_eq!(r.err(), Some(DrbgError::EntropyUnavailable));
+    }
+
+    /// A broken mechanism that always outputs the same bytes.
+    #[derive(Debug)]
+    struct Stuck;
+    impl Drbg for Stuck {
+        const ALGORITHM: Algorithm = Algorithm::Blake3;
+        const ENTROPY_LEN: usize = 32;
+        const NONCE_LEN: usize = 16;
+        fn instantiate(_: &[u8], _: &[u8], _: &[u8]) -> Self {
+            Stuck
+        }
+        fn reseed(&mut self, _: &[u8], _: &[u8]) {}
+        fn generate(&mut self, out: &mut [u8], _: &[u8]) -> Result<(), ReseedRequired> {
+            out.fill(0x5a);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn repeated_block_fails_health_test() {
+        let (mut m, stats) = managed::<Stuck>(Arc::new(OsEntropy), ReseedPolicy::default());
+        let mut buf = [0u8; 32];
+        m.fill(&mut buf, false).unwrap();
+        assert_eq!(m.fill(&mut buf, false), Err(DrbgError::HealthTestFailed));
+        assert_eq!(buf, [0u8; 32]);
+        assert!(!m.is_seeded());
+        assert_eq!(stats.health_failures(Algorithm::Blake3), 1);
+    }
+
+    #[test]
+    fn debug_shows_no_secret() {
+        let (m, _) = managed::<ChaCha20Drbg>(Arc::new(OsEntropy), ReseedPolicy::default());
+        let s = format!("{m:?}");
+        assert!(s.contains("Managed") && s.contains("ChaCha20") && !s.contains("fingerprint"));
+    }
+}
