@@ -33,7 +33,7 @@ fn pool(shards: usize) -> Pool {
     Pool::new(&PoolConfig { shards, ..PoolConfig::default() }, Arc::new(OsEntropy)).unwrap()
 }
 
-fn raw_aes_ctr(cipher: &aes::Aes256, ctr: &mut u128, out: &mut [u8]) {
+fn raw_aes_ctr(cipher: &aes::Aes256Enc, ctr: &mut u128, out: &mut [u8]) {
     let (blocks, _) = Array::slice_as_chunks_mut(out);
     for batch in blocks.chunks_mut(64) {
         for b in batch.iter_mut() {
@@ -46,7 +46,7 @@ fn raw_aes_ctr(cipher: &aes::Aes256, ctr: &mut u128, out: &mut [u8]) {
 
 fn fill(c: &mut Criterion) {
     let pool = pool(1);
-    let cipher = aes::Aes256::new(&[7u8; 32].into());
+    let cipher = aes::Aes256Enc::new(&[7u8; 32].into());
     let mut ctr = 0u128;
     let mut chacha = rand_chacha::ChaCha20Rng::from_seed([7u8; 32]);
     let mut xof = blake3::Hasher::new_keyed(&[7u8; 32]).finalize_xof();

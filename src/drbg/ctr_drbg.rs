@@ -24,12 +24,15 @@ const MAX_SEED_LEN: usize = 48;
 pub const MAX_BYTES_PER_REQUEST: usize = (1 << 19) / 8;
 /// SP 800-90A table 3: reseed_interval at most 2^48 requests.
 pub const RESEED_INTERVAL: u64 = 1 << 48;
+/// Requests up to this many bytes are produced together with their Update blocks in one
+/// `encrypt_blocks` call (tokens, nonces, UUIDs).
+const SMALL_REQUEST: usize = 256;
 /// Counter blocks encrypted per `encrypt_blocks` call: 1 KiB stays in L1 between the counter
 /// write and the encryption, and is far above the 8-block width of the AES-NI pipeline.
 const BATCH_BLOCKS: usize = 64;
 
 /// CTR_DRBG over AES-256, the production `aes256ctr` mechanism (use df).
-pub type Aes256CtrDrbg = CtrDrbg<aes::Aes256>;
+pub type Aes256CtrDrbg = CtrDrbg<aes::Aes256Enc>;
 
 /// A CTR_DRBG instance over block cipher `C` (AES-128, -192 or -256).
 pub struct CtrDrbg<C> {
@@ -152,10 +155,34 @@ impl<C: AesCipher> CtrDrbg<C> {
         if has_add {
             self.update(add);
         }
-        self.keystream(out);
-        self.update(add);
+        if out.len() <= SMALL_REQUEST {
+            self.generate_small(out, add);
+        } else {
+            self.keystream(out);
+            self.update(add);
+        }
         self.reseed_counter += 1;
         Ok(())
+    }
+
+    /// Output and the Update that follows it, from one batch of counter blocks: one
+    /// `encrypt_blocks` call and one key schedule per request. Same result as
+    /// `keystream` + `update`.
+    fn generate_small(&mut self, out: &mut [u8], add: &[u8]) {
+        let out_blocks = out.len().div_ceil(BLOCK_LEN);
+        let update_blocks = Self::seed_len() / BLOCK_LEN;
+        let mut batch = [Array([0u8; BLOCK_LEN]); SMALL_REQUEST / BLOCK_LEN + MAX_SEED_LEN / BLOCK_LEN];
+        let batch = &mut batch[..out_blocks + update_blocks];
+        for block in batch.iter_mut() {
+            self.v = self.v.wrapping_add(1);
+            *block = Array(self.v.to_be_bytes());
+        }
+        self.cipher.encrypt_blocks(batch);
+        let bytes = Array::slice_as_flattened_mut(batch);
+        let (output, temp) = bytes.split_at_mut(out_blocks * BLOCK_LEN);
+        out.copy_from_slice(&output[..out.len()]);
+        self.rekey_from(temp, add);
+        bytes.zeroize();
     }
 
     /// Writes E(Key, V+1), E(Key, V+2), ... into `out`, leaving V at the last counter used.
@@ -185,22 +212,29 @@ impl<C: AesCipher> CtrDrbg<C> {
     /// CTR_DRBG_Update (10.2.1.2): new Key and V from seedlen bytes of keystream XOR data.
     fn update(&mut self, provided: &[u8]) {
         let seed_len = Self::seed_len();
-        let mut temp = [0u8; MAX_SEED_LEN];
-        for chunk in temp[..seed_len].chunks_mut(BLOCK_LEN) {
-            let mut block = self.next_block();
-            chunk.copy_from_slice(&block);
-            block.zeroize();
+        let mut temp = [Array([0u8; BLOCK_LEN]); MAX_SEED_LEN / BLOCK_LEN];
+        let temp = &mut temp[..seed_len / BLOCK_LEN];
+        for block in temp.iter_mut() {
+            self.v = self.v.wrapping_add(1);
+            *block = Array(self.v.to_be_bytes());
         }
-        for (t, p) in temp[..seed_len].iter_mut().zip(provided) {
+        self.cipher.encrypt_blocks(temp);
+        let bytes = Array::slice_as_flattened_mut(temp);
+        self.rekey_from(bytes, provided);
+        bytes.zeroize();
+    }
+
+    /// The second half of Update: `temp XOR provided` becomes Key || V.
+    fn rekey_from(&mut self, temp: &mut [u8], provided: &[u8]) {
+        for (t, p) in temp.iter_mut().zip(provided) {
             *t ^= p;
         }
         let key_len = Self::key_len();
         self.cipher = Self::keyed(&temp[..key_len]);
         let mut v = [0u8; BLOCK_LEN];
-        v.copy_from_slice(&temp[key_len..seed_len]);
+        v.copy_from_slice(&temp[key_len..key_len + BLOCK_LEN]);
         self.v = u128::from_be_bytes(v);
         v.zeroize();
-        temp.zeroize();
     }
 }
 

@@ -73,7 +73,8 @@ impl<C: KeystreamCore> FastKeyErasure<C> {
         }
         let (head, rest) = out.split_at_mut(avail);
         self.take(head);
-        if rest.len() >= BUF_LEN {
+        if rest.len() > BUF_LEN - KEY_LEN {
+            // More than one refill would hold: straight into the caller's memory.
             self.core.keystream(rest);
             self.rekey_from_keystream();
         } else {
@@ -200,5 +201,24 @@ impl<C: KeystreamCore> rand_core::SeedableRng for FastKeyErasure<C> {
 
     fn from_seed(seed: Self::Seed) -> Self {
         FastKeyErasure::new(&seed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::drbg::chacha20::ChaCha20Drbg;
+
+    #[test]
+    fn every_request_size_around_the_buffer_works() {
+        let mut drbg = ChaCha20Drbg::new(&[1u8; KEY_LEN]);
+        let mut seen = std::collections::HashSet::new();
+        for len in (0..=2 * BUF_LEN + 40).chain([BUF_LEN - KEY_LEN, BUF_LEN - KEY_LEN + 1, 70_000]) {
+            let mut out = vec![0u8; len];
+            drbg.fill(&mut out);
+            if len >= 16 {
+                assert!(seen.insert(out[..16].to_vec()), "repeated output at len {len}");
+            }
+        }
     }
 }

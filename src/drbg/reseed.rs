@@ -2,9 +2,10 @@
 //! resistance, fork detection and the continuous health test. All reseeding happens on a
 //! cold path that allocates nothing.
 
-use std::hash::BuildHasher;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use coarsetime::Instant;
 
 use zeroize::Zeroize;
 
@@ -111,7 +112,7 @@ pub struct Managed<G> {
     /// Keyed 64-bit fingerprint of the previous output's first block (not the block itself,
     /// so a captured state does not reveal it), and the key for it.
     last_fingerprint: u64,
-    fingerprint_key: std::hash::RandomState,
+    fingerprint_key: [u64; 2],
     reseeds: u64,
 }
 
@@ -144,10 +145,10 @@ impl<G: Drbg> Managed<G> {
             personalization,
             policy,
             budget: 0,
-            deadline: Instant::now(),
+            deadline: Instant::now_without_cache_update(),
             fork_generation: fork::generation(),
             last_fingerprint: 0,
-            fingerprint_key: std::hash::RandomState::new(),
+            fingerprint_key: fingerprint_key(),
             reseeds: 0,
         };
         managed.reseed(super::ReseedReason::Startup)?;
@@ -212,7 +213,7 @@ impl<G: Drbg> Managed<G> {
             Some(Fork)
         } else if self.budget == 0 {
             Some(Threshold)
-        } else if Instant::now() >= self.deadline {
+        } else if Instant::now_without_cache_update() >= self.deadline {
             Some(Age)
         } else {
             None
@@ -224,7 +225,7 @@ impl<G: Drbg> Managed<G> {
     /// a few bytes is expected by chance).
     fn check_health(&mut self, out: &[u8]) -> Result<(), DrbgError> {
         let Some(block) = out.first_chunk::<SAMPLE_LEN>() else { return Ok(()) };
-        let fingerprint = self.fingerprint_key.hash_one(block);
+        let fingerprint = fingerprint(block, self.fingerprint_key);
         let stuck = fingerprint == self.last_fingerprint || block.iter().all(|b| *b == 0);
         self.last_fingerprint = fingerprint;
         if stuck {
@@ -263,7 +264,7 @@ impl<G: Drbg> Managed<G> {
         let _ = drbg.generate(&mut r, &[]);
         self.budget = self.policy.threshold(u64::from_le_bytes(r));
         r.zeroize();
-        self.deadline = Instant::now() + self.policy.rekey_after;
+        self.deadline = Instant::now_without_cache_update() + self.policy.rekey_after.into();
         self.fork_generation = generation;
         self.reseeds += 1;
         self.stats.reseeded(G::ALGORITHM, reason);
@@ -280,6 +281,26 @@ impl<G: Drbg> Managed<G> {
         ctx[24..].copy_from_slice(&self.reseeds.to_le_bytes());
         ctx
     }
+}
+
+/// A per-instance random key for [`fingerprint`] (std's SipHash keys come from the OS).
+fn fingerprint_key() -> [u64; 2] {
+    use std::hash::{BuildHasher, RandomState};
+    let state = RandomState::new();
+    [state.hash_one(0u8), state.hash_one(1u8)]
+}
+
+/// A 128-to-64-bit keyed fingerprint (one widening multiply, as in wyhash): equal blocks
+/// always collide, distinct ones with probability about 2^-64, and each fingerprint leaves
+/// 2^64 candidate blocks. The clock check and this test are the whole per-request overhead,
+/// so both are kept to a few nanoseconds (SipHash here cost 30 ns per request).
+#[inline]
+fn fingerprint(block: &[u8; SAMPLE_LEN], key: [u64; 2]) -> u64 {
+    let (lo, hi) = block.split_at(8);
+    let lo = u64::from_le_bytes(lo.try_into().unwrap_or_default()) ^ key[0];
+    let hi = u64::from_le_bytes(hi.try_into().unwrap_or_default()) ^ key[1];
+    let product = u128::from(lo) * u128::from(hi);
+    (product as u64) ^ ((product >> 64) as u64)
 }
 
 #[cfg(test)]
