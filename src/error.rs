@@ -1,0 +1,176 @@
+//! The API's one error type. Each variant documents its HTTP status; the gRPC mapping sits
+//! beside the HTTP one so both transports say the same thing with the same machine code.
+//! Bodies of 5xx errors reveal nothing internal.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+use crate::drbg::DrbgError;
+
+/// An error answered to a client.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ApiError {
+    /// 400: a parameter is malformed or out of range.
+    #[error("{detail}")]
+    InvalidParameter {
+        /// Stable machine code (`invalid_n`, `unknown_alg`, `unknown_format`, ...).
+        code: &'static str,
+        /// The offending parameter.
+        param: String,
+        /// A human sentence.
+        detail: String,
+    },
+    /// 413: `n` exceeds the configured maximum.
+    #[error("{detail}")]
+    TooLarge {
+        /// The offending parameter.
+        param: &'static str,
+        /// A human sentence.
+        detail: String,
+    },
+    /// 401: missing or wrong bearer API key.
+    #[error("a valid bearer API key is required")]
+    Unauthorized,
+    /// 503 + Retry-After: the concurrency limit is reached; the request was not started.
+    #[error("the server is at its concurrency limit; retry shortly")]
+    Overloaded,
+    /// 503: the response was not ready within the request timeout.
+    #[error("the request timed out")]
+    Timeout,
+    /// 503 + Retry-After: the OS entropy source failed, so no generator may serve.
+    #[error("the entropy source is unavailable; no output is served from an unseeded generator")]
+    EntropyUnavailable,
+    /// 503: the generator failed its continuous health test and is being re-instantiated.
+    #[error("the generator failed a health test; retry")]
+    GeneratorFailed,
+    /// 503: the service is starting or shutting down.
+    #[error("the service is not ready")]
+    NotReady,
+    /// 404: no such route.
+    #[error("no such resource")]
+    NotFound,
+    /// 405: the route exists but not with this method.
+    #[error("method not allowed on this resource")]
+    MethodNotAllowed,
+    /// 500: an internal fault (a caught panic). Nothing about it is revealed.
+    #[error("internal error")]
+    Internal,
+}
+
+impl ApiError {
+    /// A 400 for parameter `param`.
+    pub fn invalid(code: &'static str, param: &str, detail: impl Into<String>) -> Self {
+        ApiError::InvalidParameter { code, param: param.to_string(), detail: detail.into() }
+    }
+
+    /// The stable machine code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ApiError::InvalidParameter { code, .. } => code,
+            ApiError::TooLarge { .. } => "n_too_large",
+            ApiError::Unauthorized => "unauthorized",
+            ApiError::Overloaded => "overloaded",
+            ApiError::Timeout => "timeout",
+            ApiError::EntropyUnavailable => "entropy_unavailable",
+            ApiError::GeneratorFailed => "generator_failed",
+            ApiError::NotReady => "not_ready",
+            ApiError::NotFound => "not_found",
+            ApiError::MethodNotAllowed => "method_not_allowed",
+            ApiError::Internal => "internal",
+        }
+    }
+
+    /// The HTTP status.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ApiError::InvalidParameter { .. } => StatusCode::BAD_REQUEST,
+            ApiError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::NotFound => StatusCode::NOT_FOUND,
+            ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+            ApiError::Overloaded
+            | ApiError::Timeout
+            | ApiError::EntropyUnavailable
+            | ApiError::GeneratorFailed
+            | ApiError::NotReady => StatusCode::SERVICE_UNAVAILABLE,
+        }
+    }
+
+    /// The gRPC status code for the same condition.
+    pub fn grpc_code(&self) -> tonic::Code {
+        match self {
+            ApiError::InvalidParameter { .. } => tonic::Code::InvalidArgument,
+            ApiError::TooLarge { .. } | ApiError::Overloaded => tonic::Code::ResourceExhausted,
+            ApiError::Unauthorized => tonic::Code::Unauthenticated,
+            ApiError::NotFound => tonic::Code::NotFound,
+            ApiError::MethodNotAllowed => tonic::Code::Unimplemented,
+            ApiError::Internal => tonic::Code::Internal,
+            ApiError::Timeout => tonic::Code::DeadlineExceeded,
+            ApiError::EntropyUnavailable | ApiError::GeneratorFailed | ApiError::NotReady => {
+                tonic::Code::Unavailable
+            }
+        }
+    }
+
+    /// The offending parameter, if any.
+    pub fn param(&self) -> Option<&str> {
+        match self {
+            ApiError::InvalidParameter { param, .. } => Some(param),
+            ApiError::TooLarge { param, .. } => Some(param),
+            _ => None,
+        }
+    }
+
+    /// Whether clients should retry later (503s carry Retry-After).
+    pub fn retryable(&self) -> bool {
+        self.status() == StatusCode::SERVICE_UNAVAILABLE
+    }
+
+    /// The gRPC status: message `"<code>: <sentence>"`, so the machine code survives.
+    pub fn to_status(&self) -> tonic::Status {
+        tonic::Status::new(self.grpc_code(), format!("{}: {self}", self.code()))
+    }
+}
+
+impl From<DrbgError> for ApiError {
+    fn from(e: DrbgError) -> Self {
+        match e {
+            DrbgError::EntropyUnavailable => ApiError::EntropyUnavailable,
+            DrbgError::HealthTestFailed => ApiError::GeneratorFailed,
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    /// RFC 9457 `application/problem+json` with `code` and, where relevant, `param`.
+    fn into_response(self) -> Response {
+        let status = self.status();
+        let mut body = json!({
+            "type": format!("https://drbgd.invalid/problems/{}", self.code()),
+            "title": status.canonical_reason().unwrap_or("error"),
+            "status": status.as_u16(),
+            "code": self.code(),
+            "detail": self.to_string(),
+        });
+        if let Some(param) = self.param() {
+            body["param"] = json!(param);
+        }
+        let mut response = (status, body.to_string()).into_response();
+        let headers = response.headers_mut();
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/problem+json"));
+        if self.retryable() {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        }
+        if matches!(self, ApiError::Unauthorized) {
+            headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        response.extensions_mut().insert(ErrorCode(self.code()));
+        response
+    }
+}
+
+/// The machine code of an error response, left in its extensions for the metrics layer.
+#[derive(Debug, Clone, Copy)]
+pub struct ErrorCode(pub &'static str);
