@@ -1,12 +1,10 @@
-//! The command line: `drbgd generate` and `drbgd selftest` (the service commands come with
-//! the HTTP layer).
+//! The command line: `drbgd [serve]`, `drbgd generate`, `drbgd selftest`, `drbgd healthcheck`.
 
 use std::io::{self, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
-use base64::Engine;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use zeroize::Zeroize;
 
@@ -29,10 +27,43 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run the service (the default when no command is given).
+    Serve(ServeArgs),
+    /// Probe a running drbgd's /livez (for container health checks: no shell or curl needed).
+    Healthcheck {
+        /// Admin address to probe.
+        #[arg(long, default_value = "127.0.0.1:8081")]
+        admin: std::net::SocketAddr,
+    },
     /// Write random output to stdout.
     Generate(GenerateArgs),
     /// Run the start-up self-tests and print one line per algorithm.
     Selftest,
+}
+
+#[derive(Debug, Args, Default)]
+struct ServeArgs {
+    /// A TOML file layered over the embedded defaults.
+    #[arg(long, env = "DRBGD_CONFIG")]
+    config: Option<std::path::PathBuf>,
+    /// API listen address (overrides server.listen).
+    #[arg(long)]
+    listen: Option<std::net::SocketAddr>,
+    /// Admin listen address (overrides server.admin_listen).
+    #[arg(long)]
+    admin_listen: Option<std::net::SocketAddr>,
+    /// Default algorithm (overrides drbg.default_alg).
+    #[arg(long)]
+    default_alg: Option<String>,
+    /// Shards (overrides drbg.shards).
+    #[arg(long)]
+    shards: Option<usize>,
+    /// Log format, text or json (overrides log.format).
+    #[arg(long)]
+    log_format: Option<String>,
+    /// Print the effective configuration as TOML-like JSON and exit.
+    #[arg(long)]
+    print_config: bool,
 }
 
 #[derive(Debug, Args)]
@@ -77,14 +108,9 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Some(Command::Generate(args)) => generate(&args),
         Some(Command::Selftest) => run_selftest(),
-        None => generate(&GenerateArgs {
-            alg: Algorithm::ChaCha20,
-            bits: Some(256),
-            bytes: None,
-            endless: false,
-            seed: None,
-            format: Format::Hex,
-        }),
+        Some(Command::Healthcheck { admin }) => healthcheck(admin),
+        Some(Command::Serve(args)) => serve(&args),
+        None => serve(&ServeArgs::default()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -92,6 +118,56 @@ pub fn main() -> ExitCode {
             eprintln!("drbgd: {e:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+fn serve(args: &ServeArgs) -> anyhow::Result<()> {
+    let mut overrides = serde_json::json!({});
+    let mut set = |section: &str, key: &str, value: serde_json::Value| {
+        overrides[section][key] = value;
+    };
+    if let Some(v) = args.listen {
+        set("server", "listen", v.to_string().into());
+    }
+    if let Some(v) = args.admin_listen {
+        set("server", "admin_listen", v.to_string().into());
+    }
+    if let Some(v) = &args.default_alg {
+        set("drbg", "default_alg", v.clone().into());
+    }
+    if let Some(v) = args.shards {
+        set("drbg", "shards", v.into());
+    }
+    if let Some(v) = &args.log_format {
+        set("log", "format", v.clone().into());
+    }
+    let settings = crate::config::Settings::load(args.config.as_deref(), overrides)?;
+    if args.print_config {
+        println!("{}", serde_json::to_string_pretty(&settings)?);
+        return Ok(());
+    }
+    crate::telemetry::init(&settings.log);
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    runtime.block_on(async {
+        let app = crate::app::App::build(settings).await?;
+        tracing::info!(api = %app.api_addr(), admin = %app.admin_addr(), "drbgd serving");
+        app.run_until_stopped(crate::shutdown::signal()).await
+    })
+}
+
+/// `GET /livez` over a plain TCP connection: exit 0 on a 200.
+fn healthcheck(admin: std::net::SocketAddr) -> anyhow::Result<()> {
+    use std::io::Read;
+    let timeout = std::time::Duration::from_secs(2);
+    let mut stream = std::net::TcpStream::connect_timeout(&admin, timeout).context("cannot connect")?;
+    stream.set_read_timeout(Some(timeout))?;
+    write!(stream, "GET /livez HTTP/1.1\r\nHost: {admin}\r\nConnection: close\r\n\r\n")?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response)?;
+    if response.starts_with("HTTP/1.1 200") {
+        Ok(())
+    } else {
+        bail!("unhealthy: {}", response.lines().next().unwrap_or("no response"))
     }
 }
 
@@ -179,7 +255,7 @@ fn write_encoded(out: &mut impl Write, chunk: &[u8], n_bits: u64, format: Format
     match format {
         Format::Raw => out.write_all(chunk),
         Format::Hex => out.write_all(hex::encode(chunk).as_bytes()),
-        Format::Base64 => out.write_all(base64::engine::general_purpose::STANDARD.encode(chunk).as_bytes()),
+        Format::Base64 => out.write_all(data_encoding::BASE64.encode(chunk).as_bytes()),
         Format::Bits => {
             let mut ascii = vec![0u8; n_bits as usize];
             bits::write_ascii_bits(chunk, n_bits as usize, &mut ascii);

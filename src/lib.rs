@@ -2,8 +2,29 @@
 //!
 //! # Layout
 //! - [`drbg`]: the generators, their seeding, reseeding, fork safety and the shard pool. No
-//!   I/O except the OS entropy source.
-//! - [`cli`]: the command-line front (`generate`, `selftest`).
+//!   I/O except the OS entropy source; knows nothing of HTTP.
+//! - [`service`]: a validated request becomes output (shared by HTTP and gRPC).
+//! - [`http`]: the HTTP API (router, the tower stack, handlers per resource).
+//! - [`admin`]: `/metrics`, `/livez`, `/readyz` on their own listener.
+//! - [`metrics`]: the Prometheus series as one typed struct.
+//! - [`error`]: the API error enum and its HTTP / gRPC mappings.
+//! - [`auth`]: optional bearer API keys.
+//! - [`config`]: layered, validated settings.
+//! - [`app`], [`server`], [`shutdown`], [`state`]: wiring, the connection loop, signals, shared
+//!   state.
+//! - [`cli`], [`telemetry`]: the command line and logging.
 
+pub mod admin;
+pub mod app;
+pub mod auth;
 pub mod cli;
+pub mod config;
 pub mod drbg;
+pub mod error;
+pub mod http;
+pub mod metrics;
+pub mod server;
+pub mod service;
+pub mod shutdown;
+pub mod state;
+pub mod telemetry;

@@ -1,0 +1,42 @@
+//! The admin listener: `/metrics` (Prometheus text), `/livez` (the process runs), `/readyz`
+//! (every shard seeded, self-tests passed, not shutting down).
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// The admin router.
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/metrics", get(metrics))
+        .route("/livez", get(livez))
+        .route("/readyz", get(readyz))
+        .fallback(|| async { ApiError::NotFound })
+        .layer(tower_http::set_header::SetResponseHeaderLayer::overriding(
+            header::CACHE_CONTROL,
+            HeaderValue::from_static("no-store"),
+        ))
+        .with_state(state)
+}
+
+async fn metrics(State(state): State<AppState>) -> Response {
+    state.is_ready();
+    let mut response = state.metrics.render().into_response();
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"));
+    response
+}
+
+async fn livez() -> &'static str {
+    "ok\n"
+}
+
+async fn readyz(State(state): State<AppState>) -> Response {
+    if state.is_ready() { (StatusCode::OK, "ready\n").into_response() } else { ApiError::NotReady.into_response() }
+}

@@ -1,0 +1,134 @@
+//! The HTTP API: the router and its one tower stack. Handlers live in `http/*`, grouped by
+//! resource; they only translate between HTTP and [`crate::service`].
+
+mod meta;
+mod params;
+mod random;
+mod values;
+
+use std::time::{Duration, Instant};
+
+use axum::error_handling::HandleErrorLayer;
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{HeaderName, HeaderValue, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{BoxError, Router};
+use tower::ServiceBuilder;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::set_header::SetResponseHeaderLayer;
+
+use crate::drbg::Algorithm;
+use crate::error::{ApiError, ErrorCode};
+use crate::state::AppState;
+
+pub use meta::OPENAPI_JSON;
+
+/// Response header naming the algorithm that produced the output.
+pub const X_DRBG_ALG: HeaderName = HeaderName::from_static("x-drbg-alg");
+/// Response header with the number of bits served.
+pub const X_DRBG_BITS: HeaderName = HeaderName::from_static("x-drbg-bits");
+const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// Every API route template (also the bounded set of `route` label values, with `unmatched`).
+pub const ROUTES: &[&str] =
+    &["/bits", "/bytes", "/token", "/nonce", "/uuid", "/int", "/algorithms", "/openapi.json"];
+
+/// The API router with its middleware. gRPC routes are merged in by the caller.
+pub fn router(state: AppState) -> Router {
+    let api = Router::new()
+        .route("/bits", get(random::get_bits).post(random::post_bits))
+        .route("/bytes", get(random::get_bytes))
+        .route("/token", get(values::token))
+        .route("/nonce", get(values::nonce))
+        .route("/uuid", get(values::uuid))
+        .route("/int", get(values::int))
+        .route("/algorithms", get(meta::algorithms))
+        .route_layer(middleware::from_fn_with_state(state.clone(), crate::auth::require_key))
+        .route("/openapi.json", get(meta::openapi));
+    with_stack(api, &state).fallback(not_found).with_state(state)
+}
+
+/// The one middleware stack, outermost first. Every layer is there for one reason:
+fn with_stack(router: Router<AppState>, state: &AppState) -> Router<AppState> {
+    let timeout = Duration::from_millis(state.settings.server.request_timeout_ms);
+    let stack = ServiceBuilder::new()
+        // Random output must never be cached by any proxy: on every response, errors included.
+        .layer(SetResponseHeaderLayer::overriding(header::CACHE_CONTROL, HeaderValue::from_static("no-store")))
+        .layer(SetResponseHeaderLayer::overriding(header::PRAGMA, HeaderValue::from_static("no-cache")))
+        // Correlate logs and client reports: keep the caller's X-Request-Id or make one...
+        .layer(SetRequestIdLayer::new(X_REQUEST_ID, MakeRequestUuid))
+        // ...and echo it on the response.
+        .layer(PropagateRequestIdLayer::new(X_REQUEST_ID))
+        // Latency/status metrics and the access log line (route, alg, n, status, latency).
+        .layer(middleware::from_fn_with_state(state.clone(), observe))
+        // A panic becomes a 500 with nothing revealed, never a dropped connection.
+        .layer(CatchPanicLayer::custom(|_| ApiError::Internal.into_response()))
+        // Turn the errors of the layers below into problem+json 503s.
+        .layer(HandleErrorLayer::new(tower_error))
+        // Refuse at once when full (503 + Retry-After) instead of queueing without bound...
+        .load_shed()
+        // ...the bound being this many requests in progress.
+        .concurrency_limit(state.settings.server.concurrency_limit)
+        // Headers must be ready in time (streamed bodies continue past it).
+        .timeout(timeout);
+    router.layer(stack)
+}
+
+async fn tower_error(err: BoxError) -> Response {
+    let error = if err.is::<tower::load_shed::error::Overloaded>() {
+        ApiError::Overloaded
+    } else if err.is::<tower::timeout::error::Elapsed>() {
+        ApiError::Timeout
+    } else {
+        ApiError::Internal
+    };
+    error.into_response()
+}
+
+async fn not_found() -> ApiError {
+    ApiError::NotFound
+}
+
+/// Records latency by route template, algorithm and status; counts errors by code; writes
+/// the access log line. Never logs output bytes or the query string's values beyond n/alg.
+async fn observe(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let route = request.extensions().get::<MatchedPath>().map_or("unmatched", |m| route_label(m.as_str()));
+    let request_id = request.headers().get(X_REQUEST_ID).and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
+    let method = request.method().clone();
+    let start = Instant::now();
+    state.metrics.in_flight.inc();
+    let mut response = next.run(request).await;
+    state.metrics.in_flight.dec();
+    if response.status() == axum::http::StatusCode::METHOD_NOT_ALLOWED && response.extensions().get::<ErrorCode>().is_none() {
+        response = ApiError::MethodNotAllowed.into_response();
+    }
+    let elapsed = start.elapsed();
+    let alg = response
+        .headers()
+        .get(X_DRBG_ALG)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|s| Algorithm::ALL.into_iter().find(|a| a.name() == s))
+        .map_or("none", Algorithm::name);
+    let status = response.status();
+    state.metrics.http_duration.with_label_values(&[route, alg, status.as_str()]).observe(elapsed.as_secs_f64());
+    let code = response.extensions().get::<ErrorCode>().map(|c| c.0);
+    if let Some(code) = code {
+        state.metrics.errors.with_label_values(&[code]).inc();
+    }
+    let n = response.headers().get(X_DRBG_BITS).and_then(|v| v.to_str().ok()).unwrap_or("");
+    tracing::info!(
+        target: "drbgd::access",
+        request_id, %method, route, alg, n, status = status.as_u16(), code = code.unwrap_or(""),
+        latency_us = elapsed.as_micros() as u64,
+        "request"
+    );
+    response
+}
+
+/// Maps a matched path to its entry in [`ROUTES`] (a `&'static str`, so labels stay bounded).
+fn route_label(path: &str) -> &'static str {
+    ROUTES.iter().find(|r| **r == path).copied().unwrap_or("unmatched")
+}

@@ -1,0 +1,62 @@
+//! `GET /algorithms` and `GET /openapi.json`.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::{HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use crate::drbg::Algorithm;
+use crate::state::AppState;
+
+/// The OpenAPI 3 document of the HTTP API (checked against the router by the API tests and
+/// by schemathesis in CI).
+pub const OPENAPI_JSON: &str = include_str!("openapi.json");
+
+/// `GET /algorithms`: what each generator is, its standard, strength and current settings.
+pub async fn algorithms(State(state): State<AppState>) -> Json<Value> {
+    let list: Vec<Value> = Algorithm::ALL.into_iter().map(|alg| describe(&state, alg)).collect();
+    Json(json!({ "default": state.default_alg.name(), "algorithms": list }))
+}
+
+fn describe(state: &AppState, alg: Algorithm) -> Value {
+    let (standard, construction, aliases) = match alg {
+        Algorithm::Aes256Ctr => (
+            "NIST SP 800-90A Rev. 1 CTR_DRBG (10.2.1) with AES-256 and the derivation function",
+            "Update step after every Generate; at most 2^19 bits per internal Generate",
+            vec!["aes", "aes256", "ctr_drbg", "ctr-drbg"],
+        ),
+        Algorithm::ChaCha20 => (
+            "ChaCha20 (RFC 8439 block function, 20 rounds); not a NIST DRBG",
+            "fast key erasure: each 1 KiB keystream batch yields the next key",
+            vec!["chacha"],
+        ),
+        Algorithm::Blake3 => (
+            "keyed BLAKE3 XOF (BLAKE3 specification); not a NIST DRBG",
+            "fast key erasure over a keyed hash of a 64-bit counter",
+            vec!["blake3-xof", "blake3_xof"],
+        ),
+    };
+    let policy = state.settings.policy(alg);
+    json!({
+        "name": alg.name(),
+        "aliases": aliases,
+        "enabled": state.enabled.contains(&alg),
+        "standard": standard,
+        "construction": construction,
+        "security_strength_bits": 256,
+        "backtracking_resistance": true,
+        "prediction_resistance": "on request (pr=true reseeds from the OS before generating)",
+        "rekey_after_bytes": policy.rekey_after_bytes,
+        "rekey_after_seconds": policy.rekey_after_seconds,
+        "rekey_jitter": policy.jitter,
+        "shards": state.pool.shard_count(),
+    })
+}
+
+/// `GET /openapi.json`.
+pub async fn openapi() -> Response {
+    let mut response = OPENAPI_JSON.into_response();
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
