@@ -38,5 +38,9 @@ async fn livez() -> &'static str {
 }
 
 async fn readyz(State(state): State<AppState>) -> Response {
-    if state.is_ready() { (StatusCode::OK, "ready\n").into_response() } else { ApiError::NotReady.into_response() }
+    if state.is_ready() {
+        (StatusCode::OK, "ready\n").into_response()
+    } else {
+        ApiError::NotReady.into_response()
+    }
 }

@@ -39,10 +39,14 @@ impl App {
     ///
     /// # Errors
     /// See [`App::build`].
-    pub async fn build_with_entropy(settings: Settings, entropy: Arc<dyn EntropySource>) -> anyhow::Result<Self> {
+    pub async fn build_with_entropy(
+        settings: Settings,
+        entropy: Arc<dyn EntropySource>,
+    ) -> anyhow::Result<Self> {
         settings.validate()?;
         selftest::run_all().context("self-test failed; refusing to start")?;
-        let pool = Pool::new(&settings.pool_config(), entropy).context("cannot seed the generators from the OS")?;
+        let pool =
+            Pool::new(&settings.pool_config(), entropy).context("cannot seed the generators from the OS")?;
         let metrics = Metrics::new(pool.stats().clone());
         metrics.shards.set(pool.shard_count() as i64);
         let api = TcpListener::bind(settings.server.listen)
@@ -85,7 +89,10 @@ impl App {
     ///
     /// # Errors
     /// None today; the signature leaves room for listener failures.
-    pub async fn run_until_stopped(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+    pub async fn run_until_stopped(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> anyhow::Result<()> {
         let s = &self.state.settings.server;
         let options = ServeOptions {
             max_connections: s.max_connections,
@@ -101,7 +108,7 @@ impl App {
             tracing::info!("shutting down: not ready, draining");
             let _ = stop_tx.send(true);
         });
-        let api_router = crate::http::router(self.state.clone());
+        let api_router = crate::http::router(self.state.clone(), axum::Router::new());
         let admin_router = crate::admin::router(self.state.clone());
         let (admin_done_tx, admin_done_rx) = tokio::sync::oneshot::channel::<()>();
         let admin = tokio::spawn(serve(self.admin, admin_router, options, async {

@@ -34,7 +34,12 @@ impl ApiKeys {
         if let Some(path) = settings.api_keys_file() {
             let text = std::fs::read_to_string(&path)
                 .map_err(|e| anyhow::anyhow!("auth.api_keys_file {}: {e}", path.display()))?;
-            lines.extend(text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).map(String::from));
+            lines.extend(
+                text.lines()
+                    .map(str::trim)
+                    .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                    .map(String::from),
+            );
         }
         let digests = lines
             .iter()
@@ -43,7 +48,9 @@ impl ApiKeys {
                     .decode(hex.trim().as_bytes())
                     .ok()
                     .and_then(|b| <[u8; 32]>::try_from(b).ok());
-                bytes.ok_or_else(|| anyhow::anyhow!("auth: each API key digest must be 64 hex characters (SHA-256)"))
+                bytes.ok_or_else(|| {
+                    anyhow::anyhow!("auth: each API key digest must be 64 hex characters (SHA-256)")
+                })
             })
             .collect::<anyhow::Result<Vec<_>>>()?;
         anyhow::ensure!(!digests.is_empty(), "auth.enabled is true but no API key digest is configured");

@@ -174,7 +174,8 @@ impl Settings {
     /// # Panics
     /// Never for the shipped default file (a unit test loads it).
     pub fn defaults() -> Self {
-        let settings: Settings = Figment::from(Toml::string(DEFAULT_TOML)).extract().expect("embedded defaults");
+        let settings: Settings =
+            Figment::from(Toml::string(DEFAULT_TOML)).extract().expect("embedded defaults");
         settings
     }
 
@@ -188,7 +189,10 @@ impl Settings {
         if l.max_bits == 0 || l.max_bits > 1 << 40 {
             return invalid("limits.max_bits", "must be in 1..=2^40");
         }
-        if l.stream_chunk_bytes == 0 || l.stream_chunk_bytes % 3 != 0 || l.stream_chunk_bytes > 1 << 22 {
+        if l.stream_chunk_bytes == 0
+            || !l.stream_chunk_bytes.is_multiple_of(3)
+            || l.stream_chunk_bytes > 1 << 22
+        {
             return invalid("limits.stream_chunk_bytes", "must be a multiple of 3 in 3..=4 MiB");
         }
         if l.max_token_bytes == 0 || l.max_count == 0 {
@@ -201,8 +205,11 @@ impl Settings {
         if s.listen == s.admin_listen && s.listen.port() != 0 {
             return invalid("server.admin_listen", "must differ from server.listen");
         }
-        let enabled = self.enabled_algorithms().map_err(|e| ConfigError::Invalid { key: "drbg.enabled", reason: e })?;
-        let default = self.default_algorithm().map_err(|e| ConfigError::Invalid { key: "drbg.default_alg", reason: e })?;
+        let enabled =
+            self.enabled_algorithms().map_err(|e| ConfigError::Invalid { key: "drbg.enabled", reason: e })?;
+        let default = self
+            .default_algorithm()
+            .map_err(|e| ConfigError::Invalid { key: "drbg.default_alg", reason: e })?;
         if !enabled.contains(&default) {
             return invalid("drbg.default_alg", "must be one of drbg.enabled");
         }
@@ -279,6 +286,7 @@ impl Settings {
 }
 
 #[cfg(test)]
+#[allow(clippy::result_large_err)] // figment::Jail closures return figment::Error
 mod tests {
     use super::*;
 

@@ -36,8 +36,9 @@ const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 pub const ROUTES: &[&str] =
     &["/bits", "/bytes", "/token", "/nonce", "/uuid", "/int", "/algorithms", "/openapi.json"];
 
-/// The API router with its middleware. gRPC routes are merged in by the caller.
-pub fn router(state: AppState) -> Router {
+/// The API router: routes (with per-route auth and observation) wrapped once, as a whole, in
+/// the global stack, so limits such as the concurrency cap are shared by every route.
+pub fn router(state: AppState, extra: Router<AppState>) -> Router {
     let api = Router::new()
         .route("/bits", get(random::get_bits).post(random::post_bits))
         .route("/bytes", get(random::get_bytes))
@@ -46,38 +47,45 @@ pub fn router(state: AppState) -> Router {
         .route("/uuid", get(values::uuid))
         .route("/int", get(values::int))
         .route("/algorithms", get(meta::algorithms))
+        .merge(extra)
         .route_layer(middleware::from_fn_with_state(state.clone(), crate::auth::require_key))
-        .route("/openapi.json", get(meta::openapi));
-    with_stack(api, &state).fallback(not_found).with_state(state)
+        .route("/openapi.json", get(meta::openapi))
+        .fallback(not_found)
+        // Latency/status metrics and the access log line (route, alg, n, status, latency).
+        .layer(middleware::from_fn_with_state(state.clone(), observe))
+        .with_state(state.clone());
+    with_stack(api, &state)
 }
 
-/// The one middleware stack, outermost first. Every layer is there for one reason:
-fn with_stack(router: Router<AppState>, state: &AppState) -> Router<AppState> {
+/// The one global middleware stack, outermost first, each layer there for one reason.
+fn with_stack(api: Router, state: &AppState) -> Router {
     let timeout = Duration::from_millis(state.settings.server.request_timeout_ms);
+    let shed_state = state.clone();
     let stack = ServiceBuilder::new()
         // Random output must never be cached by any proxy: on every response, errors included.
-        .layer(SetResponseHeaderLayer::overriding(header::CACHE_CONTROL, HeaderValue::from_static("no-store")))
+        .layer(SetResponseHeaderLayer::overriding(
+            header::CACHE_CONTROL,
+            HeaderValue::from_static("no-store"),
+        ))
         .layer(SetResponseHeaderLayer::overriding(header::PRAGMA, HeaderValue::from_static("no-cache")))
         // Correlate logs and client reports: keep the caller's X-Request-Id or make one...
         .layer(SetRequestIdLayer::new(X_REQUEST_ID, MakeRequestUuid))
         // ...and echo it on the response.
         .layer(PropagateRequestIdLayer::new(X_REQUEST_ID))
-        // Latency/status metrics and the access log line (route, alg, n, status, latency).
-        .layer(middleware::from_fn_with_state(state.clone(), observe))
         // A panic becomes a 500 with nothing revealed, never a dropped connection.
         .layer(CatchPanicLayer::custom(|_| ApiError::Internal.into_response()))
-        // Turn the errors of the layers below into problem+json 503s.
-        .layer(HandleErrorLayer::new(tower_error))
+        // Turn the errors of the layers below into problem+json 503s (and count them).
+        .layer(HandleErrorLayer::new(move |err: BoxError| tower_error(shed_state.clone(), err)))
         // Refuse at once when full (503 + Retry-After) instead of queueing without bound...
         .load_shed()
-        // ...the bound being this many requests in progress.
+        // ...the bound being this many requests in progress, across all routes.
         .concurrency_limit(state.settings.server.concurrency_limit)
         // Headers must be ready in time (streamed bodies continue past it).
         .timeout(timeout);
-    router.layer(stack)
+    Router::new().fallback_service(stack.service(api))
 }
 
-async fn tower_error(err: BoxError) -> Response {
+async fn tower_error(state: AppState, err: BoxError) -> Response {
     let error = if err.is::<tower::load_shed::error::Overloaded>() {
         ApiError::Overloaded
     } else if err.is::<tower::timeout::error::Elapsed>() {
@@ -85,6 +93,7 @@ async fn tower_error(err: BoxError) -> Response {
     } else {
         ApiError::Internal
     };
+    state.metrics.errors.with_label_values(&[error.code()]).inc();
     error.into_response()
 }
 
@@ -96,13 +105,16 @@ async fn not_found() -> ApiError {
 /// the access log line. Never logs output bytes or the query string's values beyond n/alg.
 async fn observe(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let route = request.extensions().get::<MatchedPath>().map_or("unmatched", |m| route_label(m.as_str()));
-    let request_id = request.headers().get(X_REQUEST_ID).and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
+    let request_id =
+        request.headers().get(X_REQUEST_ID).and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
     let method = request.method().clone();
     let start = Instant::now();
     state.metrics.in_flight.inc();
     let mut response = next.run(request).await;
     state.metrics.in_flight.dec();
-    if response.status() == axum::http::StatusCode::METHOD_NOT_ALLOWED && response.extensions().get::<ErrorCode>().is_none() {
+    if response.status() == axum::http::StatusCode::METHOD_NOT_ALLOWED
+        && response.extensions().get::<ErrorCode>().is_none()
+    {
         response = ApiError::MethodNotAllowed.into_response();
     }
     let elapsed = start.elapsed();
@@ -113,7 +125,11 @@ async fn observe(State(state): State<AppState>, request: Request, next: Next) ->
         .and_then(|s| Algorithm::ALL.into_iter().find(|a| a.name() == s))
         .map_or("none", Algorithm::name);
     let status = response.status();
-    state.metrics.http_duration.with_label_values(&[route, alg, status.as_str()]).observe(elapsed.as_secs_f64());
+    state
+        .metrics
+        .http_duration
+        .with_label_values(&[route, alg, status.as_str()])
+        .observe(elapsed.as_secs_f64());
     let code = response.extensions().get::<ErrorCode>().map(|c| c.0);
     if let Some(code) = code {
         state.metrics.errors.with_label_values(&[code]).inc();

@@ -17,22 +17,21 @@ use crate::drbg::{Algorithm, ReseedReason, bits};
 /// Request latency buckets, seconds: 25 µs (a 256-bit token is served in tens of µs) to 10 s
 /// (a 10^8-bit stream), roughly 1-2.5-5 per decade.
 const LATENCY_BUCKETS: &[f64] = &[
-    25e-6, 50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3, 250e-3, 500e-3, 1.0,
-    2.5, 5.0, 10.0,
+    25e-6, 50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3, 250e-3, 500e-3,
+    1.0, 2.5, 5.0, 10.0,
 ];
 /// Generator-only time, seconds: 100 ns (a 16-byte fill) to 1 s.
 const GENERATE_BUCKETS: &[f64] =
     &[1e-7, 2.5e-7, 5e-7, 1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0];
 /// Ones ratio: dense around 0.5, where every healthy response of more than a few hundred bits
 /// lands, with coarse buckets out to 0 and 1 for tiny n.
-const RATIO_BUCKETS: &[f64] = &[
-    0.3, 0.4, 0.45, 0.47, 0.48, 0.49, 0.495, 0.499, 0.5, 0.501, 0.505, 0.51, 0.52, 0.53, 0.55, 0.6, 0.7,
-];
+const RATIO_BUCKETS: &[f64] =
+    &[0.3, 0.4, 0.45, 0.47, 0.48, 0.49, 0.495, 0.499, 0.5, 0.501, 0.505, 0.51, 0.52, 0.53, 0.55, 0.6, 0.7];
 /// z = (ones - n/2) / sqrt(n/4): standard normal under a healthy generator for every n, so
 /// half-unit buckets over -6..6 resolve the bell and one alert (|z| > 5) fits all sizes.
 const Z_BUCKETS: &[f64] = &[
-    -6.0, -5.0, -4.0, -3.5, -3.0, -2.5, -2.0, -1.5, -1.0, -0.5, 0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0,
-    6.0,
+    -6.0, -5.0, -4.0, -3.5, -3.0, -2.5, -2.0, -1.5, -1.0, -0.5, 0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0,
+    5.0, 6.0,
 ];
 
 /// Every series drbgd exports.
@@ -208,7 +207,11 @@ impl LifecycleCollector {
     fn new(stats: Arc<Stats>) -> Self {
         let c = LifecycleCollector {
             stats,
-            reseeds: counter("reseeds_total", "Successful generator (re)seeds by reason.", &["alg", "reason"]),
+            reseeds: counter(
+                "reseeds_total",
+                "Successful generator (re)seeds by reason.",
+                &["alg", "reason"],
+            ),
             reseed_failures: counter(
                 "reseed_failures_total",
                 "Reseeds that failed (the generator refused to serve).",
@@ -220,7 +223,8 @@ impl LifecycleCollector {
                 &["alg"],
             ),
             entropy_failures: IntCounter::with_opts(
-                Opts::new("entropy_failures_total", "Failed reads of the OS entropy source.").namespace("drbgd"),
+                Opts::new("entropy_failures_total", "Failed reads of the OS entropy source.")
+                    .namespace("drbgd"),
             )
             .expect("valid counter"),
         };
@@ -247,7 +251,10 @@ impl LifecycleCollector {
                 catch_up(&c, self.stats.reseeds(alg, reason));
             }
             catch_up(&self.reseed_failures.with_label_values(&[alg.name()]), self.stats.reseed_failures(alg));
-            catch_up(&self.self_test_failures.with_label_values(&[alg.name()]), self.stats.health_failures(alg));
+            catch_up(
+                &self.self_test_failures.with_label_values(&[alg.name()]),
+                self.stats.health_failures(alg),
+            );
         }
         catch_up(&self.entropy_failures, self.stats.entropy_failures());
     }

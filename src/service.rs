@@ -288,7 +288,12 @@ pub fn render(encoding: Encoding, req: &BitsRequest, generated: &Generated) -> V
 ///
 /// # Errors
 /// See [`fill`].
-pub fn uuids(state: &AppState, alg: Algorithm, count: usize, version: u8) -> Result<Vec<uuid::Uuid>, ApiError> {
+pub fn uuids(
+    state: &AppState,
+    alg: Algorithm,
+    count: usize,
+    version: u8,
+) -> Result<Vec<uuid::Uuid>, ApiError> {
     let mut random = vec![0u8; count * 16];
     fill(state, alg, &mut random, false)?;
     let now_ms = std::time::SystemTime::now()
@@ -315,7 +320,13 @@ pub fn uuids(state: &AppState, alg: Algorithm, count: usize, version: u8) -> Res
 ///
 /// # Errors
 /// `invalid_range` if `min > max`; see [`fill`].
-pub fn ints(state: &AppState, alg: Algorithm, min: i64, max: i64, count: usize) -> Result<Vec<i64>, ApiError> {
+pub fn ints(
+    state: &AppState,
+    alg: Algorithm,
+    min: i64,
+    max: i64,
+    count: usize,
+) -> Result<Vec<i64>, ApiError> {
     let dist = Uniform::new_inclusive(min, max)
         .map_err(|_| ApiError::invalid("invalid_range", "min", "min must not exceed max"))?;
     let mut rng = PoolRng { state, alg, buf: [0u8; 512], pos: 512, failed: None };

@@ -43,7 +43,7 @@ impl AppState {
     pub fn is_ready(&self) -> bool {
         let ready = self.readiness.self_tests_passed.load(Ordering::Acquire)
             && !self.readiness.shutting_down.load(Ordering::Acquire)
-            && self.pool.all_seeded();
+            && self.pool.all_ready();
         self.metrics.ready.set(i64::from(ready));
         ready
     }

@@ -9,5 +9,6 @@ use crate::config::LogSettings;
 pub fn init(log: &LogSettings) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&log.level));
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
-    let _ = if log.format == "json" { builder.json().flatten_event(true).try_init() } else { builder.try_init() };
+    let _ =
+        if log.format == "json" { builder.json().flatten_event(true).try_init() } else { builder.try_init() };
 }

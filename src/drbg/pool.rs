@@ -138,10 +138,12 @@ impl Pool {
         }
     }
 
-    /// Whether every generator of every shard currently holds a seeded state.
-    pub fn all_seeded(&self) -> bool {
-        self.shards.iter().all(|s| {
-            lock(&s.chacha20).is_seeded() && lock(&s.aes256ctr).is_seeded() && lock(&s.blake3).is_seeded()
+    /// Whether every generator of every shard can serve; generators waiting for a reseed
+    /// (entropy failure, health-test failure) try it now.
+    pub fn all_ready(&self) -> bool {
+        self.shards.iter().fold(true, |all, s| {
+            let ready = lock(&s.chacha20).ready() & lock(&s.aes256ctr).ready() & lock(&s.blake3).ready();
+            all & ready
         })
     }
 }
@@ -199,7 +201,7 @@ mod tests {
                 .collect();
             assert!(outs[0] != outs[1] && outs[1] != outs[2] && outs[0] != outs[2]);
         }
-        assert!(pool.all_seeded());
+        assert!(pool.all_ready());
     }
 
     #[test]

@@ -109,6 +109,8 @@ pub struct Managed<G> {
     /// When the key expires.
     deadline: Instant,
     fork_generation: u64,
+    /// A reseed that failed for lack of entropy: the generator refuses until it succeeds.
+    pending: Option<super::ReseedReason>,
     /// Keyed 64-bit fingerprint of the previous output's first block (not the block itself,
     /// so a captured state does not reveal it), and the key for it.
     last_fingerprint: u64,
@@ -147,6 +149,7 @@ impl<G: Drbg> Managed<G> {
             budget: 0,
             deadline: Instant::now_without_cache_update(),
             fork_generation: fork::generation(),
+            pending: None,
             last_fingerprint: 0,
             fingerprint_key: fingerprint_key(),
             reseeds: 0,
@@ -155,10 +158,18 @@ impl<G: Drbg> Managed<G> {
         Ok(managed)
     }
 
-    /// Whether the generator holds a seeded state (false after a health-test failure until
-    /// the next successful instantiation).
-    pub fn is_seeded(&self) -> bool {
-        self.drbg.is_some()
+    /// Whether the generator can serve: seeded, and no reseed outstanding for lack of
+    /// entropy. A generator that cannot serve tries its outstanding (re)seed first, so a
+    /// readiness probe also heals it once the entropy source is back.
+    pub fn ready(&mut self) -> bool {
+        match self.reseed_pending() {
+            Some(reason) => self.reseed(reason).is_ok(),
+            None => true,
+        }
+    }
+
+    fn reseed_pending(&self) -> Option<super::ReseedReason> {
+        if self.drbg.is_none() { Some(super::ReseedReason::Startup) } else { self.pending }
     }
 
     /// Drops the state, so the next request must instantiate afresh (used after a panic
@@ -206,9 +217,9 @@ impl<G: Drbg> Managed<G> {
 
     #[inline]
     fn reseed_due(&self) -> Option<super::ReseedReason> {
-        use super::ReseedReason::{Age, Fork, Startup, Threshold};
-        if self.drbg.is_none() {
-            Some(Startup)
+        use super::ReseedReason::{Age, Fork, Threshold};
+        if let Some(reason) = self.reseed_pending() {
+            Some(reason)
         } else if fork::generation() != self.fork_generation {
             Some(Fork)
         } else if self.budget == 0 {
@@ -245,6 +256,7 @@ impl<G: Drbg> Managed<G> {
         let seed_len = G::ENTROPY_LEN + G::NONCE_LEN;
         if self.entropy.fill(&mut entropy[..seed_len]).is_err() {
             entropy.zeroize();
+            self.pending = Some(reason);
             self.stats.reseed_failed(G::ALGORITHM);
             return Err(DrbgError::EntropyUnavailable);
         }
@@ -266,6 +278,7 @@ impl<G: Drbg> Managed<G> {
         r.zeroize();
         self.deadline = Instant::now_without_cache_update() + self.policy.rekey_after.into();
         self.fork_generation = generation;
+        self.pending = None;
         self.reseeds += 1;
         self.stats.reseeded(G::ALGORITHM, reason);
         Ok(())
@@ -369,9 +382,14 @@ mod tests {
         assert_eq!(m.fill(&mut buf, true), Err(DrbgError::EntropyUnavailable));
         assert_eq!(buf, [0u8; 64], "nothing is handed out on failure");
         assert_eq!(stats.reseed_failures(Algorithm::ChaCha20), 1);
+        // Fail closed: without prediction resistance it still refuses until a reseed works.
+        assert_eq!(m.fill(&mut buf, false), Err(DrbgError::EntropyUnavailable));
+        assert!(!m.ready());
         source.set_failing(false);
-        m.fill(&mut buf, true).unwrap();
+        assert!(m.ready());
+        m.fill(&mut buf, false).unwrap();
         assert_ne!(buf, [0u8; 64]);
+        assert_eq!(stats.reseeds(Algorithm::ChaCha20, ReseedReason::PredictionResistance), 1);
     }
 
     #[test]
@@ -410,7 +428,7 @@ mod tests {
         m.fill(&mut buf, false).unwrap();
         assert_eq!(m.fill(&mut buf, false), Err(DrbgError::HealthTestFailed));
         assert_eq!(buf, [0u8; 32]);
-        assert!(!m.is_seeded());
+        assert_eq!(m.reseed_pending(), Some(ReseedReason::Startup));
         assert_eq!(stats.health_failures(Algorithm::Blake3), 1);
     }
 

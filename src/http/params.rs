@@ -22,7 +22,11 @@ impl<S: Send + Sync> FromRequestParts<S> for Params {
         let query = parts.uri.query().unwrap_or("");
         for (key, value) in form_urlencoded::parse(query.as_bytes()) {
             if map.insert(key.to_string(), value.to_string()).is_some() {
-                return Err(ApiError::invalid("duplicate_parameter", &key, format!("{key} is given more than once")));
+                return Err(ApiError::invalid(
+                    "duplicate_parameter",
+                    &key,
+                    format!("{key} is given more than once"),
+                ));
             }
         }
         Ok(Params(map))
@@ -62,9 +66,9 @@ impl Params {
     pub fn u64(&self, key: &str, code: &'static str) -> Result<Option<u64>, ApiError> {
         self.get(key)
             .map(|v| {
-                v.trim()
-                    .parse::<u64>()
-                    .map_err(|_| ApiError::invalid(code, key, format!("{key} must be a positive integer, got {v:?}")))
+                v.trim().parse::<u64>().map_err(|_| {
+                    ApiError::invalid(code, key, format!("{key} must be a positive integer, got {v:?}"))
+                })
             })
             .transpose()
     }
@@ -77,7 +81,11 @@ impl Params {
         self.get(key)
             .map(|v| {
                 v.trim().parse::<i64>().map_err(|_| {
-                    ApiError::invalid("invalid_integer", key, format!("{key} must be a 64-bit signed integer"))
+                    ApiError::invalid(
+                        "invalid_integer",
+                        key,
+                        format!("{key} must be a 64-bit signed integer"),
+                    )
                 })
             })
             .transpose()
@@ -100,11 +108,19 @@ impl Params {
 ///
 /// # Errors
 /// `unknown_format` for a `format` outside `allowed`.
-pub fn choose_format(format: Option<&str>, headers: &HeaderMap, allowed: &[Encoding]) -> Result<Encoding, ApiError> {
+pub fn choose_format(
+    format: Option<&str>,
+    headers: &HeaderMap,
+    allowed: &[Encoding],
+) -> Result<Encoding, ApiError> {
     if let Some(name) = format {
         return Encoding::parse(name).filter(|e| allowed.contains(e)).ok_or_else(|| {
             let names: Vec<&str> = allowed.iter().map(|e| e.name()).collect();
-            ApiError::invalid("unknown_format", "format", format!("format must be one of {}", names.join(", ")))
+            ApiError::invalid(
+                "unknown_format",
+                "format",
+                format!("format must be one of {}", names.join(", ")),
+            )
         });
     }
     Ok(from_accept(headers).filter(|e| allowed.contains(e)).unwrap_or(allowed[0]))
@@ -161,7 +177,13 @@ mod tests {
             Encoding::Json
         );
         assert_eq!(choose_format(None, &accept("image/png"), &all).unwrap(), Encoding::Hex);
-        assert_eq!(choose_format(Some("BINARY"), &accept("application/json"), &all).unwrap(), Encoding::Binary);
-        assert_eq!(choose_format(Some("morse"), &HeaderMap::new(), &all).unwrap_err().code(), "unknown_format");
+        assert_eq!(
+            choose_format(Some("BINARY"), &accept("application/json"), &all).unwrap(),
+            Encoding::Binary
+        );
+        assert_eq!(
+            choose_format(Some("morse"), &HeaderMap::new(), &all).unwrap_err().code(),
+            "unknown_format"
+        );
     }
 }

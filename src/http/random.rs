@@ -22,17 +22,27 @@ const FORMATS: &[Encoding] =
 const PARAMS: &[&str] = &["n", "alg", "format", "pr"];
 
 /// `GET /bits?n=&alg=&format=&pr=`.
-pub async fn get_bits(State(state): State<AppState>, headers: HeaderMap, params: Params) -> Result<Response, ApiError> {
+pub async fn get_bits(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    params: Params,
+) -> Result<Response, ApiError> {
     params.allow(PARAMS)?;
-    let n = params.u64("n", "invalid_n")?.ok_or_else(|| ApiError::invalid("invalid_n", "n", "n is required"))?;
+    let n =
+        params.u64("n", "invalid_n")?.ok_or_else(|| ApiError::invalid("invalid_n", "n", "n is required"))?;
     let n = service::check_n("n", n, state.settings.limits.max_bits)?;
     respond(&state, &headers, &params, n)
 }
 
 /// `GET /bytes?n=&alg=&format=&pr=`: the same, counted in bytes.
-pub async fn get_bytes(State(state): State<AppState>, headers: HeaderMap, params: Params) -> Result<Response, ApiError> {
+pub async fn get_bytes(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    params: Params,
+) -> Result<Response, ApiError> {
     params.allow(PARAMS)?;
-    let n = params.u64("n", "invalid_n")?.ok_or_else(|| ApiError::invalid("invalid_n", "n", "n is required"))?;
+    let n =
+        params.u64("n", "invalid_n")?.ok_or_else(|| ApiError::invalid("invalid_n", "n", "n is required"))?;
     let n = service::check_n("n", n, state.settings.limits.max_bits / 8)?;
     respond(&state, &headers, &params, n * 8)
 }
@@ -53,18 +63,30 @@ pub async fn post_bits(
             Value::String(s) => s.clone(),
             Value::Number(n) => n.to_string(),
             Value::Bool(b) => b.to_string(),
-            _ => return Err(ApiError::invalid("invalid_body", key, format!("{key} must be a string, number or boolean"))),
+            _ => {
+                return Err(ApiError::invalid(
+                    "invalid_body",
+                    key,
+                    format!("{key} must be a string, number or boolean"),
+                ));
+            }
         };
         pairs.push((key.clone(), text));
     }
     let params = Params::from_pairs(pairs);
     params.allow(PARAMS)?;
-    let n = params.u64("n", "invalid_n")?.ok_or_else(|| ApiError::invalid("invalid_n", "n", "n is required"))?;
+    let n =
+        params.u64("n", "invalid_n")?.ok_or_else(|| ApiError::invalid("invalid_n", "n", "n is required"))?;
     let n = service::check_n("n", n, state.settings.limits.max_bits)?;
     respond(&state, &headers, &params, n)
 }
 
-fn respond(state: &AppState, headers: &HeaderMap, params: &Params, n_bits: u64) -> Result<Response, ApiError> {
+fn respond(
+    state: &AppState,
+    headers: &HeaderMap,
+    params: &Params,
+    n_bits: u64,
+) -> Result<Response, ApiError> {
     let alg = service::resolve_alg(state, params.get("alg"))?;
     let encoding = choose_format(params.get("format"), headers, FORMATS)?;
     let req = BitsRequest { n_bits, alg, prediction_resistance: params.flag("pr")? };

@@ -16,14 +16,22 @@ use crate::service::{self, Encoding};
 use crate::state::AppState;
 
 /// `GET /token?bytes=32&format=base64url|hex|base32&alg=`.
-pub async fn token(State(state): State<AppState>, headers: HeaderMap, params: Params) -> Result<Response, ApiError> {
+pub async fn token(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    params: Params,
+) -> Result<Response, ApiError> {
     params.allow(&["bytes", "format", "alg"])?;
     let formats = [Encoding::Base64Url, Encoding::Hex, Encoding::Base32, Encoding::Base64];
     secret(&state, &headers, &params, 32, &formats)
 }
 
 /// `GET /nonce?bytes=12&format=hex|base64|base64url&alg=`.
-pub async fn nonce(State(state): State<AppState>, headers: HeaderMap, params: Params) -> Result<Response, ApiError> {
+pub async fn nonce(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    params: Params,
+) -> Result<Response, ApiError> {
     params.allow(&["bytes", "format", "alg"])?;
     let formats = [Encoding::Hex, Encoding::Base64, Encoding::Base64Url, Encoding::Base32];
     secret(&state, &headers, &params, 12, &formats)
@@ -37,11 +45,14 @@ fn secret(
     formats: &[Encoding],
 ) -> Result<Response, ApiError> {
     let max = state.settings.limits.max_token_bytes as u64;
-    let bytes = service::check_n("bytes", params.u64("bytes", "invalid_bytes")?.unwrap_or(default_bytes), max)
-        .map_err(|e| match e {
-            ApiError::TooLarge { .. } => ApiError::invalid("invalid_bytes", "bytes", format!("bytes must be in 1..={max}")),
-            other => ApiError::invalid("invalid_bytes", "bytes", other.to_string()),
-        })?;
+    let bytes =
+        service::check_n("bytes", params.u64("bytes", "invalid_bytes")?.unwrap_or(default_bytes), max)
+            .map_err(|e| match e {
+                ApiError::TooLarge { .. } => {
+                    ApiError::invalid("invalid_bytes", "bytes", format!("bytes must be in 1..={max}"))
+                }
+                other => ApiError::invalid("invalid_bytes", "bytes", other.to_string()),
+            })?;
     let alg = service::resolve_alg(state, params.get("alg"))?;
     let format = choose_format(params.get("format"), &HeaderMap::new(), formats)?;
     let mut raw = vec![0u8; bytes as usize];
@@ -49,7 +60,8 @@ fn secret(
     let value = format.encode(&raw);
     raw.zeroize();
     let body = if wants_json(headers) {
-        Json(json!({ "value": value, "bytes": bytes, "format": format.name(), "alg": alg.name() })).into_response()
+        Json(json!({ "value": value, "bytes": bytes, "format": format.name(), "alg": alg.name() }))
+            .into_response()
     } else {
         value.into_response()
     };
@@ -57,7 +69,11 @@ fn secret(
 }
 
 /// `GET /uuid?count=1&version=4|7&alg=`.
-pub async fn uuid(State(state): State<AppState>, headers: HeaderMap, params: Params) -> Result<Response, ApiError> {
+pub async fn uuid(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    params: Params,
+) -> Result<Response, ApiError> {
     params.allow(&["count", "version", "alg"])?;
     let count = count(&state, &params)?;
     let version = match params.get("version").unwrap_or("4") {
@@ -77,10 +93,16 @@ pub async fn uuid(State(state): State<AppState>, headers: HeaderMap, params: Par
 }
 
 /// `GET /int?min=&max=&count=&alg=`: uniform integers in `[min, max]`.
-pub async fn int(State(state): State<AppState>, headers: HeaderMap, params: Params) -> Result<Response, ApiError> {
+pub async fn int(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    params: Params,
+) -> Result<Response, ApiError> {
     params.allow(&["min", "max", "count", "alg"])?;
-    let min = params.i64("min")?.ok_or_else(|| ApiError::invalid("invalid_integer", "min", "min is required"))?;
-    let max = params.i64("max")?.ok_or_else(|| ApiError::invalid("invalid_integer", "max", "max is required"))?;
+    let min =
+        params.i64("min")?.ok_or_else(|| ApiError::invalid("invalid_integer", "min", "min is required"))?;
+    let max =
+        params.i64("max")?.ok_or_else(|| ApiError::invalid("invalid_integer", "max", "max is required"))?;
     let count = count(&state, &params)?;
     let alg = service::resolve_alg(&state, params.get("alg"))?;
     let values = service::ints(&state, alg, min, max, count)?;

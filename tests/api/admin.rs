@@ -1,0 +1,188 @@
+//! Admin endpoints, readiness during shutdown, load shedding, auth, entropy failure, metrics
+//! label bounds and the OpenAPI document.
+
+use std::io::{Read, Write};
+use std::sync::Arc;
+use std::time::Duration;
+
+use drbgd::drbg::entropy::ScriptedEntropy;
+use futures_util::StreamExt;
+use sha2::Digest;
+
+use crate::helpers::{assert_problem, spawn_app, spawn_with, test_settings};
+
+#[tokio::test]
+async fn liveness_readiness_and_metrics() {
+    let app = spawn_app().await;
+    assert_eq!(app.client.get(format!("{}/livez", app.admin)).send().await.unwrap().status(), 200);
+    assert_eq!(app.client.get(format!("{}/readyz", app.admin)).send().await.unwrap().status(), 200);
+    app.get("/bits?n=4096&alg=blake3").await.bytes().await.unwrap();
+    let text = app.client.get(format!("{}/metrics", app.admin)).send().await.unwrap().text().await.unwrap();
+    for series in [
+        "drbgd_http_request_duration_seconds_bucket{alg=\"blake3\",route=\"/bits\",status=\"200\"",
+        "drbgd_output_bias_zscore_count{alg=\"blake3\"} 1",
+        "drbgd_bias_observations_total{alg=\"blake3\"} 4096",
+        "drbgd_reseeds_total{alg=\"chacha20\",reason=\"startup\"} 2",
+        "drbgd_shards 2",
+        "drbgd_ready 1",
+        "drbgd_build_info{",
+    ] {
+        assert!(text.contains(series), "missing {series}");
+    }
+}
+
+#[tokio::test]
+async fn labels_stay_bounded_whatever_the_client_sends() {
+    let app = spawn_app().await;
+    for i in 0..40 {
+        app.get(&format!("/random/path/{i}?n={i}")).await;
+        app.get(&format!("/bits?n=8&alg=alg{i}")).await;
+        app.get(&format!("/bits?n=8&format=f{i}&x{i}=1")).await;
+    }
+    let text = app.client.get(format!("{}/metrics", app.admin)).send().await.unwrap().text().await.unwrap();
+    let routes: std::collections::BTreeSet<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("drbgd_http_request_duration_seconds_count"))
+        .filter_map(|l| l.split("route=\"").nth(1)?.split('"').next())
+        .collect();
+    let allowed: Vec<&str> = drbgd::http::ROUTES.iter().copied().chain(["unmatched"]).collect();
+    assert!(routes.iter().all(|r| allowed.contains(r)), "{routes:?}");
+    assert!(!text.contains("alg=\"alg"), "client-chosen alg values must not become labels");
+    assert!(text.lines().filter(|l| l.starts_with("drbgd_http_request_duration_seconds_count")).count() <= 6);
+}
+
+#[tokio::test]
+async fn shutdown_turns_unready_and_finishes_in_flight_streams() {
+    let mut app = spawn_app().await;
+    let n = 100_000_000u64;
+    let response = app.get(&format!("/bits?n={n}&format=binary")).await;
+    let mut body = response.bytes_stream();
+    let mut received = body.next().await.unwrap().unwrap().len();
+    app.stop();
+    let readyz = format!("{}/readyz", app.admin);
+    let mut unready = false;
+    for _ in 0..200 {
+        if app.client.get(&readyz).send().await.unwrap().status() == 503 {
+            unready = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(unready, "/readyz must turn 503 once shutdown starts");
+    while let Some(chunk) = body.next().await {
+        received += chunk.expect("in-flight stream completes").len();
+    }
+    assert_eq!(received as u64, n / 8, "no request in flight is cut");
+    let result = app.handle.take().unwrap().await.unwrap();
+    assert!(result.is_ok());
+    assert!(reqwest::get(app.url("/livez")).await.is_err(), "listener closed after the drain");
+}
+
+#[tokio::test]
+async fn overload_is_shed_with_503_and_retry_after() {
+    let mut settings = test_settings();
+    settings.server.concurrency_limit = 1;
+    let app = spawn_with(settings, Arc::new(drbgd::drbg::entropy::OsEntropy)).await;
+    // A POST whose body never arrives holds the only slot inside the handler.
+    let addr = app.api.trim_start_matches("http://").to_string();
+    let mut stalled = std::net::TcpStream::connect(&addr).unwrap();
+    write!(
+        stalled,
+        "POST /bits HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 50\r\n\r\n{{"
+    )
+    .unwrap();
+    for _ in 0..400 {
+        if app.state.metrics.in_flight.get() == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(app.state.metrics.in_flight.get(), 1);
+    let r = app.get("/bits?n=8").await;
+    assert_eq!(r.headers()["retry-after"], "1");
+    assert_problem(r, 503, "overloaded").await;
+    drop(stalled);
+    let mut ok = false;
+    for _ in 0..400 {
+        if app.get("/bits?n=8").await.status() == 200 {
+            ok = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(ok, "serves again once the slot is free");
+    let _ = stalled_read_nothing();
+}
+
+fn stalled_read_nothing() -> usize {
+    let mut empty: &[u8] = &[];
+    let mut buf = [0u8; 1];
+    empty.read(&mut buf).unwrap_or(0)
+}
+
+#[tokio::test]
+async fn auth_requires_a_configured_key() {
+    let mut settings = test_settings();
+    settings.auth.enabled = true;
+    settings.auth.api_key_sha256 = vec![data_encoding::HEXLOWER.encode(&sha2::Sha256::digest(b"k3y"))];
+    let app = spawn_with(settings, Arc::new(drbgd::drbg::entropy::OsEntropy)).await;
+    let r = app.get("/bits?n=8").await;
+    assert_eq!(r.headers()["www-authenticate"], "Bearer");
+    assert_problem(r, 401, "unauthorized").await;
+    let r = app.client.get(app.url("/uuid")).bearer_auth("wrong").send().await.unwrap();
+    assert_problem(r, 401, "unauthorized").await;
+    let r = app.client.get(app.url("/uuid")).bearer_auth("k3y").send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(app.get("/openapi.json").await.status(), 200, "the API description stays public");
+    // Off by default.
+    let open = spawn_app().await;
+    assert_eq!(open.get("/bits?n=8").await.status(), 200);
+}
+
+#[tokio::test]
+async fn entropy_failure_fails_closed_and_recovers() {
+    let entropy = Arc::new(ScriptedEntropy::default());
+    let app = spawn_with(test_settings(), entropy.clone()).await;
+    assert_eq!(app.get("/bits?n=64").await.status(), 200);
+    entropy.set_failing(true);
+    let r = app.get("/bits?n=64&pr=true").await;
+    assert_eq!(r.headers()["retry-after"], "1");
+    assert_problem(r, 503, "entropy_unavailable").await;
+    assert_eq!(app.client.get(format!("{}/readyz", app.admin)).send().await.unwrap().status(), 503);
+    let text = app.client.get(format!("{}/metrics", app.admin)).send().await.unwrap().text().await.unwrap();
+    assert!(text.contains("drbgd_entropy_failures_total"));
+    assert!(!text.contains("drbgd_entropy_failures_total 0"));
+    entropy.set_failing(false);
+    assert_eq!(app.client.get(format!("{}/readyz", app.admin)).send().await.unwrap().status(), 200);
+    assert_eq!(app.get("/bits?n=64&pr=true").await.status(), 200);
+}
+
+#[tokio::test]
+async fn startup_refuses_without_entropy() {
+    let failing: Arc<dyn drbgd::drbg::entropy::EntropySource> = Arc::new(ScriptedEntropy::failing());
+    let err = drbgd::app::App::build_with_entropy(test_settings(), failing).await.err().expect("must refuse");
+    assert!(format!("{err:#}").contains("cannot seed"), "{err:#}");
+}
+
+#[tokio::test]
+async fn openapi_documents_exactly_the_routes() {
+    let app = spawn_app().await;
+    let doc: serde_json::Value = app.get("/openapi.json").await.json().await.unwrap();
+    assert_eq!(doc["openapi"], "3.0.3");
+    let paths: std::collections::BTreeSet<&str> =
+        doc["paths"].as_object().unwrap().keys().map(String::as_str).collect();
+    let routes: std::collections::BTreeSet<&str> = drbgd::http::ROUTES.iter().copied().collect();
+    assert_eq!(paths, routes);
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for method in item.as_object().unwrap().keys() {
+            let r = app
+                .client
+                .request(method.to_uppercase().parse().unwrap(), app.url(path))
+                .send()
+                .await
+                .unwrap();
+            assert_ne!(r.status(), 404, "{method} {path} is documented but not served");
+            assert_ne!(r.status(), 405, "{method} {path} is documented but not served");
+        }
+    }
+}

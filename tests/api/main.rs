@@ -1,0 +1,6 @@
+//! API tests: one binary, the real application on port 0 per test.
+
+mod admin;
+mod helpers;
+mod random;
+mod values;

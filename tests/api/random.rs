@@ -1,0 +1,178 @@
+//! /bits and /bytes: every format round trip, headers, errors, streaming.
+
+use drbgd::drbg::bits;
+
+use crate::helpers::{assert_problem, spawn_app};
+
+fn decode(format: &str, body: &[u8], n: u64) -> Vec<u8> {
+    let text = std::str::from_utf8(body).unwrap_or("");
+    match format {
+        "binary" => body.to_vec(),
+        "hex" => data_encoding::HEXLOWER.decode(text.as_bytes()).expect("lowercase hex"),
+        "base64" => data_encoding::BASE64.decode(text.as_bytes()).expect("base64"),
+        "base64url" => data_encoding::BASE64URL_NOPAD.decode(text.as_bytes()).expect("base64url"),
+        "bits" => {
+            assert_eq!(text.len() as u64, n, "one character per bit");
+            assert!(text.bytes().all(|c| c == b'0' || c == b'1'), "alphabet");
+            let mut out = vec![0u8; bits::byte_len(n) as usize];
+            for (i, c) in text.bytes().enumerate() {
+                out[i / 8] |= (c - b'0') << (7 - i % 8);
+            }
+            out
+        }
+        other => panic!("format {other}"),
+    }
+}
+
+#[tokio::test]
+async fn bits_round_trip_in_every_format() {
+    let app = spawn_app().await;
+    for format in ["hex", "binary", "base64", "base64url", "bits"] {
+        for n in [1u64, 7, 8, 9, 256, 1001, 65_536 * 8 + 5] {
+            let r = app.get(&format!("/bits?n={n}&format={format}&alg=blake3")).await;
+            assert_eq!(r.status(), 200);
+            assert_eq!(r.headers()["x-drbg-alg"], "blake3");
+            assert_eq!(r.headers()["x-drbg-bits"], n.to_string().as_str());
+            let data = decode(format, &r.bytes().await.unwrap(), n);
+            assert_eq!(data.len() as u64, bits::byte_len(n), "{format} n={n}");
+            if n % 8 != 0 {
+                let spare = data[data.len() - 1] & ((1u8 << (8 - n % 8)) - 1);
+                assert_eq!(spare, 0, "{format} n={n}: unused bits must be zero");
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn json_format_counts_the_ones() {
+    let app = spawn_app().await;
+    for n in [5u64, 1000, 600_000] {
+        let r = app.get(&format!("/bits?n={n}&format=json")).await;
+        assert_eq!(r.headers()["content-type"], "application/json");
+        let v: serde_json::Value = r.json().await.unwrap();
+        let data = data_encoding::HEXLOWER.decode(v["data"].as_str().unwrap().as_bytes()).unwrap();
+        assert_eq!(v["n"], n);
+        assert_eq!(v["alg"], "chacha20");
+        assert_eq!(v["ones"].as_u64().unwrap(), bits::count_ones_in_bits(&data, n));
+        assert_eq!(data.len() as u64, bits::byte_len(n));
+    }
+}
+
+#[tokio::test]
+async fn aliases_accept_negotiation_and_post() {
+    let app = spawn_app().await;
+    let r = app.get("/bits?n=64&alg=AES").await;
+    assert_eq!(r.headers()["x-drbg-alg"], "aes256ctr");
+    assert_eq!(r.headers()["content-type"], "text/plain; charset=utf-8");
+    let r = app
+        .client
+        .get(app.url("/bits?n=64"))
+        .header("accept", "application/octet-stream")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.headers()["content-type"], "application/octet-stream");
+    assert_eq!(r.bytes().await.unwrap().len(), 8);
+    let r = app.client.get(app.url("/bits?n=64")).header("accept", "application/json").send().await.unwrap();
+    assert_eq!(r.headers()["content-type"], "application/json");
+    let r = app
+        .client
+        .post(app.url("/bits"))
+        .json(&serde_json::json!({"n": 12, "alg": "chacha", "format": "bits", "pr": true}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["x-drbg-alg"], "chacha20");
+    assert_eq!(r.text().await.unwrap().len(), 12);
+    let r = app.get("/bytes?n=33&format=binary&alg=blake3").await;
+    assert_eq!(r.headers()["x-drbg-bits"], "264");
+    assert_eq!(r.bytes().await.unwrap().len(), 33);
+}
+
+#[tokio::test]
+async fn headers_on_success_and_error() {
+    let app = spawn_app().await;
+    let r = app.client.get(app.url("/bits?n=256")).header("x-request-id", "abc-123").send().await.unwrap();
+    assert_eq!(r.headers()["cache-control"], "no-store");
+    assert_eq!(r.headers()["pragma"], "no-cache");
+    assert_eq!(r.headers()["x-request-id"], "abc-123");
+    let timing = r.headers()["server-timing"].to_str().unwrap();
+    assert!(timing.starts_with("gen;dur=") && timing.contains("enc;dur="), "{timing}");
+    let r = app.get("/bits?n=0").await;
+    assert!(r.headers().contains_key("x-request-id"));
+    assert_eq!(r.headers()["pragma"], "no-cache");
+    assert_problem(r, 400, "invalid_n").await;
+    let r = app.get("/no/such/path").await;
+    assert_eq!(r.headers()["cache-control"], "no-store");
+    assert_problem(r, 404, "not_found").await;
+}
+
+#[tokio::test]
+async fn every_error_case_has_its_status_and_code() {
+    let app = spawn_app().await;
+    let cases: &[(&str, u16, &str, Option<&str>)] = &[
+        ("/bits", 400, "invalid_n", Some("n")),
+        ("/bits?n=", 400, "invalid_n", Some("n")),
+        ("/bits?n=-5", 400, "invalid_n", Some("n")),
+        ("/bits?n=1.5", 400, "invalid_n", Some("n")),
+        ("/bits?n=99999999999999999999999", 400, "invalid_n", Some("n")),
+        ("/bits?n=0", 400, "invalid_n", Some("n")),
+        ("/bits?n=100000001", 413, "n_too_large", Some("n")),
+        ("/bytes?n=12500001", 413, "n_too_large", Some("n")),
+        ("/bits?n=8&alg=rc4", 400, "unknown_alg", Some("alg")),
+        ("/bits?n=8&format=morse", 400, "unknown_format", Some("format")),
+        ("/bits?n=8&pr=maybe", 400, "invalid_boolean", Some("pr")),
+        ("/bits?n=8&size=3", 400, "unknown_parameter", Some("size")),
+        ("/bits?n=8&n=9", 400, "duplicate_parameter", Some("n")),
+        ("/token?bytes=0", 400, "invalid_bytes", Some("bytes")),
+        ("/token?bytes=1025", 400, "invalid_bytes", Some("bytes")),
+        ("/token?format=base58", 400, "unknown_format", Some("format")),
+        ("/nonce?bytes=x", 400, "invalid_bytes", Some("bytes")),
+        ("/uuid?count=0", 400, "invalid_count", Some("count")),
+        ("/uuid?count=1001", 400, "invalid_count", Some("count")),
+        ("/uuid?version=1", 400, "invalid_version", Some("version")),
+        ("/int?min=5", 400, "invalid_integer", Some("max")),
+        ("/int?min=5&max=1", 400, "invalid_range", Some("min")),
+        ("/int?min=0&max=9223372036854775808", 400, "invalid_integer", Some("max")),
+    ];
+    for (path, status, code, param) in cases {
+        let body = assert_problem(app.get(path).await, *status, code).await;
+        assert_eq!(body["param"].as_str(), *param, "{path}");
+    }
+    let r = app
+        .client
+        .post(app.url("/bits"))
+        .header("content-type", "application/json")
+        .body("{nope")
+        .send()
+        .await
+        .unwrap();
+    assert_problem(r, 400, "invalid_body").await;
+    let r = app.client.post(app.url("/bits")).json(&serde_json::json!({"n": [1]})).send().await.unwrap();
+    assert_problem(r, 400, "invalid_body").await;
+    let r = app.client.delete(app.url("/bits")).send().await.unwrap();
+    assert_problem(r, 405, "method_not_allowed").await;
+}
+
+#[tokio::test]
+async fn large_responses_stream_with_exact_length() {
+    let app = spawn_app().await;
+    let n = 10_000_000u64;
+    let r = app.get(&format!("/bits?n={n}&format=hex&alg=aes256ctr")).await;
+    assert_eq!(r.status(), 200);
+    assert!(r.headers().get("content-length").is_none(), "streamed, not buffered");
+    assert_eq!(r.headers()["cache-control"], "no-store");
+    let body = r.bytes().await.unwrap();
+    assert_eq!(body.len() as u64, 2 * bits::byte_len(n));
+    let n = 1_000_003u64;
+    for format in ["base64", "bits", "binary"] {
+        let body = app.get(&format!("/bits?n={n}&format={format}")).await.bytes().await.unwrap();
+        let data = decode(format, &body, n);
+        assert_eq!(data.len() as u64, bits::byte_len(n), "{format}");
+        assert_eq!(data[data.len() - 1] & 0x1f, 0, "{format}: masked tail");
+    }
+    let v: serde_json::Value = app.get(&format!("/bits?n={n}&format=json")).await.json().await.unwrap();
+    let data = data_encoding::HEXLOWER.decode(v["data"].as_str().unwrap().as_bytes()).unwrap();
+    assert_eq!(v["ones"].as_u64().unwrap(), bits::count_ones_in_bits(&data, n));
+}
