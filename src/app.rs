@@ -108,7 +108,7 @@ impl App {
             tracing::info!("shutting down: not ready, draining");
             let _ = stop_tx.send(true);
         });
-        let api_router = crate::http::router(self.state.clone(), axum::Router::new());
+        let api_router = crate::http::router(self.state.clone(), crate::grpc::router(self.state.clone()));
         let admin_router = crate::admin::router(self.state.clone());
         let (admin_done_tx, admin_done_rx) = tokio::sync::oneshot::channel::<()>();
         let admin = tokio::spawn(serve(self.admin, admin_router, options, async {

@@ -38,8 +38,8 @@ pub const ROUTES: &[&str] =
 
 /// The API router: routes (with per-route auth and observation) wrapped once, as a whole, in
 /// the global stack, so limits such as the concurrency cap are shared by every route.
-pub fn router(state: AppState, extra: Router<AppState>) -> Router {
-    let api = Router::new()
+pub fn router(state: AppState, grpc: Router) -> Router {
+    let rest = Router::new()
         .route("/bits", get(random::get_bits).post(random::post_bits))
         .route("/bytes", get(random::get_bytes))
         .route("/token", get(values::token))
@@ -47,13 +47,15 @@ pub fn router(state: AppState, extra: Router<AppState>) -> Router {
         .route("/uuid", get(values::uuid))
         .route("/int", get(values::int))
         .route("/algorithms", get(meta::algorithms))
-        .merge(extra)
         .route_layer(middleware::from_fn_with_state(state.clone(), crate::auth::require_key))
         .route("/openapi.json", get(meta::openapi))
+        .with_state(state.clone());
+    let api = rest
+        // gRPC brings its own auth (an interceptor answering UNAUTHENTICATED).
+        .merge(grpc)
         .fallback(not_found)
         // Latency/status metrics and the access log line (route, alg, n, status, latency).
-        .layer(middleware::from_fn_with_state(state.clone(), observe))
-        .with_state(state.clone());
+        .layer(middleware::from_fn_with_state(state.clone(), observe));
     with_stack(api, &state)
 }
 
@@ -104,6 +106,14 @@ async fn not_found() -> ApiError {
 /// Records latency by route template, algorithm and status; counts errors by code; writes
 /// the access log line. Never logs output bytes or the query string's values beyond n/alg.
 async fn observe(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let grpc = request
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"));
+    if grpc {
+        // Recorded per method by the gRPC service itself.
+        return next.run(request).await;
+    }
     let route = request.extensions().get::<MatchedPath>().map_or("unmatched", |m| route_label(m.as_str()));
     let request_id =
         request.headers().get(X_REQUEST_ID).and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();

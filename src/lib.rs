@@ -5,6 +5,7 @@
 //!   I/O except the OS entropy source; knows nothing of HTTP.
 //! - [`service`]: a validated request becomes output (shared by HTTP and gRPC).
 //! - [`http`]: the HTTP API (router, the tower stack, handlers per resource).
+//! - [`grpc`]: the gRPC API, health and reflection, on the API port.
 //! - [`admin`]: `/metrics`, `/livez`, `/readyz` on their own listener.
 //! - [`metrics`]: the Prometheus series as one typed struct.
 //! - [`error`]: the API error enum and its HTTP / gRPC mappings.
@@ -21,6 +22,7 @@ pub mod cli;
 pub mod config;
 pub mod drbg;
 pub mod error;
+pub mod grpc;
 pub mod http;
 pub mod metrics;
 pub mod server;

@@ -1,0 +1,177 @@
+//! The gRPC API through a tonic client: every method, its errors, health and auth.
+
+use std::sync::Arc;
+
+use drbgd::drbg::bits;
+use drbgd::grpc::pb::randomness_client::RandomnessClient;
+use drbgd::grpc::pb::{
+    GetBitsRequest, GetBytesRequest, GetIntsRequest, GetTokenRequest, GetUuidsRequest, StreamBitsRequest,
+};
+use futures_util::StreamExt;
+use sha2::Digest;
+use tonic::Code;
+use tonic_health::pb::health_client::HealthClient;
+use tonic_health::pb::{HealthCheckRequest, health_check_response::ServingStatus};
+
+use crate::helpers::{TestApp, spawn_app, spawn_with, test_settings};
+
+async fn client(app: &TestApp) -> RandomnessClient<tonic::transport::Channel> {
+    RandomnessClient::connect(app.api.clone())
+        .await
+        .expect("grpc connects")
+        .max_decoding_message_size(8 << 20)
+}
+
+fn assert_status(result: Result<impl std::fmt::Debug, tonic::Status>, code: Code, machine: &str) {
+    let status = result.expect_err("must fail");
+    assert_eq!(status.code(), code, "{status:?}");
+    assert!(status.message().starts_with(&format!("{machine}: ")), "{status:?}");
+}
+
+#[tokio::test]
+async fn unary_methods_return_valid_output() {
+    let app = spawn_app().await;
+    let mut c = client(&app).await;
+    for (n, alg) in [(1u64, "chacha20"), (13, "AES"), (4096, "blake3"), (1 << 25, "")] {
+        let r = c
+            .get_bits(GetBitsRequest { n, alg: alg.into(), prediction_resistance: n == 13 })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(r.n, n);
+        assert_eq!(r.data.len() as u64, bits::byte_len(n));
+        assert_eq!(r.ones, bits::count_ones_in_bits(&r.data, n));
+        assert_eq!(bits::count_ones(&r.data), r.ones, "unused bits are zero");
+        let expected = match alg {
+            "AES" => "aes256ctr",
+            "" => "chacha20",
+            other => other,
+        };
+        assert_eq!(r.alg, expected);
+    }
+    let r = c
+        .get_bytes(GetBytesRequest { n: 33, alg: "blake3".into(), prediction_resistance: false })
+        .await
+        .unwrap();
+    assert_eq!(r.get_ref().data.len(), 33);
+    let t =
+        c.get_token(GetTokenRequest { bytes: 0, format: String::new(), alg: String::new() }).await.unwrap();
+    assert_eq!(data_encoding::BASE64URL_NOPAD.decode(t.get_ref().token.as_bytes()).unwrap().len(), 32);
+    let t =
+        c.get_token(GetTokenRequest { bytes: 16, format: "hex".into(), alg: String::new() }).await.unwrap();
+    assert_eq!(t.get_ref().token.len(), 32);
+    let u = c
+        .get_uuids(GetUuidsRequest { count: 10, version: 7, alg: String::new() })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(u.uuids.len(), 10);
+    assert!(u.uuids.iter().all(|id| id.as_bytes()[14] == b'7'));
+    let i = c
+        .get_ints(GetIntsRequest { min: -3, max: 3, count: 500, alg: "aes256ctr".into() })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(i.values.len(), 500);
+    assert!(i.values.iter().all(|v| (-3..=3).contains(v)));
+}
+
+#[tokio::test]
+async fn errors_map_to_grpc_codes_with_machine_codes() {
+    let app = spawn_app().await;
+    let mut c = client(&app).await;
+    let bits = |n: u64, alg: &str| GetBitsRequest { n, alg: alg.into(), prediction_resistance: false };
+    assert_status(c.get_bits(bits(0, "")).await, Code::InvalidArgument, "invalid_n");
+    assert_status(c.get_bits(bits((1 << 25) + 1, "")).await, Code::ResourceExhausted, "n_too_large");
+    assert_status(c.get_bits(bits(8, "rc4")).await, Code::InvalidArgument, "unknown_alg");
+    let r = c.get_token(GetTokenRequest { bytes: 2000, format: String::new(), alg: String::new() }).await;
+    assert_status(r, Code::InvalidArgument, "invalid_bytes");
+    let r = c.get_token(GetTokenRequest { bytes: 8, format: "morse".into(), alg: String::new() }).await;
+    assert_status(r, Code::InvalidArgument, "unknown_format");
+    let r = c.get_uuids(GetUuidsRequest { count: 5000, version: 4, alg: String::new() }).await;
+    assert_status(r, Code::InvalidArgument, "invalid_count");
+    let r = c.get_ints(GetIntsRequest { min: 5, max: 1, count: 1, alg: String::new() }).await;
+    assert_status(r, Code::InvalidArgument, "invalid_range");
+    let r = c
+        .stream_bits(StreamBitsRequest {
+            n: 100_000_001,
+            alg: String::new(),
+            chunk_bytes: 0,
+            prediction_resistance: false,
+        })
+        .await;
+    assert_status(r, Code::ResourceExhausted, "n_too_large");
+}
+
+#[tokio::test]
+async fn stream_bits_delivers_exactly_n_and_stops_on_cancel() {
+    let app = spawn_app().await;
+    let mut c = client(&app).await;
+    let n = 10_000_003u64;
+    let req =
+        StreamBitsRequest { n, alg: "aes256ctr".into(), chunk_bytes: 65_536, prediction_resistance: false };
+    let mut stream = c.stream_bits(req).await.unwrap().into_inner();
+    let (mut total_bits, mut bytes, mut chunks, mut expected_offset) = (0u64, 0u64, 0, 0u64);
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.unwrap();
+        assert_eq!(chunk.offset_bits, expected_offset);
+        assert_eq!(chunk.ones, bits::count_ones(&chunk.data));
+        expected_offset += chunk.n_bits;
+        total_bits += chunk.n_bits;
+        bytes += chunk.data.len() as u64;
+        chunks += 1;
+    }
+    assert_eq!(total_bits, n);
+    assert_eq!(bytes, bits::byte_len(n));
+    assert!(chunks > 10, "{chunks} chunks");
+    // Cancel after the first chunk: the server stops (the next call still works at once).
+    let req = StreamBitsRequest {
+        n: 100_000_000,
+        alg: String::new(),
+        chunk_bytes: 0,
+        prediction_resistance: false,
+    };
+    let mut stream = c.stream_bits(req).await.unwrap().into_inner();
+    assert!(stream.next().await.unwrap().is_ok());
+    drop(stream);
+    let r = c.get_bits(GetBitsRequest { n: 8, alg: String::new(), prediction_resistance: false }).await;
+    assert!(r.is_ok());
+}
+
+#[tokio::test]
+async fn health_follows_readiness_and_auth_is_enforced() {
+    let mut settings = test_settings();
+    settings.auth.enabled = true;
+    settings.auth.api_key_sha256 = vec![data_encoding::HEXLOWER.encode(&sha2::Sha256::digest(b"k3y"))];
+    let mut app = spawn_with(settings, Arc::new(drbgd::drbg::entropy::OsEntropy)).await;
+    let mut c = client(&app).await;
+    let req = || GetBitsRequest { n: 8, alg: String::new(), prediction_resistance: false };
+    assert_status(c.get_bits(req()).await, Code::Unauthenticated, "unauthorized");
+    let mut authed = tonic::Request::new(req());
+    authed.metadata_mut().insert("authorization", "Bearer k3y".parse().unwrap());
+    assert!(c.get_bits(authed).await.is_ok());
+
+    let channel = tonic::transport::Endpoint::from_shared(app.api.clone()).unwrap().connect().await.unwrap();
+    let mut health = HealthClient::new(channel);
+    let check = |service: &str| HealthCheckRequest { service: service.into() };
+    let mut serving = false;
+    for _ in 0..100 {
+        let status = health.check(check("drbgd.v1.Randomness")).await.map(|r| r.into_inner().status);
+        if status.is_ok_and(|s| s == ServingStatus::Serving as i32) {
+            serving = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(serving, "health reports SERVING once ready");
+    let mut watch = health.watch(check("")).await.unwrap().into_inner();
+    assert_eq!(watch.next().await.unwrap().unwrap().status, ServingStatus::Serving as i32);
+    app.stop();
+    let next = tokio::time::timeout(std::time::Duration::from_secs(5), watch.next()).await;
+    let status = next.expect("health changes on shutdown").map(|r| r.map(|r| r.status));
+    assert!(
+        matches!(status, Some(Ok(s)) if s == ServingStatus::NotServing as i32)
+            || !matches!(status, Some(Ok(_))),
+        "{status:?}"
+    );
+}
