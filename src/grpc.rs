@@ -126,7 +126,7 @@ impl RandomnessService {
 
     fn bits(&self, n: u64, max: u64, alg: &str, pr: bool) -> Result<(pb::BitsResponse, Algorithm), ApiError> {
         let n = service::check_n("n", n, max)?;
-        let alg = service::resolve_alg(&self.state, Some(alg))?;
+        let alg = service::resolve_alg(&self.state, named(alg))?;
         let req = BitsRequest { n_bits: n, alg, prediction_resistance: pr };
         let generated = service::generate(&self.state, &req)?;
         let reply = pb::BitsResponse {
@@ -137,6 +137,11 @@ impl RandomnessService {
         };
         Ok((reply, alg))
     }
+}
+
+/// proto3 strings default to empty: empty means "the default algorithm".
+fn named(alg: &str) -> Option<&str> {
+    (!alg.is_empty()).then_some(alg)
 }
 
 fn code_label(code: tonic::Code) -> &'static str {
@@ -188,7 +193,7 @@ impl Randomness for RandomnessService {
         let start = Instant::now();
         let prepared = (|| {
             let n = service::check_n("n", r.n, self.state.settings.limits.max_bits)?;
-            let alg = service::resolve_alg(&self.state, Some(&r.alg))?;
+            let alg = service::resolve_alg(&self.state, named(&r.alg))?;
             Ok::<_, ApiError>(BitsRequest { n_bits: n, alg, prediction_resistance: r.prediction_resistance })
         })();
         let req = match prepared {
@@ -220,7 +225,7 @@ impl Randomness for RandomnessService {
                     format!("bytes must be in 1..={max}"),
                 ));
             }
-            let alg = service::resolve_alg(&self.state, Some(&r.alg))?;
+            let alg = service::resolve_alg(&self.state, named(&r.alg))?;
             let format = if r.format.is_empty() { "base64url" } else { &r.format };
             let format = Encoding::parse(format)
                 .filter(|e| {
@@ -250,7 +255,7 @@ impl Randomness for RandomnessService {
                 7 => 7,
                 _ => return Err(ApiError::invalid("invalid_version", "version", "version must be 4 or 7")),
             };
-            let alg = service::resolve_alg(&self.state, Some(&r.alg))?;
+            let alg = service::resolve_alg(&self.state, named(&r.alg))?;
             let uuids =
                 service::uuids(&self.state, alg, count, version)?.iter().map(ToString::to_string).collect();
             Ok((pb::UuidsResponse { uuids, alg: alg.name().into() }, alg))
@@ -261,7 +266,7 @@ impl Randomness for RandomnessService {
         let r = request.into_inner();
         self.unary("GetInts", || {
             let count = count(&self.state, r.count)?;
-            let alg = service::resolve_alg(&self.state, Some(&r.alg))?;
+            let alg = service::resolve_alg(&self.state, named(&r.alg))?;
             let values = service::ints(&self.state, alg, r.min, r.max, count)?;
             Ok((pb::IntsResponse { values, alg: alg.name().into() }, alg))
         })

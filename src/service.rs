@@ -115,12 +115,12 @@ pub fn check_n(param: &'static str, n: u64, max: u64) -> Result<u64, ApiError> {
     Ok(n)
 }
 
-/// Resolves an optional algorithm name against the enabled set.
+/// Resolves an optional algorithm name against the enabled set (`None`: the default).
 ///
 /// # Errors
 /// `unknown_alg` for names that are not an algorithm or alias, `alg_disabled` for disabled ones.
 pub fn resolve_alg(state: &AppState, name: Option<&str>) -> Result<Algorithm, ApiError> {
-    let Some(name) = name.filter(|n| !n.is_empty()) else { return Ok(state.default_alg) };
+    let Some(name) = name else { return Ok(state.default_alg) };
     let alg: Algorithm = name.parse().map_err(|_| {
         ApiError::invalid("unknown_alg", "alg", "alg must be one of chacha20, aes256ctr, blake3")
     })?;

@@ -59,17 +59,13 @@ pub async fn post_bits(
         .ok_or_else(|| ApiError::invalid("invalid_body", "body", "the body must be a JSON object"))?;
     let mut pairs = Vec::new();
     for (key, value) in object {
-        let text = match value {
-            Value::String(s) => s.clone(),
-            Value::Number(n) => n.to_string(),
-            Value::Bool(b) => b.to_string(),
-            _ => {
-                return Err(ApiError::invalid(
-                    "invalid_body",
-                    key,
-                    format!("{key} must be a string, number or boolean"),
-                ));
-            }
+        let text = match (key.as_str(), value) {
+            ("n", Value::Number(n)) if n.is_u64() => n.to_string(),
+            ("n", _) => return Err(ApiError::invalid("invalid_n", "n", "n must be a positive integer")),
+            ("pr", Value::Bool(b)) => b.to_string(),
+            ("pr", _) => return Err(ApiError::invalid("invalid_boolean", "pr", "pr must be true or false")),
+            (_, Value::String(s)) => s.clone(),
+            _ => return Err(ApiError::invalid("invalid_body", key, format!("{key} must be a string"))),
         };
         pairs.push((key.clone(), text));
     }

@@ -175,3 +175,34 @@ async fn health_follows_readiness_and_auth_is_enforced() {
         "{status:?}"
     );
 }
+
+/// Every `drbgd_*` series named by the Grafana dashboards and the alert rules exists in a live
+/// `/metrics` after HTTP, gRPC and error traffic.
+#[tokio::test]
+async fn dashboards_and_rules_only_use_exported_series() {
+    let app = spawn_app().await;
+    app.get("/bits?n=4096").await.bytes().await.unwrap();
+    app.get("/bits?n=0").await.bytes().await.unwrap();
+    let mut c = client(&app).await;
+    c.get_bits(GetBitsRequest { n: 64, alg: String::new(), prediction_resistance: false }).await.unwrap();
+    let metrics =
+        app.client.get(format!("{}/metrics", app.admin)).send().await.unwrap().text().await.unwrap();
+    let root = env!("CARGO_MANIFEST_DIR");
+    let mut names = std::collections::BTreeSet::new();
+    for file in ["deploy/grafana/dashboards/drbgd.json", "deploy/prometheus/rules.yml"] {
+        let text = std::fs::read_to_string(format!("{root}/{file}")).unwrap();
+        for (i, _) in text.match_indices("drbgd_") {
+            let name: String = text[i..]
+                .chars()
+                .take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_')
+                .collect();
+            names.insert(name);
+        }
+    }
+    assert!(names.len() >= 12, "{names:?}");
+    for name in &names {
+        let exported =
+            metrics.lines().any(|l| l.strip_prefix(name.as_str()).is_some_and(|r| r.starts_with(['{', ' '])));
+        assert!(exported, "{name} is used by a dashboard or rule but not exported");
+    }
+}

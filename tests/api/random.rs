@@ -121,6 +121,7 @@ async fn every_error_case_has_its_status_and_code() {
         ("/bits?n=100000001", 413, "n_too_large", Some("n")),
         ("/bytes?n=12500001", 413, "n_too_large", Some("n")),
         ("/bits?n=8&alg=rc4", 400, "unknown_alg", Some("alg")),
+        ("/uuid?alg=", 400, "unknown_alg", Some("alg")),
         ("/bits?n=8&format=morse", 400, "unknown_format", Some("format")),
         ("/bits?n=8&pr=maybe", 400, "invalid_boolean", Some("pr")),
         ("/bits?n=8&size=3", 400, "unknown_parameter", Some("size")),
@@ -150,6 +151,19 @@ async fn every_error_case_has_its_status_and_code() {
         .unwrap();
     assert_problem(r, 400, "invalid_body").await;
     let r = app.client.post(app.url("/bits")).json(&serde_json::json!({"n": [1]})).send().await.unwrap();
+    assert_problem(r, 400, "invalid_n").await;
+    let r = app
+        .client
+        .post(app.url("/bits"))
+        .json(&serde_json::json!({"n": 8, "pr": "yes"}))
+        .send()
+        .await
+        .unwrap();
+    assert_problem(r, 400, "invalid_boolean").await;
+    let r =
+        app.client.post(app.url("/bits")).json(&serde_json::json!({"n": 8, "alg": 3})).send().await.unwrap();
+    assert_problem(r, 400, "invalid_body").await;
+    let r = app.client.post(app.url("/bits")).json(&serde_json::json!([8])).send().await.unwrap();
     assert_problem(r, 400, "invalid_body").await;
     let r = app.client.delete(app.url("/bits")).send().await.unwrap();
     assert_problem(r, 405, "method_not_allowed").await;
