@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# loadtest/run.sh SCENARIO [BASE_URL]
+# Runs a k6 scenario (smoke, tokens, bulk, mixed, stress, soak, spike, grpc) and writes the
+# summary JSON and the web dashboard's HTML report under loadtest/results/. Installs k6 if absent
+# (pinned, built with Go: a few minutes the first time). Without BASE_URL it builds and starts a
+# local drbgd on free ports and stops it afterwards.
+# Extra k6 arguments go in K6_ARGS, e.g. K6_ARGS="-o experimental-prometheus-rw".
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+scenario=${1:?usage: loadtest/run.sh SCENARIO [BASE_URL]}
+base_url=${2:-}
+script="$here/scenarios/$scenario.js"
+[ -f "$script" ] || { echo "no scenario $scenario (see $here/scenarios)"; exit 2; }
+
+export PATH="$PATH:$(go env GOPATH 2>/dev/null || echo "$HOME/go")/bin"
+if ! command -v k6 >/dev/null; then
+  echo "installing k6 v1.8.1 (go install; a few minutes)"
+  go install go.k6.io/k6@v1.8.1
+fi
+
+pid=""
+cleanup() { [ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true; }
+trap cleanup EXIT
+if [ -z "$base_url" ]; then
+  mkdir -p "$here/results"
+  (cd "$here/.." && cargo build --release --locked --bin drbgd)
+  port=$((30000 + RANDOM % 10000))
+  "$here/../target/release/drbgd" serve --listen "127.0.0.1:$port" --admin-listen "127.0.0.1:$((port + 1))" \
+    >"$here/results/drbgd-$$.log" 2>&1 &
+  pid=$!
+  base_url="http://127.0.0.1:$port"
+  export ADMIN_URL="http://127.0.0.1:$((port + 1))"
+  for _ in $(seq 100); do curl -fsS "$ADMIN_URL/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
+fi
+
+mkdir -p "$here/results"
+stamp=$(date -u +%Y%m%dT%H%M%SZ)
+export BASE_URL="$base_url"
+export K6_WEB_DASHBOARD=true K6_WEB_DASHBOARD_OPEN=false K6_WEB_DASHBOARD_PERIOD=1s
+export K6_WEB_DASHBOARD_PORT=${K6_WEB_DASHBOARD_PORT:-$((40000 + RANDOM % 10000))}
+export K6_WEB_DASHBOARD_EXPORT="$here/results/$scenario-$stamp.html"
+# shellcheck disable=SC2086
+k6 run --quiet --summary-trend-stats "avg,min,med,max,p(90),p(95),p(99)" --summary-export "$here/results/$scenario-$stamp.json" ${K6_ARGS:-} "$script"
+echo "summary: $here/results/$scenario-$stamp.json"
+echo "report:  $K6_WEB_DASHBOARD_EXPORT"
