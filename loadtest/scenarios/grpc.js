@@ -9,7 +9,7 @@ const streamedBits = new Counter('drbgd_grpc_streamed_bits');
 
 export const options = {
   vus: Number(__ENV.VUS || 2),
-  iterations: Number(__ENV.ITERATIONS || 6),
+  iterations: Number(__ENV.ITERATIONS || 10),
   thresholds: {
     checks: ['rate==1'],
     grpc_req_duration: ['p(95)<200'],
