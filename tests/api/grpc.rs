@@ -189,7 +189,11 @@ async fn dashboards_and_rules_only_use_exported_series() {
         app.client.get(format!("{}/metrics", app.admin)).send().await.unwrap().text().await.unwrap();
     let root = env!("CARGO_MANIFEST_DIR");
     let mut names = std::collections::BTreeSet::new();
-    let files = ["deploy/grafana/dashboards/drbgd.json", "deploy/grafana/dashboards/k6.json", "deploy/prometheus/rules.yml"];
+    let files = [
+        "deploy/grafana/dashboards/drbgd.json",
+        "deploy/grafana/dashboards/k6.json",
+        "deploy/prometheus/rules.yml",
+    ];
     for file in files {
         let text = std::fs::read_to_string(format!("{root}/{file}")).unwrap();
         for (i, _) in text.match_indices("drbgd_") {
