@@ -20,6 +20,7 @@ use crate::state::{AppState, Inner, Readiness};
 
 /// A built, bound, not yet running application.
 pub struct App {
+    tls: Option<tokio_rustls::TlsAcceptor>,
     api: TcpListener,
     admin: TcpListener,
     state: AppState,
@@ -45,6 +46,7 @@ impl App {
     ) -> anyhow::Result<Self> {
         settings.validate()?;
         selftest::run_all().context("self-test failed; refusing to start")?;
+        let tls = crate::tls::acceptor(&settings.tls)?;
         let pool =
             Pool::new(&settings.pool_config(), entropy).context("cannot seed the generators from the OS")?;
         let metrics = Metrics::new(pool.stats().clone());
@@ -65,7 +67,12 @@ impl App {
             readiness: Readiness::default(),
         });
         state.readiness.self_tests_passed.store(true, Ordering::Release);
-        Ok(App { api, admin, state })
+        Ok(App { tls, api, admin, state })
+    }
+
+    /// Whether the API listener serves TLS.
+    pub fn tls(&self) -> bool {
+        self.tls.is_some()
     }
 
     /// The bound API address (port 0 resolved).
@@ -111,11 +118,11 @@ impl App {
         let api_router = crate::http::router(self.state.clone(), crate::grpc::router(self.state.clone()));
         let admin_router = crate::admin::router(self.state.clone());
         let (admin_done_tx, admin_done_rx) = tokio::sync::oneshot::channel::<()>();
-        let admin = tokio::spawn(serve(self.admin, admin_router, options, async {
+        let admin = tokio::spawn(serve(self.admin, admin_router, options, None, async {
             let _ = admin_done_rx.await;
         }));
         let mut rx = stop_rx.clone();
-        let drained = serve(self.api, api_router, options, async move {
+        let drained = serve(self.api, api_router, options, self.tls, async move {
             let _ = rx.wait_for(|stop| *stop).await;
         })
         .await;

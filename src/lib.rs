@@ -13,6 +13,7 @@
 //! - [`config`]: layered, validated settings.
 //! - [`app`], [`server`], [`shutdown`], [`state`]: wiring, the connection loop, signals, shared
 //!   state.
+//! - [`tls`]: optional rustls for the API listener.
 //! - [`cli`], [`telemetry`]: the command line and logging.
 
 pub mod admin;
@@ -30,3 +31,4 @@ pub mod service;
 pub mod shutdown;
 pub mod state;
 pub mod telemetry;
+pub mod tls;

@@ -1,6 +1,6 @@
 //! The connection loop shared by the API and admin listeners: HTTP/1.1 and HTTP/2 (so gRPC)
-//! on one port, a cap on open connections, a header read timeout, and graceful draining with
-//! a deadline.
+//! on one port, optional TLS, a cap on open connections, header-read and handshake timeouts,
+//! and graceful draining with a deadline.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -13,6 +13,7 @@ use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
+use tokio_rustls::TlsAcceptor;
 
 /// Connection limits and deadlines.
 #[derive(Debug, Clone, Copy)]
@@ -31,6 +32,7 @@ pub async fn serve(
     listener: TcpListener,
     router: Router,
     options: ServeOptions,
+    tls: Option<TlsAcceptor>,
     shutdown: impl Future<Output = ()>,
 ) -> bool {
     let mut builder = Builder::new(TokioExecutor::new());
@@ -58,10 +60,28 @@ pub async fn serve(
         };
         let _ = stream.set_nodelay(true);
         let service = TowerToHyperService::new(router.clone());
-        let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service).into_owned();
-        let connection = graceful.watch(connection);
+        let builder = builder.clone();
+        let watcher = graceful.watcher();
+        let tls = tls.clone();
+        let handshake_timeout = options.header_read_timeout;
         tokio::spawn(async move {
-            let _ = connection.await;
+            match tls {
+                None => {
+                    let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+                    let _ = watcher.watch(connection.into_owned()).await;
+                }
+                Some(acceptor) => {
+                    match tokio::time::timeout(handshake_timeout, acceptor.accept(stream)).await {
+                        Ok(Ok(stream)) => {
+                            let connection =
+                                builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+                            let _ = watcher.watch(connection.into_owned()).await;
+                        }
+                        Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake failed"),
+                        Err(_) => tracing::debug!("TLS handshake timed out"),
+                    }
+                }
+            }
             drop(permit);
         });
     }

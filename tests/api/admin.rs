@@ -186,3 +186,53 @@ async fn openapi_documents_exactly_the_routes() {
         }
     }
 }
+
+#[tokio::test]
+async fn tls_serves_the_api_with_the_configured_certificate() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio_rustls::rustls::{ClientConfig, RootCertStore, crypto::ring};
+
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let dir = std::env::temp_dir().join(format!("drbgd-tls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (cert_path, key_path) = (dir.join("cert.pem"), dir.join("key.pem"));
+    std::fs::write(&cert_path, cert.cert.pem()).unwrap();
+    std::fs::write(&key_path, cert.signing_key.serialize_pem()).unwrap();
+    let mut settings = test_settings();
+    settings.tls.enabled = true;
+    settings.tls.cert_file = cert_path.display().to_string();
+    settings.tls.key_file = key_path.display().to_string();
+    let app = spawn_with(settings, Arc::new(drbgd::drbg::entropy::OsEntropy)).await;
+    let addr = app.api.trim_start_matches("http://").to_string();
+
+    let mut roots = RootCertStore::empty();
+    roots.add(cert.cert.der().clone()).unwrap();
+    let config = ClientConfig::builder_with_provider(Arc::new(ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+    let tcp = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let name = rustls_pki_types::ServerName::try_from("localhost").unwrap();
+    let mut tls = connector.connect(name, tcp).await.expect("TLS handshake with the configured certificate");
+    tls.write_all(b"GET /bits?n=64 HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").await.unwrap();
+    let mut response = String::new();
+    tls.read_to_string(&mut response).await.unwrap();
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    assert!(response.to_ascii_lowercase().contains("cache-control: no-store"));
+    assert!(response.trim_end().ends_with(|c: char| c.is_ascii_hexdigit()));
+    // Plain HTTP on the TLS port gets no HTTP answer.
+    assert!(reqwest::get(app.url("/bits?n=8")).await.is_err());
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[tokio::test]
+async fn tls_with_missing_files_refuses_to_start() {
+    let mut settings = test_settings();
+    settings.tls.enabled = true;
+    settings.tls.cert_file = "/nonexistent/cert.pem".into();
+    settings.tls.key_file = "/nonexistent/key.pem".into();
+    let err = drbgd::app::App::build(settings).await.err().expect("must refuse");
+    assert!(format!("{err:#}").contains("tls.cert_file"), "{err:#}");
+}
