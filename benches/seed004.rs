@@ -1,0 +1,97 @@
+//! The Go SP 800-90A library's benchmark sizes (seed 004), so drbgd's figures line up with its
+//! published table: serial reads of 16 B .. 16 KiB, concurrent 16-byte reads from 2 and 4
+//! threads, 10 MiB and 50 MiB reads, and UUID v4 generation.
+//!
+//! Run: `cargo bench --bench seed004`; figures in benches/README.md.
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use drbgd::drbg::entropy::OsEntropy;
+use drbgd::drbg::{Algorithm, Pool, PoolConfig};
+
+fn pool(shards: usize) -> Arc<Pool> {
+    Arc::new(Pool::new(&PoolConfig { shards, ..PoolConfig::default() }, Arc::new(OsEntropy)).unwrap())
+}
+
+fn serial(c: &mut Criterion) {
+    let pool = pool(1);
+    let mut g = c.benchmark_group("seed004/serial");
+    for size in [16usize, 32, 64, 256, 512, 4096, 16384] {
+        g.throughput(Throughput::Bytes(size as u64));
+        let mut buf = vec![0u8; size];
+        for alg in Algorithm::ALL {
+            g.bench_function(BenchmarkId::new(alg.name(), size), |b| {
+                b.iter(|| pool.fill(alg, black_box(&mut buf), false).unwrap())
+            });
+        }
+    }
+    g.finish();
+}
+
+fn large(c: &mut Criterion) {
+    let pool = pool(1);
+    let mut g = c.benchmark_group("seed004/large");
+    g.sample_size(10);
+    for (size, label) in [(10usize << 20, "10MiB"), (50 << 20, "50MiB")] {
+        g.throughput(Throughput::Bytes(size as u64));
+        let mut buf = vec![0u8; size];
+        for alg in Algorithm::ALL {
+            g.bench_function(BenchmarkId::new(alg.name(), label), |b| {
+                b.iter(|| pool.fill(alg, black_box(&mut buf), false).unwrap())
+            });
+        }
+    }
+    g.finish();
+}
+
+/// 16-byte reads shared by `threads` threads; reported as wall time per read.
+fn concurrent(c: &mut Criterion) {
+    let mut g = c.benchmark_group("seed004/concurrent16B");
+    for threads in [2usize, 4] {
+        let pool = pool(threads.min(std::thread::available_parallelism().map_or(1, |n| n.get())));
+        g.bench_function(BenchmarkId::new("chacha20", format!("{threads}threads")), |b| {
+            b.iter_custom(|iters| {
+                let per_thread = iters.div_ceil(threads as u64);
+                let start = Instant::now();
+                let handles: Vec<_> = (0..threads)
+                    .map(|_| {
+                        let pool = pool.clone();
+                        std::thread::spawn(move || {
+                            let mut buf = [0u8; 16];
+                            for _ in 0..per_thread {
+                                pool.fill(Algorithm::ChaCha20, black_box(&mut buf), false).unwrap();
+                            }
+                        })
+                    })
+                    .collect();
+                for h in handles {
+                    h.join().unwrap();
+                }
+                // Wall time for `iters` reads shared by the threads (as Go's RunParallel reports).
+                start.elapsed()
+            })
+        });
+    }
+    g.finish();
+}
+
+fn uuid_v4(c: &mut Criterion) {
+    let pool = pool(1);
+    c.bench_function("seed004/uuid_v4/chacha20", |b| {
+        b.iter(|| {
+            let mut bytes = [0u8; 16];
+            pool.fill(Algorithm::ChaCha20, &mut bytes, false).unwrap();
+            black_box(uuid::Builder::from_random_bytes(bytes).into_uuid())
+        })
+    });
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().warm_up_time(Duration::from_millis(300)).measurement_time(Duration::from_secs(1));
+    targets = serial, concurrent, large, uuid_v4
+}
+criterion_main!(benches);
