@@ -68,7 +68,7 @@ struct ServeArgs {
 
 #[derive(Debug, Args)]
 struct GenerateArgs {
-    /// Algorithm: chacha20, aes256ctr or blake3 (aliases accepted).
+    /// Algorithm: chacha20, aes256ctr, blake3 or randen (aliases accepted).
     #[arg(long, default_value = "chacha20", value_parser = parse_alg)]
     alg: Algorithm,
     /// Number of bits (packed MSB-first; the last byte's unused bits are zero).
@@ -199,6 +199,7 @@ fn source(args: &GenerateArgs) -> anyhow::Result<Source> {
             Algorithm::ChaCha20 => seeded::<ChaCha20Drbg>(&seed),
             Algorithm::Aes256Ctr => seeded::<Aes256CtrDrbg>(&seed),
             Algorithm::Blake3 => seeded::<Blake3Drbg>(&seed),
+            Algorithm::Randen => seeded::<crate::drbg::randen::RandenDrbg>(&seed),
         };
         seed.zeroize();
         return Ok(source);

@@ -87,6 +87,8 @@ pub struct DrbgSettings {
     pub aes256ctr: PolicySettings,
     /// `[drbg.blake3]`.
     pub blake3: PolicySettings,
+    /// `[drbg.randen]`.
+    pub randen: PolicySettings,
 }
 
 /// A reseed policy section.
@@ -213,7 +215,7 @@ impl Settings {
         if !enabled.contains(&default) {
             return invalid("drbg.default_alg", "must be one of drbg.enabled");
         }
-        for p in [&self.drbg.chacha20, &self.drbg.aes256ctr, &self.drbg.blake3] {
+        for p in [&self.drbg.chacha20, &self.drbg.aes256ctr, &self.drbg.blake3, &self.drbg.randen] {
             if p.rekey_after_bytes < MIN_REKEY_AFTER_BYTES || p.rekey_after_bytes > 1 << 40 {
                 return invalid("drbg.<alg>.rekey_after_bytes", "must be in 4096..=2^40");
             }
@@ -265,7 +267,7 @@ impl Settings {
         let d = &self.drbg;
         PoolConfig {
             shards: if d.shards == 0 { PoolConfig::default().shards } else { d.shards },
-            policies: [policy(&d.chacha20), policy(&d.aes256ctr), policy(&d.blake3)],
+            policies: [policy(&d.chacha20), policy(&d.aes256ctr), policy(&d.blake3), policy(&d.randen)],
             instance: d.instance.clone(),
         }
     }
@@ -276,6 +278,7 @@ impl Settings {
             Algorithm::ChaCha20 => &self.drbg.chacha20,
             Algorithm::Aes256Ctr => &self.drbg.aes256ctr,
             Algorithm::Blake3 => &self.drbg.blake3,
+            Algorithm::Randen => &self.drbg.randen,
         }
     }
 

@@ -12,6 +12,7 @@
 //! - [`fork`]: the fork generation counter (the crate's only `unsafe`).
 //! - [`entropy`]: where seed material comes from.
 //! - [`pool`]: per-core shards, each holding one managed instance of every algorithm.
+//! - [`randen`]: Randen (Abseil's engine, verified against its goldens) as a fourth generator.
 //! - [`bits`]: packing and counting of bit strings.
 //! - [`selftest`]: the known-answer and round-trip start-up tests.
 
@@ -23,6 +24,8 @@ pub mod entropy;
 pub mod fke;
 pub mod fork;
 pub mod pool;
+pub mod randen;
+mod randen_keys;
 pub mod reseed;
 pub mod selftest;
 pub mod stats;
@@ -43,11 +46,14 @@ pub enum Algorithm {
     Aes256Ctr,
     /// Keyed BLAKE3 in extendable-output mode with fast key erasure.
     Blake3,
+    /// Randen: an AES-round Feistel sponge; fast, backtracking-resistant, not a NIST design.
+    Randen,
 }
 
 impl Algorithm {
     /// Every algorithm, in a fixed order (the order of shard slots and metric arrays).
-    pub const ALL: [Algorithm; 3] = [Algorithm::ChaCha20, Algorithm::Aes256Ctr, Algorithm::Blake3];
+    pub const ALL: [Algorithm; 4] =
+        [Algorithm::ChaCha20, Algorithm::Aes256Ctr, Algorithm::Blake3, Algorithm::Randen];
 
     /// The canonical name: `chacha20`, `aes256ctr` or `blake3`.
     pub const fn name(self) -> &'static str {
@@ -55,6 +61,7 @@ impl Algorithm {
             Algorithm::ChaCha20 => "chacha20",
             Algorithm::Aes256Ctr => "aes256ctr",
             Algorithm::Blake3 => "blake3",
+            Algorithm::Randen => "randen",
         }
     }
 
@@ -72,7 +79,7 @@ impl fmt::Display for Algorithm {
 
 /// The name given is not one of the algorithms or their aliases.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown algorithm (expected one of chacha20, aes256ctr, blake3)")]
+#[error("unknown algorithm (expected one of chacha20, aes256ctr, blake3, randen)")]
 pub struct UnknownAlgorithm;
 
 impl FromStr for Algorithm {
@@ -87,6 +94,7 @@ impl FromStr for Algorithm {
             "aes256ctr" | "aes" | "aes256" | "aes-256-ctr" | "aes256-ctr" | "ctr_drbg" | "ctr-drbg"
             | "ctrdrbg" => Ok(Algorithm::Aes256Ctr),
             "blake3" | "blake3xof" | "blake3-xof" | "blake3_xof" => Ok(Algorithm::Blake3),
+            "randen" => Ok(Algorithm::Randen),
             _ => Err(UnknownAlgorithm),
         }
     }

@@ -13,7 +13,7 @@ use drbgd::drbg::{Algorithm, Pool, PoolConfig, ReseedReason};
 const SHARDS: usize = 2;
 const LEN: usize = 32;
 /// One record per (algorithm, shard).
-const RECORD: usize = 3 * SHARDS * LEN;
+const RECORD: usize = Algorithm::ALL.len() * SHARDS * LEN;
 
 fn draw_all(pool: &Pool) -> Vec<u8> {
     let mut out = Vec::with_capacity(RECORD);

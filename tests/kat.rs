@@ -374,3 +374,77 @@ fn blake3_drbg_matches_keyed_xof_model() {
     assert_eq!(got[..992], first[32..]);
     assert_eq!(got[992..], second[32..132]);
 }
+
+// ---------- Randen ----------
+
+/// Abseil's goldens (randen_test.cc, randen_engine_test.cc, copied into tests/data/randen.json):
+/// the permutation on the zero state, and the engine's u64/u32 outputs from the default, the
+/// seeded and the deserialized states.
+#[test]
+fn randen_abseil_goldens() {
+    use drbgd::drbg::randen::RandenCore;
+    let v = json("tests/data/randen.json")["vectors"].clone();
+    let state = |hex: &Value| -> [u8; 256] { hexs(hex).try_into().unwrap() };
+
+    let mut core = RandenCore::from_state(state(&v["generate_zero_state"]["state_in_hex"]));
+    core.generate();
+    assert_eq!(hex::encode(core.state()), v["generate_zero_state"]["state_out_hex"].as_str().unwrap());
+
+    let seeded_state = state(&v["engine_u64_seeded"]["state_before_first_generate_hex"]);
+    let cases: [(&str, RandenCore); 2] = [
+        ("engine_u64_default", RandenCore::from_state([0u8; 256])),
+        ("engine_u64_seeded", RandenCore::from_state(seeded_state)),
+    ];
+    for (name, mut engine) in cases {
+        let outputs = v[name]["outputs_u64_hex"].as_array().unwrap();
+        assert_eq!(outputs.len(), 127);
+        for (i, expected) in outputs.iter().enumerate() {
+            let got = u64::from_le_bytes(engine.next_bytes::<8>());
+            assert_eq!(format!("{got:016x}"), expected.as_str().unwrap(), "{name} output {i}");
+        }
+    }
+    for (name, start) in [("engine_u32_default", [0u8; 256]), ("engine_u32_seeded", seeded_state)] {
+        let mut engine = RandenCore::from_state(start);
+        let outputs = v[name]["outputs_u32_hex"].as_array().unwrap();
+        assert_eq!(outputs.len(), 254);
+        for (i, expected) in outputs.iter().enumerate() {
+            let got = u32::from_le_bytes(engine.next_bytes::<4>());
+            assert_eq!(format!("{got:08x}"), expected.as_str().unwrap(), "{name} output {i}");
+        }
+    }
+    let d = &v["engine_u64_deserialized"];
+    let next_words = d["next"].as_str().map_or_else(|| d["next"].as_u64().unwrap(), |s| s.parse().unwrap());
+    let mut engine = RandenCore::from_state_at(state(&d["state_hex"]), next_words as usize * 8);
+    for (i, expected) in d["outputs_u64_hex"].as_array().unwrap().iter().enumerate() {
+        let got = u64::from_le_bytes(engine.next_bytes::<8>());
+        assert_eq!(format!("{got:016x}"), expected.as_str().unwrap(), "deserialized output {i}");
+    }
+}
+
+/// The production generator is the engine with every handed-out byte wiped: its first output
+/// equals the engine's, and the state keeps none of it.
+#[test]
+fn randen_drbg_wipes_what_it_hands_out() {
+    use drbgd::drbg::Drbg;
+    use drbgd::drbg::randen::{RandenCore, RandenDrbg};
+    let mut engine = RandenCore::from_state([0u8; 256]);
+    let expected: [u8; 64] = {
+        let mut out = [0u8; 64];
+        for chunk in out.chunks_mut(8) {
+            chunk.copy_from_slice(&engine.next_bytes::<8>());
+        }
+        out
+    };
+    let mut wiping = RandenCore::from_state([0u8; 256]);
+    let mut got = [0u8; 64];
+    wiping.fill_wiping(&mut got);
+    assert_eq!(got, expected);
+    assert!(wiping.state()[16..80].iter().all(|b| *b == 0), "handed-out bytes are wiped");
+    assert_eq!(wiping.state()[80..], engine.state()[80..], "the rest is untouched");
+    let mut a = RandenDrbg::instantiate(&[1u8; 32], &[2u8; 16], b"p");
+    let mut b = RandenDrbg::instantiate(&[1u8; 32], &[2u8; 16], b"q");
+    let (mut x, mut y) = ([0u8; 32], [0u8; 32]);
+    a.generate(&mut x, &[]).unwrap();
+    b.generate(&mut y, &[]).unwrap();
+    assert_ne!(x, y, "personalization separates streams");
+}

@@ -5,7 +5,7 @@ import { Counter, Trend } from 'k6/metrics';
 
 export const BASE_URL = __ENV.BASE_URL || 'http://127.0.0.1:8080';
 export const GRPC_ADDR = __ENV.GRPC_ADDR || BASE_URL.replace(/^https?:\/\//, '');
-export const ALGS = ['chacha20', 'aes256ctr', 'blake3'];
+export const ALGS = ['chacha20', 'aes256ctr', 'blake3', 'randen'];
 
 // Server-side timing from the Server-Timing header (generation vs encoding), and a second,
 // client-side bias measurement: ones and bits actually received.

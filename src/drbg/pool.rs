@@ -11,6 +11,7 @@ use super::blake3_xof::Blake3Drbg;
 use super::chacha20::ChaCha20Drbg;
 use super::ctr_drbg::Aes256CtrDrbg;
 use super::entropy::EntropySource;
+use super::randen::RandenDrbg;
 use super::reseed::{Managed, ReseedPolicy};
 use super::stats::Stats;
 use super::{Algorithm, Drbg, DrbgError};
@@ -21,7 +22,7 @@ pub struct PoolConfig {
     /// Number of shards (at least 1); default: the available cores.
     pub shards: usize,
     /// Reseed policy per algorithm, indexed by [`Algorithm::index`].
-    pub policies: [ReseedPolicy; 3],
+    pub policies: [ReseedPolicy; 4],
     /// Instance label mixed into every personalization string (host name, pod name, ...).
     pub instance: String,
 }
@@ -30,7 +31,7 @@ impl Default for PoolConfig {
     fn default() -> Self {
         PoolConfig {
             shards: std::thread::available_parallelism().map_or(1, |n| n.get()),
-            policies: [ReseedPolicy::default(); 3],
+            policies: [ReseedPolicy::default(); 4],
             instance: String::new(),
         }
     }
@@ -41,6 +42,7 @@ struct Shard {
     chacha20: Mutex<Managed<ChaCha20Drbg>>,
     aes256ctr: Mutex<Managed<Aes256CtrDrbg>>,
     blake3: Mutex<Managed<Blake3Drbg>>,
+    randen: Mutex<Managed<RandenDrbg>>,
 }
 
 /// The sharded generator pool.
@@ -90,6 +92,7 @@ impl Pool {
                     chacha20: Mutex::new(managed(build(Algorithm::ChaCha20))?),
                     aes256ctr: Mutex::new(managed(build(Algorithm::Aes256Ctr))?),
                     blake3: Mutex::new(managed(build(Algorithm::Blake3))?),
+                    randen: Mutex::new(managed(build(Algorithm::Randen))?),
                 })
             })
             .collect::<Result<Vec<_>, DrbgError>>()?;
@@ -135,6 +138,7 @@ impl Pool {
             Algorithm::ChaCha20 => lock(&shard.chacha20).fill(out, prediction_resistance),
             Algorithm::Aes256Ctr => lock(&shard.aes256ctr).fill(out, prediction_resistance),
             Algorithm::Blake3 => lock(&shard.blake3).fill(out, prediction_resistance),
+            Algorithm::Randen => lock(&shard.randen).fill(out, prediction_resistance),
         }
     }
 
@@ -142,7 +146,10 @@ impl Pool {
     /// (entropy failure, health-test failure) try it now.
     pub fn all_ready(&self) -> bool {
         self.shards.iter().fold(true, |all, s| {
-            let ready = lock(&s.chacha20).ready() & lock(&s.aes256ctr).ready() & lock(&s.blake3).ready();
+            let ready = lock(&s.chacha20).ready()
+                & lock(&s.aes256ctr).ready()
+                & lock(&s.blake3).ready()
+                & lock(&s.randen).ready();
             all & ready
         })
     }

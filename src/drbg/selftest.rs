@@ -4,6 +4,7 @@
 use super::blake3_xof::Blake3Drbg;
 use super::chacha20::ChaCha20Drbg;
 use super::ctr_drbg::Aes256CtrDrbg;
+use super::randen::{RandenCore, RandenDrbg};
 use super::{Algorithm, Drbg};
 
 /// A failed self-test.
@@ -33,6 +34,9 @@ const CHACHA_A1_1: &str = "76b8e0ada0f13d90405d6ae55386bd28bdd219b8a08ded1aa836e
 const BLAKE3_KEYED_EMPTY: &str = "92b2b75604ed3c761f9d6f62392c8a9227ad0ea3f09573e783f1498a4ed60d26";
 const BLAKE3_KEY: &[u8; 32] = b"whats the Elvish word for friend";
 
+/// Abseil randen_test.cc: Generate on the all-zero state, first 32 bytes of the result.
+const RANDEN_ZERO_GENERATE: &str = "eed3e60e0934656cc633539d9b2b4e047739434e134fc1c3ee1004d97cf4a9dd";
+
 /// The result of one algorithm's self-tests.
 pub fn run(alg: Algorithm) -> Result<(), SelfTestError> {
     let fail = |what| SelfTestError { alg, what };
@@ -42,6 +46,11 @@ pub fn run(alg: Algorithm) -> Result<(), SelfTestError> {
         Algorithm::Blake3 => {
             hex::encode(blake3::keyed_hash(BLAKE3_KEY, b"").as_bytes()) == BLAKE3_KEYED_EMPTY
         }
+        Algorithm::Randen => {
+            let mut core = RandenCore::from_state([0u8; 256]);
+            core.generate();
+            hex::encode(&core.state()[..32]) == RANDEN_ZERO_GENERATE
+        }
     };
     if !kat_ok {
         return Err(fail("known-answer test"));
@@ -50,6 +59,7 @@ pub fn run(alg: Algorithm) -> Result<(), SelfTestError> {
         Algorithm::Aes256Ctr => round_trip::<Aes256CtrDrbg>(),
         Algorithm::ChaCha20 => round_trip::<ChaCha20Drbg>(),
         Algorithm::Blake3 => round_trip::<Blake3Drbg>(),
+        Algorithm::Randen => round_trip::<RandenDrbg>(),
     };
     if !round_trip_ok {
         return Err(fail("seeded round trip"));

@@ -36,6 +36,11 @@ fn describe(state: &AppState, alg: Algorithm) -> Value {
             "fast key erasure over a keyed hash of a 64-bit counter",
             vec!["blake3-xof", "blake3_xof"],
         ),
+        Algorithm::Randen => (
+            "Randen (Google, arXiv:1810.02227; Abseil's engine); not a NIST DRBG",
+            "sponge over a 16-branch Feistel permutation of 2-round AES functions; handed-out bytes wiped",
+            vec![],
+        ),
     };
     let policy = state.settings.policy(alg);
     json!({
