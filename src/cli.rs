@@ -39,6 +39,36 @@ enum Command {
     Generate(GenerateArgs),
     /// Run the start-up self-tests and print one line per algorithm.
     Selftest,
+    /// Reproduce the source experiments (the DRBG study; `rekey`: arc4random's rekey study).
+    Bench(BenchArgs),
+}
+
+#[derive(Debug, Args)]
+struct BenchArgs {
+    #[command(subcommand)]
+    experiment: Option<BenchExperiment>,
+    /// Lengths in bits.
+    #[arg(long, value_delimiter = ',', default_values_t = [10_000u64, 100_000, 1_000_000, 10_000_000])]
+    lengths: Vec<u64>,
+    /// Repetitions per point (median, min and max are reported).
+    #[arg(long, default_value_t = 11)]
+    reps: usize,
+    /// Output directory for metrics.csv and the figures.
+    #[arg(long, default_value = "results")]
+    out: std::path::PathBuf,
+}
+
+#[derive(Debug, Subcommand)]
+enum BenchExperiment {
+    /// arc4random's randomized rekey interval and the chi-square of uniform integers.
+    Rekey {
+        /// 32-bit integers per run.
+        #[arg(long, default_value_t = 39_600_000)]
+        count: u64,
+        /// Runs per mode.
+        #[arg(long, default_value_t = 10)]
+        reps: usize,
+    },
 }
 
 #[derive(Debug, Args, Default)]
@@ -108,6 +138,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Some(Command::Generate(args)) => generate(&args),
         Some(Command::Selftest) => run_selftest(),
+        Some(Command::Bench(args)) => bench(&args),
         Some(Command::Healthcheck { admin }) => healthcheck(admin),
         Some(Command::Serve(args)) => serve(&args),
         None => serve(&ServeArgs::default()),
@@ -169,6 +200,26 @@ fn healthcheck(admin: std::net::SocketAddr) -> anyhow::Result<()> {
     } else {
         bail!("unhealthy: {}", response.lines().next().unwrap_or("no response"))
     }
+}
+
+fn bench(args: &BenchArgs) -> anyhow::Result<()> {
+    selftest::run_all().context("refusing to benchmark")?;
+    match args.experiment {
+        Some(BenchExperiment::Rekey { count, reps }) => {
+            print!("{}", crate::study::run_rekey(&crate::study::RekeyOptions { count, reps })?);
+        }
+        None => {
+            let options = crate::study::StudyOptions {
+                lengths: args.lengths.clone(),
+                reps: args.reps,
+                out: args.out.clone(),
+            };
+            let rows = crate::study::run_study(&options)?;
+            print!("{}", crate::study::summary(&rows, crate::study::cpu_ghz()));
+            println!("wrote {}/metrics.csv and three SVG figures", args.out.display());
+        }
+    }
+    Ok(())
 }
 
 fn run_selftest() -> anyhow::Result<()> {

@@ -13,6 +13,7 @@
 //! - [`config`]: layered, validated settings.
 //! - [`app`], [`server`], [`shutdown`], [`state`]: wiring, the connection loop, signals, shared
 //!   state.
+//! - [`study`]: `drbgd bench`, the source experiments reproduced (CSV, figures, rekey study).
 //! - [`tls`]: optional rustls for the API listener.
 //! - [`cli`], [`telemetry`]: the command line and logging.
 
@@ -30,5 +31,6 @@ pub mod server;
 pub mod service;
 pub mod shutdown;
 pub mod state;
+pub mod study;
 pub mod telemetry;
 pub mod tls;

@@ -9,7 +9,7 @@
 use std::fmt;
 
 use aes::Block;
-use aes::hazmat::cipher_round;
+use aes::hazmat::{Block8, cipher_round_par};
 use zeroize::Zeroize;
 
 use super::randen_keys::ROUND_KEYS;
@@ -106,21 +106,27 @@ impl RandenCore {
 }
 
 /// The Randen permutation: 17 rounds of eight 2-round AES Feistel functions and a block
-/// shuffle.
+/// shuffle. The eight functions of a round are independent, so each AES round runs on all
+/// eight at once (`cipher_round_par`: one AES-NI pipeline fill instead of eight).
 fn permute(state: &mut [u8; STATE_LEN]) {
     let mut blocks = [Block::default(); 16];
     for (b, chunk) in blocks.iter_mut().zip(state.chunks_exact(16)) {
         b.copy_from_slice(chunk);
     }
+    let mut even = Block8::default();
+    let mut keys = Block8::default();
+    let mut odd = Block8::default();
     for round in 0..ROUNDS {
         for j in 0..8 {
-            let (even, odd) = (2 * j, 2 * j + 1);
-            let key_at = 16 * (8 * round + j);
-            let key = Block::try_from(&ROUND_KEYS[key_at..key_at + 16]).expect("16-byte key");
-            let mut f = blocks[even];
-            cipher_round(&mut f, &key);
-            cipher_round(&mut f, &blocks[odd]);
-            blocks[odd] = f;
+            even[j] = blocks[2 * j];
+            odd[j] = blocks[2 * j + 1];
+            let at = 16 * (8 * round + j);
+            keys[j].copy_from_slice(&ROUND_KEYS[at..at + 16]);
+        }
+        cipher_round_par(&mut even, &keys);
+        cipher_round_par(&mut even, &odd);
+        for j in 0..8 {
+            blocks[2 * j + 1] = even[j];
         }
         let old = blocks;
         for (i, &from) in SHUFFLE.iter().enumerate() {
@@ -129,6 +135,9 @@ fn permute(state: &mut [u8; STATE_LEN]) {
     }
     for (chunk, b) in state.chunks_exact_mut(16).zip(blocks.iter_mut()) {
         chunk.copy_from_slice(b);
+        b.zeroize();
+    }
+    for b in even.iter_mut().chain(odd.iter_mut()) {
         b.zeroize();
     }
 }
