@@ -329,57 +329,10 @@ pub fn ints(
 ) -> Result<Vec<i64>, ApiError> {
     let dist = Uniform::new_inclusive(min, max)
         .map_err(|_| ApiError::invalid("invalid_range", "min", "min must not exceed max"))?;
-    let mut rng = PoolRng { state, alg, buf: [0u8; 512], pos: 512, failed: None };
+    let mut rng = state.pool.rng(alg);
     let values: Vec<i64> = (0..count).map(|_| dist.sample(&mut rng)).collect();
-    match rng.failed.take() {
-        Some(e) => Err(e),
+    match rng.failure() {
+        Some(e) => Err(e.into()),
         None => Ok(values),
-    }
-}
-
-/// A rand `Rng` over the pool with a local buffer (zeroized on drop). A pool failure is
-/// remembered and the values drawn are then discarded by the caller.
-struct PoolRng<'a> {
-    state: &'a AppState,
-    alg: Algorithm,
-    buf: [u8; 512],
-    pos: usize,
-    failed: Option<ApiError>,
-}
-
-impl Drop for PoolRng<'_> {
-    fn drop(&mut self) {
-        self.buf.zeroize();
-    }
-}
-
-impl rand::TryRng for PoolRng<'_> {
-    type Error = std::convert::Infallible;
-
-    fn try_next_u32(&mut self) -> Result<u32, Self::Error> {
-        let mut b = [0u8; 4];
-        self.try_fill_bytes(&mut b)?;
-        Ok(u32::from_le_bytes(b))
-    }
-
-    fn try_next_u64(&mut self) -> Result<u64, Self::Error> {
-        let mut b = [0u8; 8];
-        self.try_fill_bytes(&mut b)?;
-        Ok(u64::from_le_bytes(b))
-    }
-
-    fn try_fill_bytes(&mut self, dst: &mut [u8]) -> Result<(), Self::Error> {
-        for byte in dst {
-            if self.pos == self.buf.len() {
-                if let Err(e) = fill(self.state, self.alg, &mut self.buf, false) {
-                    self.failed = Some(e);
-                }
-                self.pos = 0;
-            }
-            *byte = self.buf[self.pos];
-            self.buf[self.pos] = 0;
-            self.pos += 1;
-        }
-        Ok(())
     }
 }

@@ -155,6 +155,71 @@ impl Pool {
     }
 }
 
+/// Bytes a [`PoolRng`] fetches from the pool at a time.
+const RNG_BUFFER: usize = 512;
+
+/// A rand_core `Rng` over one algorithm of the pool, buffered ([`RNG_BUFFER`] bytes, wiped as
+/// they are used and on drop). The trait is infallible, so a pool failure is remembered: the
+/// caller must check [`PoolRng::failure`] and discard what it drew.
+pub struct PoolRng<'a> {
+    pool: &'a Pool,
+    alg: Algorithm,
+    buf: [u8; RNG_BUFFER],
+    pos: usize,
+    failed: Option<DrbgError>,
+}
+
+impl Pool {
+    /// A buffered `Rng` drawing from `alg` on the calling thread's shard.
+    pub fn rng(&self, alg: Algorithm) -> PoolRng<'_> {
+        PoolRng { pool: self, alg, buf: [0u8; RNG_BUFFER], pos: RNG_BUFFER, failed: None }
+    }
+}
+
+impl PoolRng<'_> {
+    /// The first failure of the pool while drawing, if any.
+    pub fn failure(&self) -> Option<DrbgError> {
+        self.failed
+    }
+}
+
+impl Drop for PoolRng<'_> {
+    fn drop(&mut self) {
+        zeroize::Zeroize::zeroize(&mut self.buf);
+    }
+}
+
+impl rand_core::TryRng for PoolRng<'_> {
+    type Error = std::convert::Infallible;
+
+    fn try_next_u32(&mut self) -> Result<u32, Self::Error> {
+        let mut b = [0u8; 4];
+        self.try_fill_bytes(&mut b)?;
+        Ok(u32::from_le_bytes(b))
+    }
+
+    fn try_next_u64(&mut self) -> Result<u64, Self::Error> {
+        let mut b = [0u8; 8];
+        self.try_fill_bytes(&mut b)?;
+        Ok(u64::from_le_bytes(b))
+    }
+
+    fn try_fill_bytes(&mut self, dst: &mut [u8]) -> Result<(), Self::Error> {
+        for byte in dst {
+            if self.pos == RNG_BUFFER {
+                if let Err(e) = self.pool.fill(self.alg, &mut self.buf, false) {
+                    self.failed.get_or_insert(e);
+                }
+                self.pos = 0;
+            }
+            *byte = self.buf[self.pos];
+            self.buf[self.pos] = 0;
+            self.pos += 1;
+        }
+        Ok(())
+    }
+}
+
 type Parts = (Arc<dyn EntropySource>, Arc<Stats>, Arc<[u8]>, ReseedPolicy);
 
 fn managed<G: Drbg>((entropy, stats, label, policy): Parts) -> Result<Managed<G>, DrbgError> {

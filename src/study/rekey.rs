@@ -122,49 +122,16 @@ fn histogram(values: &[u64], bins: usize) -> String {
 fn chi_square(alg: Algorithm, count: u64) -> anyhow::Result<(f64, f64)> {
     let pool = Pool::new(&PoolConfig { shards: 1, ..PoolConfig::default() }, Arc::new(OsEntropy))?;
     let dist = Uniform::new_inclusive(0u32, 99).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let mut rng = BufferedRng { pool: &pool, alg, buf: vec![0u8; 1 << 16], pos: 1 << 16 };
+    let mut rng = pool.rng(alg);
     let mut bins = [0u64; 100];
     for _ in 0..count {
         bins[dist.sample(&mut rng) as usize] += 1;
+    }
+    if let Some(e) = rng.failure() {
+        anyhow::bail!("{alg} refused: {e}");
     }
     let expected = count as f64 / 100.0;
     let stat: f64 = bins.iter().map(|&c| (c as f64 - expected).powi(2) / expected).sum();
     let p = ChiSquared::new(99.0).map_err(|e| anyhow::anyhow!("{e}"))?.sf(stat);
     Ok((stat, p))
-}
-
-/// A rand `Rng` over the pool with a 64 KiB buffer.
-struct BufferedRng<'a> {
-    pool: &'a Pool,
-    alg: Algorithm,
-    buf: Vec<u8>,
-    pos: usize,
-}
-
-impl rand::TryRng for BufferedRng<'_> {
-    type Error = std::convert::Infallible;
-
-    fn try_next_u32(&mut self) -> Result<u32, Self::Error> {
-        let mut b = [0u8; 4];
-        self.try_fill_bytes(&mut b)?;
-        Ok(u32::from_le_bytes(b))
-    }
-
-    fn try_next_u64(&mut self) -> Result<u64, Self::Error> {
-        let mut b = [0u8; 8];
-        self.try_fill_bytes(&mut b)?;
-        Ok(u64::from_le_bytes(b))
-    }
-
-    fn try_fill_bytes(&mut self, dst: &mut [u8]) -> Result<(), Self::Error> {
-        for byte in dst {
-            if self.pos == self.buf.len() {
-                self.pool.fill(self.alg, &mut self.buf, false).expect("generator");
-                self.pos = 0;
-            }
-            *byte = self.buf[self.pos];
-            self.pos += 1;
-        }
-        Ok(())
-    }
 }
