@@ -30,6 +30,7 @@ pub fn draw_all(dir: &Path, rows: &[Row]) -> anyhow::Result<()> {
         "Generation time vs length",
         "median time (ms)",
         (t0 / 2.0..t1 * 2.0).log_scale(),
+        SeriesLabelPosition::UpperLeft,
         |c| points(c, rows, time, true),
     )?;
     let bytes = |r: &Row| r.bytes as f64;
@@ -40,6 +41,7 @@ pub fn draw_all(dir: &Path, rows: &[Row]) -> anyhow::Result<()> {
         "Packed bytes vs length (ceil(n/8))",
         "bytes",
         (b0 / 2.0..b1 * 2.0).log_scale(),
+        SeriesLabelPosition::UpperLeft,
         |c| points(c, rows, bytes, false),
     )?;
     let (n0, n1) = extent(rows, |r| r.bits as f64);
@@ -51,6 +53,7 @@ pub fn draw_all(dir: &Path, rows: &[Row]) -> anyhow::Result<()> {
         caption,
         "ones / n",
         (0.5 - spread)..(0.5 + spread),
+        SeriesLabelPosition::LowerRight,
         |c| {
             let band: Vec<f64> = (0..=60).map(|i| n0 * (n1 / n0).powf(f64::from(i) / 60.0)).collect();
             for sign in [-1.0, 1.0] {
@@ -75,6 +78,7 @@ fn figure<Y>(
     caption: &str,
     y_desc: &str,
     y: Y,
+    legend: SeriesLabelPosition,
     draw: impl FnOnce(&mut Chart<'_, Y::CoordDescType>) -> anyhow::Result<()>,
 ) -> anyhow::Result<()>
 where
@@ -93,7 +97,13 @@ where
         .map_err(err)?;
     chart.configure_mesh().x_desc("bits").y_desc(y_desc).draw().map_err(err)?;
     draw(&mut chart)?;
-    chart.configure_series_labels().background_style(WHITE).border_style(BLACK).draw().map_err(err)?;
+    chart
+        .configure_series_labels()
+        .position(legend)
+        .background_style(WHITE)
+        .border_style(BLACK)
+        .draw()
+        .map_err(err)?;
     root.present().map_err(err)
 }
 
