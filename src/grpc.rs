@@ -128,13 +128,10 @@ impl RandomnessService {
         let n = service::check_n("n", n, max)?;
         let alg = service::resolve_alg(&self.state, named(alg))?;
         let req = BitsRequest { n_bits: n, alg, prediction_resistance: pr };
-        let generated = service::generate(&self.state, &req)?;
-        let reply = pb::BitsResponse {
-            data: generated.data.clone(),
-            n,
-            alg: alg.name().into(),
-            ones: generated.ones,
-        };
+        let mut generated = service::generate(&self.state, &req)?;
+        // Moved, not copied: the reply is the only place the output lives from here on.
+        let data = std::mem::take(&mut generated.data);
+        let reply = pb::BitsResponse { data, n, alg: alg.name().into(), ones: generated.ones };
         Ok((reply, alg))
     }
 }
@@ -158,13 +155,9 @@ fn code_label(code: tonic::Code) -> &'static str {
     }
 }
 
+/// proto3 numbers default to 0: 0 means the default count, 1.
 fn count(state: &AppState, requested: u32) -> Result<usize, ApiError> {
-    let max = state.settings.limits.max_count;
-    match requested as usize {
-        0 => Ok(1),
-        n if n <= max => Ok(n),
-        _ => Err(ApiError::invalid("invalid_count", "count", format!("count must be in 1..={max}"))),
-    }
+    service::check_count(u64::from(requested.max(1)), state.settings.limits.max_count)
 }
 
 type ChunkStream = Pin<Box<dyn Stream<Item = Result<pb::BitsChunk, Status>> + Send>>;
@@ -216,32 +209,18 @@ impl Randomness for RandomnessService {
     async fn get_token(&self, request: Request<pb::GetTokenRequest>) -> Reply<pb::TokenResponse> {
         let r = request.into_inner();
         self.unary("GetToken", || {
-            let max = self.state.settings.limits.max_token_bytes as u64;
             let bytes = if r.bytes == 0 { 32 } else { u64::from(r.bytes) };
-            if bytes > max {
-                return Err(ApiError::invalid(
-                    "invalid_bytes",
-                    "bytes",
-                    format!("bytes must be in 1..={max}"),
-                ));
-            }
             let alg = service::resolve_alg(&self.state, named(&r.alg))?;
             let format = if r.format.is_empty() { "base64url" } else { &r.format };
-            let format = Encoding::parse(format)
-                .filter(|e| {
-                    matches!(e, Encoding::Base64Url | Encoding::Hex | Encoding::Base32 | Encoding::Base64)
-                })
-                .ok_or_else(|| {
+            let format =
+                Encoding::parse(format).filter(|e| service::SECRET_FORMATS.contains(e)).ok_or_else(|| {
                     ApiError::invalid(
                         "unknown_format",
                         "format",
                         "format must be one of base64url, hex, base32, base64",
                     )
                 })?;
-            let mut raw = vec![0u8; bytes as usize];
-            service::fill(&self.state, alg, &mut raw, false)?;
-            let token = format.encode(&raw);
-            zeroize::Zeroize::zeroize(&mut raw);
+            let token = service::secret(&self.state, alg, bytes, format)?;
             Ok((pb::TokenResponse { token, format: format.name().into(), alg: alg.name().into() }, alg))
         })
     }

@@ -24,8 +24,6 @@ use crate::drbg::Algorithm;
 use crate::error::{ApiError, ErrorCode};
 use crate::state::AppState;
 
-pub use meta::OPENAPI_JSON;
-
 /// Response header naming the algorithm that produced the output.
 pub const X_DRBG_ALG: HeaderName = HeaderName::from_static("x-drbg-alg");
 /// Response header with the number of bits served.

@@ -130,6 +130,38 @@ pub fn resolve_alg(state: &AppState, name: Option<&str>) -> Result<Algorithm, Ap
     Ok(alg)
 }
 
+/// Checks a count of UUIDs or integers against 1..=`max`.
+///
+/// # Errors
+/// `invalid_count`.
+pub fn check_count(n: u64, max: usize) -> Result<usize, ApiError> {
+    match usize::try_from(n) {
+        Ok(n) if (1..=max).contains(&n) => Ok(n),
+        _ => Err(ApiError::invalid("invalid_count", "count", format!("count must be in 1..={max}"))),
+    }
+}
+
+/// The encodings a token or nonce may use.
+pub const SECRET_FORMATS: [Encoding; 4] =
+    [Encoding::Base64Url, Encoding::Hex, Encoding::Base32, Encoding::Base64];
+
+/// A token or nonce: `bytes` random bytes (1..=`limits.max_token_bytes`) encoded in `format`;
+/// the raw bytes are wiped once encoded.
+///
+/// # Errors
+/// `invalid_bytes` out of range; see [`fill`].
+pub fn secret(state: &AppState, alg: Algorithm, bytes: u64, format: Encoding) -> Result<String, ApiError> {
+    let max = state.settings.limits.max_token_bytes as u64;
+    if !(1..=max).contains(&bytes) {
+        return Err(ApiError::invalid("invalid_bytes", "bytes", format!("bytes must be in 1..={max}")));
+    }
+    let mut raw = vec![0u8; bytes as usize];
+    fill(state, alg, &mut raw, false)?;
+    let value = format.encode(&raw);
+    raw.zeroize();
+    Ok(value)
+}
+
 /// Fills `buf` from the calling thread's shard, timing the generator.
 ///
 /// # Errors

@@ -6,7 +6,6 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
-use zeroize::Zeroize;
 
 use super::params::{Params, choose_format, wants_json};
 use super::{X_DRBG_ALG, X_DRBG_BITS};
@@ -22,8 +21,7 @@ pub async fn token(
     params: Params,
 ) -> Result<Response, ApiError> {
     params.allow(&["bytes", "format", "alg"])?;
-    let formats = [Encoding::Base64Url, Encoding::Hex, Encoding::Base32, Encoding::Base64];
-    secret(&state, &headers, &params, 32, &formats)
+    secret(&state, &headers, &params, 32, &service::SECRET_FORMATS)
 }
 
 /// `GET /nonce?bytes=12&format=hex|base64|base64url&alg=`.
@@ -44,21 +42,10 @@ fn secret(
     default_bytes: u64,
     formats: &[Encoding],
 ) -> Result<Response, ApiError> {
-    let max = state.settings.limits.max_token_bytes as u64;
-    let bytes =
-        service::check_n("bytes", params.u64("bytes", "invalid_bytes")?.unwrap_or(default_bytes), max)
-            .map_err(|e| match e {
-                ApiError::TooLarge { .. } => {
-                    ApiError::invalid("invalid_bytes", "bytes", format!("bytes must be in 1..={max}"))
-                }
-                other => ApiError::invalid("invalid_bytes", "bytes", other.to_string()),
-            })?;
+    let bytes = params.u64("bytes", "invalid_bytes")?.unwrap_or(default_bytes);
     let alg = service::resolve_alg(state, params.get("alg"))?;
     let format = choose_format(params.get("format"), &HeaderMap::new(), formats)?;
-    let mut raw = vec![0u8; bytes as usize];
-    service::fill(state, alg, &mut raw, false)?;
-    let value = format.encode(&raw);
-    raw.zeroize();
+    let value = service::secret(state, alg, bytes, format)?;
     let body = if wants_json(headers) {
         Json(json!({ "value": value, "bytes": bytes, "format": format.name(), "alg": alg.name() }))
             .into_response()
@@ -115,12 +102,7 @@ pub async fn int(
 }
 
 fn count(state: &AppState, params: &Params) -> Result<usize, ApiError> {
-    let max = state.settings.limits.max_count as u64;
-    let n = params.u64("count", "invalid_count")?.unwrap_or(1);
-    if n == 0 || n > max {
-        return Err(ApiError::invalid("invalid_count", "count", format!("count must be in 1..={max}")));
-    }
-    Ok(n as usize)
+    service::check_count(params.u64("count", "invalid_count")?.unwrap_or(1), state.settings.limits.max_count)
 }
 
 fn lines(items: impl Iterator<Item = String>) -> Response {
