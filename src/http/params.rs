@@ -91,14 +91,14 @@ impl Params {
             .transpose()
     }
 
-    /// A boolean (`true`/`false`/`1`/`0`), absent meaning false.
+    /// A boolean, exactly `true` or `false` as OpenAPI serializes it; absent means false.
     ///
     /// # Errors
-    /// `invalid_boolean`.
+    /// `invalid_boolean` for anything else, the empty string included.
     pub fn flag(&self, key: &str) -> Result<bool, ApiError> {
-        match self.get(key).map(str::to_ascii_lowercase).as_deref() {
-            None | Some("false" | "0" | "no") => Ok(false),
-            Some("true" | "1" | "yes" | "") => Ok(true),
+        match self.get(key) {
+            None | Some("false") => Ok(false),
+            Some("true") => Ok(true),
             Some(_) => Err(ApiError::invalid("invalid_boolean", key, format!("{key} must be true or false"))),
         }
     }

@@ -124,6 +124,7 @@ async fn every_error_case_has_its_status_and_code() {
         ("/uuid?alg=", 400, "unknown_alg", Some("alg")),
         ("/bits?n=8&format=morse", 400, "unknown_format", Some("format")),
         ("/bits?n=8&pr=maybe", 400, "invalid_boolean", Some("pr")),
+        ("/bytes?n=2&pr=", 400, "invalid_boolean", Some("pr")),
         ("/bits?n=8&size=3", 400, "unknown_parameter", Some("size")),
         ("/bits?n=8&n=9", 400, "duplicate_parameter", Some("n")),
         ("/token?bytes=0", 400, "invalid_bytes", Some("bytes")),
