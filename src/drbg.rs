@@ -9,10 +9,11 @@
 //!   fast-key-erasure buffer of [`fke`].
 //! - [`reseed`]: thresholds (bytes with arc4random-style jitter, age), prediction resistance,
 //!   fork detection and the continuous health test around any [`Drbg`].
-//! - [`fork`]: the fork generation counter (the crate's only `unsafe`).
+//! - [`fork`]: the fork generation counter (`unsafe`, with `randen::aesni`).
 //! - [`entropy`]: where seed material comes from.
 //! - [`pool`]: per-core shards, each holding one managed instance of every algorithm.
-//! - [`randen`]: Randen (Abseil's engine, verified against its goldens) as a fourth generator.
+//! - [`randen`]: Randen (Abseil's engine, verified against its goldens) as a fourth generator;
+//!   its AES-NI permutation is the other `unsafe`.
 //! - [`bits`]: packing and counting of bit strings.
 //! - [`selftest`]: the known-answer and round-trip start-up tests.
 

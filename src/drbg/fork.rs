@@ -3,8 +3,8 @@
 //! On Linux the generation lives in a page marked `MADV_WIPEONFORK` (as BoringSSL and the vDSO
 //! getrandom do): the kernel zeroes it in the child, so the check on every generate is a
 //! single atomic load, no syscall. Where the kernel lacks `MADV_WIPEONFORK` (before 4.14) or
-//! off Linux, the fallback compares the process id. This module holds the crate's only
-//! `unsafe`.
+//! off Linux, the fallback compares the process id. This module and `randen/aesni.rs` hold the
+//! crate's only `unsafe`.
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
