@@ -98,7 +98,7 @@ struct ServeArgs {
 
 #[derive(Debug, Args)]
 struct GenerateArgs {
-    /// Algorithm: chacha20, aes256ctr, blake3 or randen (aliases accepted).
+    /// Algorithm: chacha20, aes256ctr, blake3, randen, aes128ctr or aes192ctr (aliases accepted).
     #[arg(long, default_value = "chacha20", value_parser = parse_alg)]
     alg: Algorithm,
     /// Number of bits (packed MSB-first; the last byte's unused bits are zero).
@@ -216,7 +216,7 @@ fn bench(args: &BenchArgs) -> anyhow::Result<()> {
             };
             let rows = crate::study::run_study(&options)?;
             print!("{}", crate::study::summary(&rows, crate::study::cpu_ghz()));
-            println!("wrote {}/metrics.csv and three SVG figures", args.out.display());
+            println!("wrote {}/metrics.csv and three figures (SVG and PNG)", args.out.display());
         }
     }
     Ok(())
@@ -251,6 +251,8 @@ fn source(args: &GenerateArgs) -> anyhow::Result<Source> {
             Algorithm::Aes256Ctr => seeded::<Aes256CtrDrbg>(&seed),
             Algorithm::Blake3 => seeded::<Blake3Drbg>(&seed),
             Algorithm::Randen => seeded::<crate::drbg::randen::RandenDrbg>(&seed),
+            Algorithm::Aes128Ctr => seeded::<crate::drbg::ctr_drbg::Aes128CtrDrbg>(&seed),
+            Algorithm::Aes192Ctr => seeded::<crate::drbg::ctr_drbg::Aes192CtrDrbg>(&seed),
         };
         seed.zeroize();
         return Ok(source);

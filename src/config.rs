@@ -89,6 +89,10 @@ pub struct DrbgSettings {
     pub blake3: PolicySettings,
     /// `[drbg.randen]`.
     pub randen: PolicySettings,
+    /// `[drbg.aes128ctr]`.
+    pub aes128ctr: PolicySettings,
+    /// `[drbg.aes192ctr]`.
+    pub aes192ctr: PolicySettings,
 }
 
 /// A reseed policy section.
@@ -215,7 +219,7 @@ impl Settings {
         if !enabled.contains(&default) {
             return invalid("drbg.default_alg", "must be one of drbg.enabled");
         }
-        for p in [&self.drbg.chacha20, &self.drbg.aes256ctr, &self.drbg.blake3, &self.drbg.randen] {
+        for p in Algorithm::ALL.map(|alg| self.policy(alg)) {
             if p.rekey_after_bytes < MIN_REKEY_AFTER_BYTES || p.rekey_after_bytes > 1 << 40 {
                 return invalid("drbg.<alg>.rekey_after_bytes", "must be in 4096..=2^40");
             }
@@ -267,7 +271,7 @@ impl Settings {
         let d = &self.drbg;
         PoolConfig {
             shards: if d.shards == 0 { PoolConfig::default().shards } else { d.shards },
-            policies: [policy(&d.chacha20), policy(&d.aes256ctr), policy(&d.blake3), policy(&d.randen)],
+            policies: Algorithm::ALL.map(|alg| policy(self.policy(alg))),
             instance: d.instance.clone(),
         }
     }
@@ -279,6 +283,8 @@ impl Settings {
             Algorithm::Aes256Ctr => &self.drbg.aes256ctr,
             Algorithm::Blake3 => &self.drbg.blake3,
             Algorithm::Randen => &self.drbg.randen,
+            Algorithm::Aes128Ctr => &self.drbg.aes128ctr,
+            Algorithm::Aes192Ctr => &self.drbg.aes192ctr,
         }
     }
 

@@ -49,20 +49,46 @@ pub enum Algorithm {
     Blake3,
     /// Randen: an AES-round Feistel sponge; fast, backtracking-resistant, not a NIST design.
     Randen,
+    /// NIST SP 800-90A CTR_DRBG with AES-128 and the derivation function.
+    Aes128Ctr,
+    /// NIST SP 800-90A CTR_DRBG with AES-192 and the derivation function.
+    Aes192Ctr,
 }
 
 impl Algorithm {
     /// Every algorithm, in a fixed order (the order of shard slots and metric arrays).
-    pub const ALL: [Algorithm; 4] =
-        [Algorithm::ChaCha20, Algorithm::Aes256Ctr, Algorithm::Blake3, Algorithm::Randen];
+    pub const ALL: [Algorithm; 6] = [
+        Algorithm::ChaCha20,
+        Algorithm::Aes256Ctr,
+        Algorithm::Blake3,
+        Algorithm::Randen,
+        Algorithm::Aes128Ctr,
+        Algorithm::Aes192Ctr,
+    ];
 
-    /// The canonical name: `chacha20`, `aes256ctr` or `blake3`.
+    /// The number of algorithms.
+    pub const COUNT: usize = Algorithm::ALL.len();
+
+    /// The canonical name: `chacha20`, `aes256ctr`, `blake3`, `randen`, `aes128ctr` or
+    /// `aes192ctr`.
     pub const fn name(self) -> &'static str {
         match self {
             Algorithm::ChaCha20 => "chacha20",
             Algorithm::Aes256Ctr => "aes256ctr",
             Algorithm::Blake3 => "blake3",
             Algorithm::Randen => "randen",
+            Algorithm::Aes128Ctr => "aes128ctr",
+            Algorithm::Aes192Ctr => "aes192ctr",
+        }
+    }
+
+    /// Security strength in bits: the AES key size for CTR_DRBG (SP 800-90A table 3), the key
+    /// size for ChaCha20 and keyed BLAKE3, and the 128-bit capacity for Randen.
+    pub const fn security_strength_bits(self) -> u32 {
+        match self {
+            Algorithm::ChaCha20 | Algorithm::Aes256Ctr | Algorithm::Blake3 => 256,
+            Algorithm::Aes192Ctr => 192,
+            Algorithm::Aes128Ctr | Algorithm::Randen => 128,
         }
     }
 
@@ -78,9 +104,12 @@ impl fmt::Display for Algorithm {
     }
 }
 
+/// The canonical names, comma-separated (for messages).
+pub const NAMES: &str = "chacha20, aes256ctr, blake3, randen, aes128ctr, aes192ctr";
+
 /// The name given is not one of the algorithms or their aliases.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown algorithm (expected one of chacha20, aes256ctr, blake3, randen)")]
+#[error("unknown algorithm (expected one of {})", NAMES)]
 pub struct UnknownAlgorithm;
 
 impl FromStr for Algorithm {
@@ -96,6 +125,8 @@ impl FromStr for Algorithm {
             | "ctrdrbg" => Ok(Algorithm::Aes256Ctr),
             "blake3" | "blake3xof" | "blake3-xof" | "blake3_xof" => Ok(Algorithm::Blake3),
             "randen" => Ok(Algorithm::Randen),
+            "aes128ctr" | "aes128" | "aes-128-ctr" | "aes128-ctr" => Ok(Algorithm::Aes128Ctr),
+            "aes192ctr" | "aes192" | "aes-192-ctr" | "aes192-ctr" => Ok(Algorithm::Aes192Ctr),
             _ => Err(UnknownAlgorithm),
         }
     }

@@ -1,7 +1,7 @@
 //! The source experiments, reproduced on drbgd's own generators (`drbgd bench`):
 //! - the DRBG study (seed 000): time, packed bytes and ones ratio for 10^4..10^7-bit strings,
 //!   for every algorithm and, as a same-run baseline, the study's own constructions;
-//!   `results/metrics.csv` and three SVG figures;
+//!   `results/metrics.csv` and three figures (SVG and PNG);
 //! - arc4random's randomized rekey interval (seed 003): 39,600,000 32-bit integers with jitter
 //!   on and off, reseeds per run, interval distribution, and a chi-square of 0..=99 draws.
 

@@ -120,6 +120,40 @@ fn cavp_ctr_drbg_all_records() {
     assert!(per_option.values().all(|&n| n == 720));
 }
 
+/// The AES-192 groups (seedlen 40 bytes, not a whole number of blocks), from OpenSSL's copy of
+/// the same NIST file: 30 records, half with personalization and additional input.
+#[test]
+fn cavp_ctr_drbg_aes192_use_df() {
+    use drbgd::drbg::Drbg;
+    use drbgd::drbg::ctr_drbg::Aes192CtrDrbg;
+    let text = std::fs::read_to_string("tests/data/ctr_drbg_aes192_df.txt").unwrap();
+    let mut checked = 0;
+    for group in text.split("\nRAND = ").skip(1) {
+        let field = |name: &str, i: usize| -> Vec<u8> {
+            let key = format!("{name}.{i} = ");
+            group
+                .lines()
+                .find_map(|l| l.strip_prefix(&key))
+                .map(|h| hex::decode(h).unwrap())
+                .unwrap_or_default()
+        };
+        assert!(group.contains("Cipher = AES-192-CTR") && group.contains("DerivationFunction = 1"));
+        for i in 0..15 {
+            let mut drbg = Aes192CtrDrbg::instantiate(
+                &field("Entropy", i),
+                &field("Nonce", i),
+                &field("PersonalisationString", i),
+            );
+            let mut out = [0u8; 64];
+            drbg.generate(&mut out, &field("AdditionalInputA", i)).unwrap();
+            drbg.generate(&mut out, &field("AdditionalInputB", i)).unwrap();
+            assert_eq!(hex::encode(out), hex::encode(field("Output", i)), "AES-192 record {i}");
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 30);
+}
+
 /// The CTR keystream equals the `ctr` crate's AES-256 CTR (128-bit big-endian counter) starting
 /// at V+1, checked through the no-df mechanism where Key and V are known after Update.
 #[test]

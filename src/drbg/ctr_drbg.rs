@@ -31,8 +31,35 @@ const SMALL_REQUEST: usize = 256;
 /// write and the encryption, and is far above the 8-block width of the AES-NI pipeline.
 const BATCH_BLOCKS: usize = 64;
 
-/// CTR_DRBG over AES-256, the production `aes256ctr` mechanism (use df).
+/// CTR_DRBG over AES-256, the `aes256ctr` mechanism (use df).
 pub type Aes256CtrDrbg = CtrDrbg<aes::Aes256Enc>;
+/// CTR_DRBG over AES-192, the `aes192ctr` mechanism (use df).
+pub type Aes192CtrDrbg = CtrDrbg<aes::Aes192Enc>;
+/// CTR_DRBG over AES-128, the `aes128ctr` mechanism (use df).
+pub type Aes128CtrDrbg = CtrDrbg<aes::Aes128Enc>;
+
+/// What a key size brings to the service: its algorithm name and its security strength.
+pub trait CtrKeySize: AesCipher + 'static {
+    /// The service algorithm of this key size.
+    const ALGORITHM: Algorithm;
+    /// Security strength in bytes (SP 800-90A table 3: the key length).
+    const STRENGTH: usize;
+}
+
+impl CtrKeySize for aes::Aes128Enc {
+    const ALGORITHM: Algorithm = Algorithm::Aes128Ctr;
+    const STRENGTH: usize = 16;
+}
+
+impl CtrKeySize for aes::Aes192Enc {
+    const ALGORITHM: Algorithm = Algorithm::Aes192Ctr;
+    const STRENGTH: usize = 24;
+}
+
+impl CtrKeySize for aes::Aes256Enc {
+    const ALGORITHM: Algorithm = Algorithm::Aes256Ctr;
+    const STRENGTH: usize = 32;
+}
 
 /// A CTR_DRBG instance over block cipher `C` (AES-128, -192 or -256).
 pub struct CtrDrbg<C> {
@@ -170,7 +197,7 @@ impl<C: AesCipher> CtrDrbg<C> {
     /// `keystream` + `update`.
     fn generate_small(&mut self, out: &mut [u8], add: &[u8]) {
         let out_blocks = out.len().div_ceil(BLOCK_LEN);
-        let update_blocks = Self::seed_len() / BLOCK_LEN;
+        let update_blocks = Self::seed_len().div_ceil(BLOCK_LEN);
         let mut batch = [Array([0u8; BLOCK_LEN]); SMALL_REQUEST / BLOCK_LEN + MAX_SEED_LEN / BLOCK_LEN];
         let batch = &mut batch[..out_blocks + update_blocks];
         for block in batch.iter_mut() {
@@ -213,7 +240,9 @@ impl<C: AesCipher> CtrDrbg<C> {
     fn update(&mut self, provided: &[u8]) {
         let seed_len = Self::seed_len();
         let mut temp = [Array([0u8; BLOCK_LEN]); MAX_SEED_LEN / BLOCK_LEN];
-        let temp = &mut temp[..seed_len / BLOCK_LEN];
+        // seedlen is not a whole number of blocks for AES-192 (40 bytes): the last block is
+        // generated in full and its tail ignored, as 10.2.1.2 says.
+        let temp = &mut temp[..seed_len.div_ceil(BLOCK_LEN)];
         for block in temp.iter_mut() {
             self.v = self.v.wrapping_add(1);
             *block = Array(self.v.to_be_bytes());
@@ -273,7 +302,9 @@ fn block_cipher_df<C: AesCipher>(inputs: &[&[u8]], out: &mut [u8]) {
         }
         bcc.absorb(&[0x80]);
         bcc.pad_to_block();
-        chunk.copy_from_slice(&bcc.finish());
+        let mut block = bcc.finish();
+        chunk.copy_from_slice(&block[..chunk.len()]);
+        block.zeroize();
     }
     let cipher = C::new_from_slice(&temp[..key_len]).expect("df key length");
     let mut x = Array([0u8; BLOCK_LEN]);
@@ -324,12 +355,13 @@ impl<'a, C: AesCipher> Bcc<'a, C> {
     }
 }
 
-impl Drbg for Aes256CtrDrbg {
-    const ALGORITHM: Algorithm = Algorithm::Aes256Ctr;
-    /// 384 bits: 256 bits of security strength plus margin for the derivation function.
-    const ENTROPY_LEN: usize = 48;
-    /// SP 800-90A 8.6.7: a nonce of at least half the security strength (128 bits).
-    const NONCE_LEN: usize = 16;
+impl<C: CtrKeySize> Drbg for CtrDrbg<C> {
+    const ALGORITHM: Algorithm = C::ALGORITHM;
+    /// 1.5 times the security strength (384 bits for AES-256): the strength plus margin for the
+    /// derivation function.
+    const ENTROPY_LEN: usize = C::STRENGTH * 3 / 2;
+    /// SP 800-90A 8.6.7: a nonce of at least half the security strength (128 bits for AES-256).
+    const NONCE_LEN: usize = C::STRENGTH / 2;
 
     fn instantiate(entropy: &[u8], nonce: &[u8], personalization: &[u8]) -> Self {
         CtrDrbg::new(entropy, nonce, personalization, true)

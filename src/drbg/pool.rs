@@ -9,7 +9,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::blake3_xof::Blake3Drbg;
 use super::chacha20::ChaCha20Drbg;
-use super::ctr_drbg::Aes256CtrDrbg;
+use super::ctr_drbg::{Aes128CtrDrbg, Aes192CtrDrbg, Aes256CtrDrbg};
 use super::entropy::EntropySource;
 use super::randen::RandenDrbg;
 use super::reseed::{Managed, ReseedPolicy};
@@ -22,7 +22,7 @@ pub struct PoolConfig {
     /// Number of shards (at least 1); default: the available cores.
     pub shards: usize,
     /// Reseed policy per algorithm, indexed by [`Algorithm::index`].
-    pub policies: [ReseedPolicy; 4],
+    pub policies: [ReseedPolicy; Algorithm::COUNT],
     /// Instance label mixed into every personalization string (host name, pod name, ...).
     pub instance: String,
 }
@@ -31,19 +31,64 @@ impl Default for PoolConfig {
     fn default() -> Self {
         PoolConfig {
             shards: std::thread::available_parallelism().map_or(1, |n| n.get()),
-            policies: [ReseedPolicy::default(); 4],
+            policies: [ReseedPolicy::default(); Algorithm::COUNT],
             instance: String::new(),
         }
     }
 }
 
-/// One instance of each generator.
-struct Shard {
-    chacha20: Mutex<Managed<ChaCha20Drbg>>,
-    aes256ctr: Mutex<Managed<Aes256CtrDrbg>>,
-    blake3: Mutex<Managed<Blake3Drbg>>,
-    randen: Mutex<Managed<RandenDrbg>>,
+/// One managed generator of a given algorithm.
+enum Slot {
+    ChaCha20(Managed<ChaCha20Drbg>),
+    Aes256Ctr(Managed<Aes256CtrDrbg>),
+    Blake3(Managed<Blake3Drbg>),
+    Randen(Managed<RandenDrbg>),
+    Aes128Ctr(Managed<Aes128CtrDrbg>),
+    Aes192Ctr(Managed<Aes192CtrDrbg>),
 }
+
+/// Runs `$body` with `$m` bound to the slot's managed generator, whatever its type.
+macro_rules! with_managed {
+    ($slot:expr, $m:ident => $body:expr) => {
+        match $slot {
+            Slot::ChaCha20($m) => $body,
+            Slot::Aes256Ctr($m) => $body,
+            Slot::Blake3($m) => $body,
+            Slot::Randen($m) => $body,
+            Slot::Aes128Ctr($m) => $body,
+            Slot::Aes192Ctr($m) => $body,
+        }
+    };
+}
+
+impl Slot {
+    fn new(alg: Algorithm, parts: Parts) -> Result<Self, DrbgError> {
+        Ok(match alg {
+            Algorithm::ChaCha20 => Slot::ChaCha20(managed(parts)?),
+            Algorithm::Aes256Ctr => Slot::Aes256Ctr(managed(parts)?),
+            Algorithm::Blake3 => Slot::Blake3(managed(parts)?),
+            Algorithm::Randen => Slot::Randen(managed(parts)?),
+            Algorithm::Aes128Ctr => Slot::Aes128Ctr(managed(parts)?),
+            Algorithm::Aes192Ctr => Slot::Aes192Ctr(managed(parts)?),
+        })
+    }
+
+    fn fill(&mut self, out: &mut [u8], prediction_resistance: bool) -> Result<(), DrbgError> {
+        with_managed!(self, m => m.fill(out, prediction_resistance))
+    }
+
+    fn ready(&mut self) -> bool {
+        with_managed!(self, m => m.ready())
+    }
+
+    fn discard(&mut self) {
+        with_managed!(self, m => m.discard());
+    }
+}
+
+/// One instance of each generator, indexed by [`Algorithm::index`] (built from
+/// [`Algorithm::ALL`], so every index is present).
+struct Shard(Box<[Mutex<Slot>]>);
 
 /// The sharded generator pool.
 pub struct Pool {
@@ -84,16 +129,12 @@ impl Pool {
         let stats = Arc::new(Stats::default());
         let shards = (0..config.shards.max(1))
             .map(|index| {
-                let build = |alg: Algorithm| {
+                let slots = Algorithm::ALL.into_iter().map(|alg| {
                     let label = personalization(alg, index, &config.instance);
-                    (entropy.clone(), stats.clone(), label, config.policies[alg.index()])
-                };
-                Ok(Shard {
-                    chacha20: Mutex::new(managed(build(Algorithm::ChaCha20))?),
-                    aes256ctr: Mutex::new(managed(build(Algorithm::Aes256Ctr))?),
-                    blake3: Mutex::new(managed(build(Algorithm::Blake3))?),
-                    randen: Mutex::new(managed(build(Algorithm::Randen))?),
-                })
+                    let parts = (entropy.clone(), stats.clone(), label, config.policies[alg.index()]);
+                    Slot::new(alg, parts).map(Mutex::new)
+                });
+                Ok(Shard(slots.collect::<Result<_, DrbgError>>()?))
             })
             .collect::<Result<Vec<_>, DrbgError>>()?;
         Ok(Pool { shards: shards.into_boxed_slice(), stats })
@@ -133,25 +174,13 @@ impl Pool {
         out: &mut [u8],
         prediction_resistance: bool,
     ) -> Result<(), DrbgError> {
-        let shard = &self.shards[shard];
-        match alg {
-            Algorithm::ChaCha20 => lock(&shard.chacha20).fill(out, prediction_resistance),
-            Algorithm::Aes256Ctr => lock(&shard.aes256ctr).fill(out, prediction_resistance),
-            Algorithm::Blake3 => lock(&shard.blake3).fill(out, prediction_resistance),
-            Algorithm::Randen => lock(&shard.randen).fill(out, prediction_resistance),
-        }
+        lock(&self.shards[shard].0[alg.index()]).fill(out, prediction_resistance)
     }
 
     /// Whether every generator of every shard can serve; generators waiting for a reseed
     /// (entropy failure, health-test failure) try it now.
     pub fn all_ready(&self) -> bool {
-        self.shards.iter().fold(true, |all, s| {
-            let ready = lock(&s.chacha20).ready()
-                & lock(&s.aes256ctr).ready()
-                & lock(&s.blake3).ready()
-                & lock(&s.randen).ready();
-            all & ready
-        })
+        self.shards.iter().flat_map(|s| &s.0).fold(true, |all, slot| lock(slot).ready() & all)
     }
 }
 
@@ -228,7 +257,7 @@ fn managed<G: Drbg>((entropy, stats, label, policy): Parts) -> Result<Managed<G>
 
 /// Locks a generator. A lock poisoned by a panic mid-generate may hold a half-updated state,
 /// so that state is discarded and re-instantiated on next use.
-fn lock<G: Drbg>(m: &Mutex<Managed<G>>) -> MutexGuard<'_, Managed<G>> {
+fn lock(m: &Mutex<Slot>) -> MutexGuard<'_, Slot> {
     m.lock().unwrap_or_else(|poisoned| {
         let mut guard = poisoned.into_inner();
         guard.discard();

@@ -3,7 +3,7 @@
 
 use super::blake3_xof::Blake3Drbg;
 use super::chacha20::ChaCha20Drbg;
-use super::ctr_drbg::Aes256CtrDrbg;
+use super::ctr_drbg::{Aes128CtrDrbg, Aes192CtrDrbg, Aes256CtrDrbg, CtrDrbg, CtrKeySize};
 use super::randen::{RandenCore, RandenDrbg};
 use super::{Algorithm, Drbg};
 
@@ -17,13 +17,37 @@ pub struct SelfTestError {
     pub what: &'static str,
 }
 
-/// NIST CAVP CTR_DRBG.rsp (no_reseed), `[AES-256 use df]`, first group, COUNT = 0.
-mod aes_kat {
-    pub const ENTROPY: &str = "36401940fa8b1fba91a1661f211d78a0b9389a74e5bccfece8d766af1a6d3b14";
-    pub const NONCE: &str = "496f25b0f1301b4f501be30380a137eb";
-    pub const RETURNED: &str = "5862eb38bd558dd978a696e6df164782ddd887e7e9a6c9f3f1fbafb78941b535\
-                                a64912dfd224c6dc7454e5250b3d97165e16260c2faf1cc7735cb75fb4f07e1d";
+/// A CTR_DRBG known answer: entropy, nonce, and the second 512-bit output.
+struct CtrKat {
+    entropy: &'static str,
+    nonce: &'static str,
+    returned: &'static str,
 }
+
+/// NIST CAVP CTR_DRBG.rsp (no_reseed), `[AES-256 use df]`, first group, COUNT = 0.
+const AES256_KAT: CtrKat = CtrKat {
+    entropy: "36401940fa8b1fba91a1661f211d78a0b9389a74e5bccfece8d766af1a6d3b14",
+    nonce: "496f25b0f1301b4f501be30380a137eb",
+    returned: "5862eb38bd558dd978a696e6df164782ddd887e7e9a6c9f3f1fbafb78941b535\
+               a64912dfd224c6dc7454e5250b3d97165e16260c2faf1cc7735cb75fb4f07e1d",
+};
+
+/// NIST CAVP CTR_DRBG.rsp (no_reseed), `[AES-192 use df]`, group without inputs, COUNT = 0
+/// (OpenSSL's copy, tests/data/ctr_drbg_aes192_df.txt).
+const AES192_KAT: CtrKat = CtrKat {
+    entropy: "4d5be91999c1dc6ae2e5f6deb563b125bc8439e85f2576fc",
+    nonce: "11e1c2d4d4f73b9c457fcaa06f4af22e",
+    returned: "53c2c0237edf9425842ab91c63723616e98bb6c12d16bf8087772d0a080d289f\
+               8b4f35dfdaef5b11cd588814c6bc01dc7e23b9bdd39c0aee7407f71054a7c9aa",
+};
+
+/// NIST CAVP CTR_DRBG.rsp (no_reseed), `[AES-128 use df]`, first group, COUNT = 0.
+const AES128_KAT: CtrKat = CtrKat {
+    entropy: "890eb067acf7382eff80b0c73bc872c6",
+    nonce: "aad471ef3ef1d203",
+    returned: "a5514ed7095f64f3d0d3a5760394ab42062f373a25072a6ea6bcfd8489e94af6\
+               cf18659fea22ed1ca0a9e33f718b115ee536b12809c31b72b08ddd8be1910fa3",
+};
 
 /// RFC 8439 appendix A.1 test vector #1: all-zero key and nonce, block 0.
 const CHACHA_A1_1: &str = "76b8e0ada0f13d90405d6ae55386bd28bdd219b8a08ded1aa836efcc8b770dc7\
@@ -41,7 +65,9 @@ const RANDEN_ZERO_GENERATE: &str = "eed3e60e0934656cc633539d9b2b4e047739434e134f
 pub fn run(alg: Algorithm) -> Result<(), SelfTestError> {
     let fail = |what| SelfTestError { alg, what };
     let kat_ok = match alg {
-        Algorithm::Aes256Ctr => aes_kat(),
+        Algorithm::Aes256Ctr => ctr_kat::<aes::Aes256Enc>(&AES256_KAT),
+        Algorithm::Aes192Ctr => ctr_kat::<aes::Aes192Enc>(&AES192_KAT),
+        Algorithm::Aes128Ctr => ctr_kat::<aes::Aes128Enc>(&AES128_KAT),
         Algorithm::ChaCha20 => chacha_kat(),
         Algorithm::Blake3 => {
             hex::encode(blake3::keyed_hash(BLAKE3_KEY, b"").as_bytes()) == BLAKE3_KEYED_EMPTY
@@ -57,6 +83,8 @@ pub fn run(alg: Algorithm) -> Result<(), SelfTestError> {
     }
     let round_trip_ok = match alg {
         Algorithm::Aes256Ctr => round_trip::<Aes256CtrDrbg>(),
+        Algorithm::Aes192Ctr => round_trip::<Aes192CtrDrbg>(),
+        Algorithm::Aes128Ctr => round_trip::<Aes128CtrDrbg>(),
         Algorithm::ChaCha20 => round_trip::<ChaCha20Drbg>(),
         Algorithm::Blake3 => round_trip::<Blake3Drbg>(),
         Algorithm::Randen => round_trip::<RandenDrbg>(),
@@ -75,13 +103,13 @@ pub fn run_all() -> Result<(), SelfTestError> {
     Algorithm::ALL.into_iter().try_for_each(run)
 }
 
-fn aes_kat() -> bool {
-    let entropy = hex::decode(aes_kat::ENTROPY).unwrap_or_default();
-    let nonce = hex::decode(aes_kat::NONCE).unwrap_or_default();
-    let mut drbg = Aes256CtrDrbg::instantiate(&entropy, &nonce, &[]);
+fn ctr_kat<C: CtrKeySize>(kat: &CtrKat) -> bool {
+    let entropy = hex::decode(kat.entropy).unwrap_or_default();
+    let nonce = hex::decode(kat.nonce).unwrap_or_default();
+    let mut drbg = CtrDrbg::<C>::instantiate(&entropy, &nonce, &[]);
     let mut out = [0u8; 64];
     let ok = drbg.generate(&mut out, &[]).is_ok() && drbg.generate(&mut out, &[]).is_ok();
-    ok && hex::encode(out) == aes_kat::RETURNED
+    ok && hex::encode(out) == kat.returned
 }
 
 fn chacha_kat() -> bool {

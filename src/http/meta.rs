@@ -20,11 +20,22 @@ pub async fn algorithms(State(state): State<AppState>) -> Json<Value> {
 }
 
 fn describe(state: &AppState, alg: Algorithm) -> Value {
+    const CTR: &str = "Update step after every Generate; at most 2^19 bits per internal Generate";
     let (standard, construction, aliases) = match alg {
         Algorithm::Aes256Ctr => (
             "NIST SP 800-90A Rev. 1 CTR_DRBG (10.2.1) with AES-256 and the derivation function",
-            "Update step after every Generate; at most 2^19 bits per internal Generate",
+            CTR,
             vec!["aes", "aes256", "ctr_drbg", "ctr-drbg"],
+        ),
+        Algorithm::Aes192Ctr => (
+            "NIST SP 800-90A Rev. 1 CTR_DRBG (10.2.1) with AES-192 and the derivation function",
+            CTR,
+            vec!["aes192", "aes-192-ctr"],
+        ),
+        Algorithm::Aes128Ctr => (
+            "NIST SP 800-90A Rev. 1 CTR_DRBG (10.2.1) with AES-128 and the derivation function",
+            CTR,
+            vec!["aes128", "aes-128-ctr"],
         ),
         Algorithm::ChaCha20 => (
             "ChaCha20 (RFC 8439 block function, 20 rounds); not a NIST DRBG",
@@ -49,7 +60,7 @@ fn describe(state: &AppState, alg: Algorithm) -> Value {
         "enabled": state.enabled.contains(&alg),
         "standard": standard,
         "construction": construction,
-        "security_strength_bits": 256,
+        "security_strength_bits": alg.security_strength_bits(),
         "backtracking_resistance": true,
         "prediction_resistance": "on request (pr=true reseeds from the OS before generating)",
         "rekey_after_bytes": policy.rekey_after_bytes,

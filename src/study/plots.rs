@@ -1,31 +1,72 @@
-//! The study's three figures as SVG: generation time vs length (log-log), packed bytes vs
-//! length, and ones ratio vs length with the expected ±3σ band (0.5 ± 1.5/sqrt(n)).
+//! The study's three figures, each as SVG and PNG: generation time vs length (log-log), packed
+//! bytes vs length, and ones ratio vs length with the expected ±3σ band (0.5 ± 1.5/sqrt(n)).
+//! Text is laid out with DejaVu Sans embedded in the binary (the `dejavu` crate), so the PNGs
+//! need no system fonts.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
+use plotters::coord::Shift;
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::prelude::*;
 
 use super::Row;
 
-const COLORS: [RGBColor; 8] =
-    [BLUE, RED, GREEN, MAGENTA, CYAN, RGBColor(255, 140, 0), BLACK, RGBColor(128, 0, 128)];
+/// One colour per series (six generators and three study baselines, with room to spare).
+const COLORS: [RGBColor; 10] = [
+    BLUE,
+    RED,
+    GREEN,
+    MAGENTA,
+    CYAN,
+    RGBColor(255, 140, 0),
+    BLACK,
+    RGBColor(128, 0, 128),
+    RGBColor(139, 69, 19),
+    RGBColor(128, 128, 128),
+];
 
-type Chart<'a, Y> = ChartContext<'a, SVGBackend<'a>, Cartesian2d<LogCoord<f64>, Y>>;
+type Chart<'a, DB, Y> = ChartContext<'a, DB, Cartesian2d<LogCoord<f64>, Y>>;
+
+/// File names of the three figures, without extension.
+const FIGURES: [&str; 3] = ["time_vs_length", "bytes_vs_length", "ones_ratio_vs_length"];
+/// Figure size in pixels.
+const SIZE: (u32, u32) = (900, 600);
 
 fn err(e: impl std::fmt::Display) -> anyhow::Error {
     anyhow::anyhow!("plot: {e}")
 }
 
-/// Draws the three figures into `dir`.
+/// Draws the three figures into `dir` as SVG and PNG and returns the files written.
 ///
 /// # Errors
-/// A file cannot be written.
-pub fn draw_all(dir: &Path, rows: &[Row]) -> anyhow::Result<()> {
+/// A file cannot be written, or the embedded font cannot be loaded.
+pub fn draw_all(dir: &Path, rows: &[Row]) -> anyhow::Result<Vec<PathBuf>> {
+    register_font()?;
+    let svg = FIGURES.map(|f| dir.join(format!("{f}.svg")));
+    draw_set(rows, [0, 1, 2].map(|i| SVGBackend::new(&svg[i], SIZE).into_drawing_area()))?;
+    let png = FIGURES.map(|f| dir.join(format!("{f}.png")));
+    draw_set(rows, [0, 1, 2].map(|i| BitMapBackend::new(&png[i], SIZE).into_drawing_area()))?;
+    Ok(svg.into_iter().chain(png).collect())
+}
+
+/// Registers DejaVu Sans as plotters' "sans-serif" (once per process).
+fn register_font() -> anyhow::Result<()> {
+    static REGISTERED: OnceLock<bool> = OnceLock::new();
+    let ok = *REGISTERED.get_or_init(|| {
+        plotters::style::register_font("sans-serif", FontStyle::Normal, dejavu::sans::regular()).is_ok()
+    });
+    anyhow::ensure!(ok, "plot: the embedded DejaVu Sans font could not be loaded");
+    Ok(())
+}
+
+/// The three figures on the given drawing areas (time, bytes, ones ratio).
+fn draw_set<DB: DrawingBackend>(rows: &[Row], areas: [DrawingArea<DB, Shift>; 3]) -> anyhow::Result<()> {
+    let [time_area, bytes_area, ones_area] = areas;
     let time = |r: &Row| r.median_ns as f64 / 1e6;
     let (t0, t1) = extent(rows, time);
     figure(
-        &dir.join("time_vs_length.svg"),
+        time_area,
         rows,
         "Generation time vs length",
         "median time (ms)",
@@ -36,7 +77,7 @@ pub fn draw_all(dir: &Path, rows: &[Row]) -> anyhow::Result<()> {
     let bytes = |r: &Row| r.bytes as f64;
     let (b0, b1) = extent(rows, bytes);
     figure(
-        &dir.join("bytes_vs_length.svg"),
+        bytes_area,
         rows,
         "Packed bytes vs length (ceil(n/8))",
         "bytes",
@@ -48,7 +89,7 @@ pub fn draw_all(dir: &Path, rows: &[Row]) -> anyhow::Result<()> {
     let spread = 1.5 / n0.sqrt() * 1.3;
     let caption = "Ones ratio vs length, expected ±3σ band 0.5 ± 1.5/sqrt(n)";
     figure(
-        &dir.join("ones_ratio_vs_length.svg"),
+        ones_area,
         rows,
         caption,
         "ones / n",
@@ -71,21 +112,20 @@ fn extent(rows: &[Row], f: impl Fn(&Row) -> f64) -> (f64, f64) {
     if min.is_finite() && max.is_finite() && min > 0.0 { (min, max) } else { (1.0, 10.0) }
 }
 
-/// One SVG with a log-scale x axis (bits), a caption, mesh and legend around `draw`.
-fn figure<Y>(
-    path: &Path,
+/// One figure with a log-scale x axis (bits), a caption, mesh and legend around `draw`.
+fn figure<DB: DrawingBackend, Y>(
+    root: DrawingArea<DB, Shift>,
     rows: &[Row],
     caption: &str,
     y_desc: &str,
     y: Y,
     legend: SeriesLabelPosition,
-    draw: impl FnOnce(&mut Chart<'_, Y::CoordDescType>) -> anyhow::Result<()>,
+    draw: impl FnOnce(&mut Chart<'_, DB, Y::CoordDescType>) -> anyhow::Result<()>,
 ) -> anyhow::Result<()>
 where
     Y: AsRangedCoord<Value = f64>,
     Y::CoordDescType: ValueFormatter<f64>,
 {
-    let root = SVGBackend::new(path, (900, 600)).into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
     let (x0, x1) = extent(rows, |r| r.bits as f64);
     let mut chart = ChartBuilder::on(&root)
@@ -108,8 +148,8 @@ where
 }
 
 /// One labelled series per generator (joined by lines when `lines`).
-fn points<Y: plotters::coord::ranged1d::Ranged<ValueType = f64>>(
-    chart: &mut Chart<'_, Y>,
+fn points<DB: DrawingBackend, Y: plotters::coord::ranged1d::Ranged<ValueType = f64>>(
+    chart: &mut Chart<'_, DB, Y>,
     rows: &[Row],
     value: impl Fn(&Row) -> f64,
     lines: bool,
