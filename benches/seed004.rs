@@ -89,9 +89,15 @@ fn uuid_v4(c: &mut Criterion) {
     });
 }
 
+/// Criterion draws its reports with plotters, whose text backend here needs a registered font.
+fn with_font(c: Criterion) -> Criterion {
+    drbgd::study::register_font().expect("embedded font");
+    c
+}
+
 criterion_group! {
     name = benches;
-    config = Criterion::default().warm_up_time(Duration::from_millis(300)).measurement_time(Duration::from_secs(1));
+    config = with_font(Criterion::default()).warm_up_time(Duration::from_millis(300)).measurement_time(Duration::from_secs(1));
     targets = serial, concurrent, large, uuid_v4
 }
 criterion_main!(benches);

@@ -7,6 +7,8 @@
 
 mod baseline;
 mod plots;
+
+pub use plots::register_font;
 mod rekey;
 
 use std::fmt::Write as _;
