@@ -8,11 +8,13 @@
 
 use core::arch::x86_64::{__m128i, _mm_aesenc_si128, _mm_loadu_si128, _mm_storeu_si128};
 
+use aes::hazmat::Block8;
+
 use super::{ROUNDS, SHUFFLE};
 
 /// Runs the permutation with AES-NI and returns `true`, or returns `false` (state untouched)
 /// when the CPU lacks AES-NI.
-pub(super) fn permute(state: &mut [u128; 16], keys: &[u128; 8 * ROUNDS]) -> bool {
+pub(super) fn permute(state: &mut [u128; 16], keys: &[Block8; ROUNDS]) -> bool {
     if !std::arch::is_x86_feature_detected!("aes") {
         return false;
     }
@@ -21,9 +23,11 @@ pub(super) fn permute(state: &mut [u128; 16], keys: &[u128; 8 * ROUNDS]) -> bool
     true
 }
 
+/// Loads a 16-byte value (a state word or a round-key block).
 #[inline(always)]
-fn load(x: &u128) -> __m128i {
-    // SAFETY: `x` is valid for reading 16 bytes; `loadu` has no alignment requirement.
+fn load<T: Copy>(x: &T) -> __m128i {
+    const { assert!(size_of::<T>() == 16) };
+    // SAFETY: `x` is valid for reading its 16 bytes; `loadu` has no alignment requirement.
     unsafe { _mm_loadu_si128(core::ptr::from_ref(x).cast()) }
 }
 
@@ -36,11 +40,11 @@ fn store(x: &mut u128, v: __m128i) {
 /// 17 rounds of: odd block `2j+1` ^= AES round(AES round(block `2j`) ^ key), for the eight
 /// pairs, then the block shuffle (register renaming once unrolled).
 #[target_feature(enable = "aes")]
-fn permute_aesni(state: &mut [u128; 16], keys: &[u128; 8 * ROUNDS]) {
+fn permute_aesni(state: &mut [u128; 16], keys: &[Block8; ROUNDS]) {
     let mut b: [__m128i; 16] = core::array::from_fn(|i| load(&state[i]));
-    for round in 0..ROUNDS {
+    for round_keys in keys {
         for j in 0..8 {
-            let f = _mm_aesenc_si128(b[2 * j], load(&keys[8 * round + j]));
+            let f = _mm_aesenc_si128(b[2 * j], load(&round_keys[j]));
             b[2 * j + 1] = _mm_aesenc_si128(f, b[2 * j + 1]);
         }
         b = core::array::from_fn(|i| b[SHUFFLE[i]]);
