@@ -105,11 +105,13 @@ impl fmt::Display for Algorithm {
 }
 
 /// The canonical names, comma-separated (for messages).
-pub const NAMES: &str = "chacha20, aes256ctr, blake3, randen, aes128ctr, aes192ctr";
+pub fn names() -> String {
+    Algorithm::ALL.map(Algorithm::name).join(", ")
+}
 
 /// The name given is not one of the algorithms or their aliases.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown algorithm (expected one of {})", NAMES)]
+#[error("unknown algorithm (expected one of {})", names())]
 pub struct UnknownAlgorithm;
 
 impl FromStr for Algorithm {

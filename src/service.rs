@@ -122,7 +122,7 @@ pub fn check_n(param: &'static str, n: u64, max: u64) -> Result<u64, ApiError> {
 pub fn resolve_alg(state: &AppState, name: Option<&str>) -> Result<Algorithm, ApiError> {
     let Some(name) = name else { return Ok(state.default_alg) };
     let alg: Algorithm = name.parse().map_err(|_| {
-        ApiError::invalid("unknown_alg", "alg", format!("alg must be one of {}", crate::drbg::NAMES))
+        ApiError::invalid("unknown_alg", "alg", format!("alg must be one of {}", crate::drbg::names()))
     })?;
     if !state.enabled.contains(&alg) {
         return Err(ApiError::invalid("alg_disabled", "alg", format!("{alg} is disabled on this server")));

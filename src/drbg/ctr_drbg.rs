@@ -38,27 +38,27 @@ pub type Aes192CtrDrbg = CtrDrbg<aes::Aes192Enc>;
 /// CTR_DRBG over AES-128, the `aes128ctr` mechanism (use df).
 pub type Aes128CtrDrbg = CtrDrbg<aes::Aes128Enc>;
 
-/// What a key size brings to the service: its algorithm name and its security strength.
+/// The service algorithm of each key size (its security strength comes with it).
 pub trait CtrKeySize: AesCipher + 'static {
     /// The service algorithm of this key size.
     const ALGORITHM: Algorithm;
-    /// Security strength in bytes (SP 800-90A table 3: the key length).
-    const STRENGTH: usize;
 }
 
 impl CtrKeySize for aes::Aes128Enc {
     const ALGORITHM: Algorithm = Algorithm::Aes128Ctr;
-    const STRENGTH: usize = 16;
 }
 
 impl CtrKeySize for aes::Aes192Enc {
     const ALGORITHM: Algorithm = Algorithm::Aes192Ctr;
-    const STRENGTH: usize = 24;
 }
 
 impl CtrKeySize for aes::Aes256Enc {
     const ALGORITHM: Algorithm = Algorithm::Aes256Ctr;
-    const STRENGTH: usize = 32;
+}
+
+/// Security strength in bytes (SP 800-90A table 3: the key length).
+const fn strength_bytes(alg: Algorithm) -> usize {
+    alg.security_strength_bits() as usize / 8
 }
 
 /// A CTR_DRBG instance over block cipher `C` (AES-128, -192 or -256).
@@ -359,9 +359,9 @@ impl<C: CtrKeySize> Drbg for CtrDrbg<C> {
     const ALGORITHM: Algorithm = C::ALGORITHM;
     /// 1.5 times the security strength (384 bits for AES-256): the strength plus margin for the
     /// derivation function.
-    const ENTROPY_LEN: usize = C::STRENGTH * 3 / 2;
+    const ENTROPY_LEN: usize = strength_bytes(C::ALGORITHM) * 3 / 2;
     /// SP 800-90A 8.6.7: a nonce of at least half the security strength (128 bits for AES-256).
-    const NONCE_LEN: usize = C::STRENGTH / 2;
+    const NONCE_LEN: usize = strength_bytes(C::ALGORITHM) / 2;
 
     fn instantiate(entropy: &[u8], nonce: &[u8], personalization: &[u8]) -> Self {
         CtrDrbg::new(entropy, nonce, personalization, true)
