@@ -132,15 +132,13 @@ fn popcount(c: &mut Criterion) {
     g.finish();
 }
 
-/// Criterion draws its reports with plotters, whose text backend here needs a registered font.
-fn with_font(c: Criterion) -> Criterion {
-    drbgd::study::register_font().expect("embedded font");
-    c
-}
-
 criterion_group! {
     name = benches;
-    config = with_font(Criterion::default()).warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2));
+    config = {
+        // Criterion draws its reports with plotters, whose text backend needs a registered font.
+        drbgd::study::register_font().expect("embedded font");
+        Criterion::default().warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2))
+    };
     targets = fill, scaling, popcount
 }
 criterion_main!(benches);

@@ -16,14 +16,17 @@ fn pool(shards: usize) -> Arc<Pool> {
     Arc::new(Pool::new(&PoolConfig { shards, ..PoolConfig::default() }, Arc::new(OsEntropy)).unwrap())
 }
 
-fn serial(c: &mut Criterion) {
+/// Reads of each size from every algorithm on one shard.
+fn reads<L: std::fmt::Display>(c: &mut Criterion, group: &str, sizes: &[(usize, L)], samples: usize) {
     let pool = pool(1);
-    let mut g = c.benchmark_group("seed004/serial");
-    for size in [16usize, 32, 64, 256, 512, 4096, 16384] {
+    let mut g = c.benchmark_group(group);
+    g.sample_size(samples);
+    for (size, label) in sizes {
+        let size = *size;
         g.throughput(Throughput::Bytes(size as u64));
         let mut buf = vec![0u8; size];
         for alg in Algorithm::ALL {
-            g.bench_function(BenchmarkId::new(alg.name(), size), |b| {
+            g.bench_function(BenchmarkId::new(alg.name(), label.to_string()), |b| {
                 b.iter(|| pool.fill(alg, black_box(&mut buf), false).unwrap())
             });
         }
@@ -31,20 +34,12 @@ fn serial(c: &mut Criterion) {
     g.finish();
 }
 
+fn serial(c: &mut Criterion) {
+    reads(c, "seed004/serial", &[16, 32, 64, 256, 512, 4096, 16384].map(|n: usize| (n, n)), 100);
+}
+
 fn large(c: &mut Criterion) {
-    let pool = pool(1);
-    let mut g = c.benchmark_group("seed004/large");
-    g.sample_size(10);
-    for (size, label) in [(10usize << 20, "10MiB"), (50 << 20, "50MiB")] {
-        g.throughput(Throughput::Bytes(size as u64));
-        let mut buf = vec![0u8; size];
-        for alg in Algorithm::ALL {
-            g.bench_function(BenchmarkId::new(alg.name(), label), |b| {
-                b.iter(|| pool.fill(alg, black_box(&mut buf), false).unwrap())
-            });
-        }
-    }
-    g.finish();
+    reads(c, "seed004/large", &[(10 << 20, "10MiB"), (50 << 20, "50MiB")], 10);
 }
 
 /// 16-byte reads shared by `threads` threads; reported as wall time per read.
@@ -89,15 +84,13 @@ fn uuid_v4(c: &mut Criterion) {
     });
 }
 
-/// Criterion draws its reports with plotters, whose text backend here needs a registered font.
-fn with_font(c: Criterion) -> Criterion {
-    drbgd::study::register_font().expect("embedded font");
-    c
-}
-
 criterion_group! {
     name = benches;
-    config = with_font(Criterion::default()).warm_up_time(Duration::from_millis(300)).measurement_time(Duration::from_secs(1));
+    config = {
+        // Criterion draws its reports with plotters, whose text backend needs a registered font.
+        drbgd::study::register_font().expect("embedded font");
+        Criterion::default().warm_up_time(Duration::from_millis(300)).measurement_time(Duration::from_secs(1))
+    };
     targets = serial, concurrent, large, uuid_v4
 }
 criterion_main!(benches);

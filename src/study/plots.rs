@@ -3,7 +3,7 @@
 //! Text is laid out with DejaVu Sans embedded in the binary (the `dejavu` crate), so the PNGs
 //! need no system fonts.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::OnceLock;
 
 use plotters::coord::Shift;
@@ -37,17 +37,16 @@ fn err(e: impl std::fmt::Display) -> anyhow::Error {
     anyhow::anyhow!("plot: {e}")
 }
 
-/// Draws the three figures into `dir` as SVG and PNG and returns the files written.
+/// Draws the three figures into `dir` as SVG and PNG.
 ///
 /// # Errors
 /// A file cannot be written, or the embedded font cannot be loaded.
-pub fn draw_all(dir: &Path, rows: &[Row]) -> anyhow::Result<Vec<PathBuf>> {
+pub fn draw_all(dir: &Path, rows: &[Row]) -> anyhow::Result<()> {
     register_font()?;
     let svg = FIGURES.map(|f| dir.join(format!("{f}.svg")));
     draw_set(rows, [0, 1, 2].map(|i| SVGBackend::new(&svg[i], SIZE).into_drawing_area()))?;
     let png = FIGURES.map(|f| dir.join(format!("{f}.png")));
-    draw_set(rows, [0, 1, 2].map(|i| BitMapBackend::new(&png[i], SIZE).into_drawing_area()))?;
-    Ok(svg.into_iter().chain(png).collect())
+    draw_set(rows, [0, 1, 2].map(|i| BitMapBackend::new(&png[i], SIZE).into_drawing_area()))
 }
 
 /// Registers DejaVu Sans as plotters' "sans-serif" (once per process). Every plotters user in
