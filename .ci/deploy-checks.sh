@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Static checks of the container, compose stack, Kubernetes manifests and Prometheus files,
-# each by the real tool. Expects hadolint, yamllint, check-jsonschema, kustomize,
-# kubernetes-validate, promtool and npm on PATH (.ci/run installs them).
+# Checks of the container, compose stack, Kubernetes manifests and Prometheus files, each by the
+# real tool, and of what the rendered manifests do (who may connect, rollout timing, selectors,
+# TLS from Secrets). Expects hadolint, yamllint, check-jsonschema, kustomize,
+# kubernetes-validate, promtool, npm and PyYAML on PATH (.ci/run installs them). Needs no
+# drbgd binary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,16 +25,62 @@ promtool check config deploy/prometheus/prometheus.yml
 promtool check rules deploy/prometheus/rules.yml
 promtool test rules deploy/prometheus/rules_test.yml
 
-echo "--- Grafana dashboards are valid JSON"
-for f in deploy/grafana/dashboards/*.json; do python3 -m json.tool "$f" >/dev/null; echo "$f ok"; done
+echo "--- every alert: runbook_url into README's Runbook section, unit-tested firing and silent"
+python3 .ci/runbook_check.py
 
-echo "--- kustomize build | kubernetes-validate --strict, per overlay"
+echo "--- Grafana dashboards: valid JSON, datasource and namespace/instance variables, \$__rate_interval"
+python3 - deploy/grafana/dashboards/*.json <<'PY'
+import json, re, sys
+for path in sys.argv[1:]:
+    d = json.load(open(path))
+    variables = {v["name"]: v for v in d["templating"]["list"]}
+    ds = variables.get("datasource", {})
+    assert ds.get("type") == "datasource" and ds.get("query") == "prometheus", f"{path}: no prometheus datasource variable"
+    for name in ("namespace", "instance"):
+        assert name in variables, f"{path}: no {name} variable"
+    panels = [p for top in d["panels"] for p in [top] + top.get("panels", [])]
+    refs = [p.get("datasource") for p in panels] + [t.get("datasource") for p in panels for t in p.get("targets", [])]
+    refs += [v.get("datasource") for v in d["templating"]["list"] if v["type"] == "query"]
+    for ref in refs:
+        if ref is not None:
+            assert ref.get("uid") == "${datasource}", f"{path}: datasource {ref} is not the variable"
+    for p in panels:
+        for t in p.get("targets", []):
+            expr = t["expr"]
+            assert not re.search(r"\brate\([^\]]*\[\d+[smh]\]", expr), f"{path}: {p['title']}: rate() without $__rate_interval: {expr}"
+            if "drbgd_" in expr.replace("k6_drbgd_", "") or "process_" in expr:
+                for name in ("namespace", "instance"):
+                    assert f'{name}=~"${name}"' in expr, f"{path}: {p['title']}: not filtered by ${name}: {expr}"
+    print(f"{path}: {len(panels)} panels ok")
+PY
+
+echo "--- kustomize build (no flags, as kubectl apply -k does) | kubernetes-validate --strict, per overlay"
 out=$(mktemp -d)
 for overlay in dev prod; do
-  kustomize build --load-restrictor LoadRestrictionsNone "k8s/overlays/$overlay" >"$out/$overlay.yaml"
+  kustomize build "k8s/overlays/$overlay" >"$out/$overlay.yaml"
   kubernetes-validate --strict --quiet "$out/$overlay.yaml"
   echo "$overlay: $(grep -c '^kind:' "$out/$overlay.yaml") objects valid"
 done
+# The optional cert-manager component renders onto prod as the comment there says.
+mkdir -p "$out/prod-cm"
+cat >"$out/prod-cm/kustomization.yaml" <<EOF
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+namespace: drbgd
+resources:
+  - $(realpath --relative-to="$out/prod-cm" k8s/overlays/prod)
+components:
+  - $(realpath --relative-to="$out/prod-cm" k8s/components/cert-manager)
+EOF
+kustomize build "$out/prod-cm" >"$out/prod-cm.yaml"
+grep -q '^kind: Certificate' "$out/prod-cm.yaml"
+echo "prod + components/cert-manager: $(grep -c '^kind:' "$out/prod-cm.yaml") objects"
+
+echo "--- NetworkPolicy by meaning: clients reach the API port, Prometheus the admin port, nobody else"
+python3 .ci/netpol_check.py --self-test "$out/dev.yaml" "$out/prod.yaml"
+
+echo "--- rendered manifests by meaning: rollout timing, no replicas under the HPA, selectors, probes, TLS"
+python3 .ci/manifest_check.py --require-tls "$out/prod.yaml" "$out/dev.yaml" "$out/prod.yaml"
 
 echo "--- PrometheusRule: promtool check rules, and identical to deploy/prometheus/rules.yml"
 python3 - "$out/prod.yaml" "$out/k8s-rules.yml" <<'PY'
