@@ -1,6 +1,8 @@
 //! Known-answer tests against published vectors (copied unchanged into tests/data):
 //! - NIST CAVP CTR_DRBG (CAVS 14.3, `drbgvectors_{no_reseed,pr_false,pr_true}/CTR_DRBG.rsp`),
-//!   AES-128 and AES-256, use df and no df: all 2,880 records.
+//!   AES-128, AES-192 and AES-256, use df and no df: all 4,320 records (all 512-bit outputs).
+//! - Large CTR_DRBG Generate calls (257 bytes to 64 KiB + 100) against OpenSSL 3's EVP_RAND
+//!   "CTR-DRBG", AES-128/192/256 with and without df (`scripts/ctr_drbg_vectors.sh`).
 //! - RFC 8439 ChaCha20 block function and keystream vectors, and rand_chacha's ChaCha20Rng as
 //!   an independent implementation of the same keystream.
 //! - The official BLAKE3 test vectors (keyed_hash, derive_key, 131-byte XOF output).
@@ -96,62 +98,146 @@ fn cavp_ctr_drbg_all_records() {
     let mut checked = 0;
     let mut per_option = std::collections::BTreeMap::new();
     for kind in ["no_reseed", "pr_false", "pr_true"] {
-        let records = parse_rsp(&format!("tests/data/ctr_drbg_{kind}.rsp"));
-        assert_eq!(records.len(), 960, "{kind}: records");
-        for (i, r) in records.iter().enumerate() {
-            let use_df = r.header.ends_with("use df");
-            let out = match &r.header[..7] {
-                "AES-128" => run_record::<aes::Aes128Enc>(kind, r, use_df),
-                "AES-256" => run_record::<aes::Aes256Enc>(kind, r, use_df),
-                other => panic!("unexpected section {other}"),
-            };
-            assert_eq!(
-                hex::encode(&out),
-                hex::encode(r.one("ReturnedBits")),
-                "{kind} [{}] record #{i}",
-                r.header
-            );
-            *per_option.entry(r.header.clone()).or_insert(0) += 1;
-            checked += 1;
+        // AES-128/256 sections, then the AES-192 sections (kept in their own files).
+        for (path, expected) in
+            [(format!("tests/data/ctr_drbg_{kind}.rsp"), 960), (format!("tests/data/ctr_drbg_aes192_{kind}.rsp"), 480)]
+        {
+            let records = parse_rsp(&path);
+            assert_eq!(records.len(), expected, "{path}: records");
+            for (i, r) in records.iter().enumerate() {
+                let use_df = r.header.ends_with("use df");
+                let out = match &r.header[..7] {
+                    "AES-128" => run_record::<aes::Aes128Enc>(kind, r, use_df),
+                    "AES-192" => run_record::<aes::Aes192Enc>(kind, r, use_df),
+                    "AES-256" => run_record::<aes::Aes256Enc>(kind, r, use_df),
+                    other => panic!("unexpected section {other}"),
+                };
+                assert_eq!(
+                    hex::encode(&out),
+                    hex::encode(r.one("ReturnedBits")),
+                    "{path} [{}] record #{i}",
+                    r.header
+                );
+                *per_option.entry(r.header.clone()).or_insert(0) += 1;
+                checked += 1;
+            }
         }
     }
-    assert_eq!(checked, 2880);
-    assert_eq!(per_option.len(), 4, "{per_option:?}");
-    assert!(per_option.values().all(|&n| n == 720));
+    // 3 files x 6 options (AES-128/192/256 x use df/no df) x 240 records: a parsing regression
+    // cannot skip records silently.
+    assert_eq!(checked, 4320);
+    assert_eq!(per_option.len(), 6, "{per_option:?}");
+    assert!(per_option.values().all(|&n| n == 720), "{per_option:?}");
 }
 
-/// The AES-192 groups (seedlen 40 bytes, not a whole number of blocks), from OpenSSL's copy of
-/// the same NIST file: 30 records, half with personalization and additional input.
-#[test]
-fn cavp_ctr_drbg_aes192_use_df() {
-    use drbgd::drbg::Drbg;
-    use drbgd::drbg::ctr_drbg::Aes192CtrDrbg;
-    let text = std::fs::read_to_string("tests/data/ctr_drbg_aes192_df.txt").unwrap();
-    let mut checked = 0;
-    for group in text.split("\nRAND = ").skip(1) {
-        let field = |name: &str, i: usize| -> Vec<u8> {
-            let key = format!("{name}.{i} = ");
-            group
-                .lines()
-                .find_map(|l| l.strip_prefix(&key))
-                .map(|h| hex::decode(h).unwrap())
-                .unwrap_or_default()
-        };
-        assert!(group.contains("Cipher = AES-192-CTR") && group.contains("DerivationFunction = 1"));
-        for i in 0..15 {
-            let mut drbg = Aes192CtrDrbg::instantiate(
-                &field("Entropy", i),
-                &field("Nonce", i),
-                &field("PersonalisationString", i),
-            );
-            let mut out = [0u8; 64];
-            drbg.generate(&mut out, &field("AdditionalInputA", i)).unwrap();
-            drbg.generate(&mut out, &field("AdditionalInputB", i)).unwrap();
-            assert_eq!(hex::encode(out), hex::encode(field("Output", i)), "AES-192 record {i}");
-            checked += 1;
+/// One record of tests/data/ctr_drbg_openssl.txt: its section and its calls, in order.
+struct OpensslRecord {
+    section: String,
+    count: String,
+    steps: Vec<(String, Vec<String>)>,
+}
+
+fn parse_openssl(path: &str) -> Vec<OpensslRecord> {
+    let text = fs::read_to_string(path).unwrap();
+    let mut section = String::new();
+    let mut records: Vec<OpensslRecord> = Vec::new();
+    for line in text.lines().map(str::trim_end) {
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        if let Some(h) = line.strip_prefix('[') {
+            section = h.trim_end_matches(']').to_string();
+            continue;
+        }
+        let (name, value) = line.split_once(" = ").expect("name = value");
+        if name == "COUNT" {
+            records.push(OpensslRecord { section: section.clone(), count: value.to_string(), steps: Vec::new() });
+        } else {
+            let fields = value.split_whitespace().map(str::to_string).collect();
+            records.last_mut().expect("call before COUNT").steps.push((name.to_string(), fields));
         }
     }
-    assert_eq!(checked, 30);
+    records
+}
+
+/// Runs one record through our CTR_DRBG: with df through the service's `Drbg` trait, without
+/// df through `CtrDrbg::new(.., false)`. Returns the number of Generate calls checked.
+fn run_openssl_record<C: drbgd::drbg::ctr_drbg::CtrKeySize>(use_df: bool, r: &OpensslRecord) -> usize {
+    use drbgd::drbg::Drbg;
+    use sha2::Digest;
+    let bytes = |s: &str| if s == "-" { Vec::new() } else { hex::decode(s).unwrap() };
+    let what = format!("[{}] COUNT = {}", r.section, r.count);
+    let mut drbg: Option<CtrDrbg<C>> = None;
+    let mut generates = 0;
+    for (step, (op, f)) in r.steps.iter().enumerate() {
+        match (op.as_str(), f.len()) {
+            ("Instantiate", 3) => {
+                let (entropy, nonce, pers) = (bytes(&f[0]), bytes(&f[1]), bytes(&f[2]));
+                drbg = Some(if use_df {
+                    CtrDrbg::<C>::instantiate(&entropy, &nonce, &pers)
+                } else {
+                    CtrDrbg::<C>::new(&entropy, &nonce, &pers, false)
+                });
+            }
+            ("Reseed", 2) => drbg.as_mut().expect("instantiated").reseed(&bytes(&f[0]), &bytes(&f[1])),
+            ("Generate", 3) => {
+                let len: usize = f[0].parse().unwrap();
+                let mut out = vec![0u8; len];
+                drbg.as_mut().expect("instantiated").generate(&mut out, &bytes(&f[1])).unwrap();
+                if let Some(digest) = f[2].strip_prefix("sha256:") {
+                    assert_eq!(
+                        hex::encode(sha2::Sha256::digest(&out)),
+                        digest,
+                        "{what}, call {step}: Generate({len}) differs from OpenSSL (SHA-256 of the output)"
+                    );
+                } else {
+                    let expected = bytes(&f[2]);
+                    assert_eq!(expected.len(), len, "{what}: output length");
+                    if let Some(i) = out.iter().zip(&expected).position(|(a, b)| a != b) {
+                        panic!(
+                            "{what}, call {step}: Generate({len}) differs from OpenSSL at byte {i} (block {}): ours {:02x}, OpenSSL {:02x}",
+                            i / 16,
+                            out[i],
+                            expected[i]
+                        );
+                    }
+                }
+                generates += 1;
+            }
+            other => panic!("{what}: unexpected call {other:?}"),
+        }
+    }
+    generates
+}
+
+/// Large Generate calls against an independent implementation, OpenSSL 3's CTR-DRBG
+/// (tests/data/ctr_drbg_openssl.txt, made by scripts/ctr_drbg_vectors.sh): 256 and 257 bytes
+/// (either side of the fused small-request path), 1,023/1,024/1,025 (one keystream batch),
+/// 1,500, 4,096, and 65,636 (above the 2^16-byte request limit, so two Generates), each followed
+/// by further calls, with and without personalization, additional input and reseeds.
+#[test]
+fn openssl_ctr_drbg_large_generates() {
+    let records = parse_openssl("tests/data/ctr_drbg_openssl.txt");
+    let mut per_section = std::collections::BTreeMap::new();
+    let mut generates = 0;
+    for r in &records {
+        let use_df = match r.section.get(7..) {
+            Some(" use df") => true,
+            Some(" no df") => false,
+            _ => panic!("unexpected section [{}]", r.section),
+        };
+        generates += match &r.section[..7] {
+            "AES-128" => run_openssl_record::<aes::Aes128Enc>(use_df, r),
+            "AES-192" => run_openssl_record::<aes::Aes192Enc>(use_df, r),
+            "AES-256" => run_openssl_record::<aes::Aes256Enc>(use_df, r),
+            other => panic!("unexpected section {other}"),
+        };
+        *per_section.entry(r.section.clone()).or_insert(0) += 1;
+    }
+    assert_eq!(records.len(), 24);
+    assert_eq!(per_section.len(), 6, "{per_section:?}");
+    assert!(per_section.values().all(|&n| n == 4), "{per_section:?}");
+    assert_eq!(generates, 66);
 }
 
 /// The CTR keystream equals the `ctr` crate's AES-256 CTR (128-bit big-endian counter) starting
