@@ -5,6 +5,10 @@
 # CPU features: the binary is built for the default x86-64 target and picks AES-NI / AVX2
 # paths at run time, so the image runs on any x86-64 server.
 
+# Base images: pinned by tag only for now. Pin each by digest with the tag kept in a comment, e.g.
+#   FROM rust:1.95.0-slim-bookworm@sha256:<digest> AS chef   # rust:1.95.0-slim-bookworm
+# taking the multi-arch index digest from `docker buildx imagetools inspect <image:tag>` (or
+# `crane digest <image:tag>`); none was reachable where this file was last edited.
 ARG RUST_VERSION=1.95.0
 
 FROM rust:${RUST_VERSION}-slim-bookworm AS chef

@@ -5,6 +5,8 @@
 # (pinned, built with Go: a few minutes the first time). Without BASE_URL it builds and starts a
 # local drbgd on free ports and stops it afterwards.
 # Extra k6 arguments go in K6_ARGS, e.g. K6_ARGS="-o experimental-prometheus-rw".
+# Every run is tagged testid=<scenario>-<UTC time> (or $TESTID): all its metrics carry the tag,
+# so the Grafana "k6 load tests (drbgd)" dashboard's testid variable selects one run.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 scenario=${1:?usage: loadtest/run.sh SCENARIO [BASE_URL]}
@@ -35,11 +37,15 @@ fi
 
 mkdir -p "$here/results"
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
+testid=${TESTID:-$scenario-$stamp}
 export BASE_URL="$base_url"
 export K6_WEB_DASHBOARD=true K6_WEB_DASHBOARD_OPEN=false K6_WEB_DASHBOARD_PERIOD=1s
 export K6_WEB_DASHBOARD_PORT=${K6_WEB_DASHBOARD_PORT:-$((40000 + RANDOM % 10000))}
 export K6_WEB_DASHBOARD_EXPORT="$here/results/$scenario-$stamp.html"
+echo "testid:  $testid"
 # shellcheck disable=SC2086
-k6 run --quiet --summary-trend-stats "avg,min,med,max,p(90),p(95),p(99)" --summary-export "$here/results/$scenario-$stamp.json" ${K6_ARGS:-} "$script"
+k6 run --quiet --tag "testid=$testid" --summary-trend-stats "avg,min,med,max,p(90),p(95),p(99)" \
+  --summary-export "$here/results/$scenario-$stamp.json" ${K6_ARGS:-} "$script"
+echo "testid:  $testid"
 echo "summary: $here/results/$scenario-$stamp.json"
 echo "report:  $K6_WEB_DASHBOARD_EXPORT"

@@ -5,7 +5,25 @@ import { Counter, Trend } from 'k6/metrics';
 
 export const BASE_URL = __ENV.BASE_URL || 'http://127.0.0.1:8080';
 export const GRPC_ADDR = __ENV.GRPC_ADDR || BASE_URL.replace(/^https?:\/\//, '');
-export const ALGS = ['chacha20', 'aes256ctr', 'blake3', 'randen'];
+// Every algorithm drbgd ships (all enabled by default); ALGS=chacha20,blake3 narrows a run.
+export const ALL_ALGS = ['chacha20', 'aes256ctr', 'aes192ctr', 'aes128ctr', 'blake3', 'randen'];
+export const ALGS = __ENV.ALGS ? __ENV.ALGS.split(',').map((a) => a.trim()).filter(Boolean) : ALL_ALGS;
+
+// A k6-style duration ("500ms", "30s", "1m", "1h", "1m30s", "1.5h") in seconds. A bare number is
+// seconds. Throws on anything else, so a typo stops the run instead of becoming NaN.
+export function durationSeconds(text) {
+  const s = String(text).trim();
+  if (/^\d+(\.\d+)?$/.test(s)) return Number(s);
+  const unit = { ms: 0.001, s: 1, m: 60, h: 3600 };
+  const re = /(\d+(?:\.\d+)?)(ms|s|m|h)/y;
+  let total = 0;
+  let m;
+  while ((m = re.exec(s)) !== null) {
+    total += Number(m[1]) * unit[m[2]];
+    if (re.lastIndex === s.length) return total;
+  }
+  throw new Error(`invalid duration ${JSON.stringify(text)} (use e.g. 30s, 1m, 1h, 1m30s)`);
+}
 
 // Server-side timing from the Server-Timing header (generation vs encoding), and a second,
 // client-side bias measurement: ones and bits actually received.

@@ -1,5 +1,5 @@
-// soak: long and steady (default 30 minutes) to watch memory (process_resident_memory_bytes
-// is not exported; watch the container's RSS) and latency drift.
+// soak: long and steady (default 30 minutes) to watch memory and latency drift: the drbgd
+// dashboard's process row shows process_resident_memory_bytes, CPU and open fds per instance.
 import { baseThresholds, getBits, getToken, getUuids, pick, ALGS } from '../lib/common.js';
 
 export const options = {
