@@ -10,17 +10,20 @@ use std::time::Duration;
 use anyhow::Context;
 use tokio::net::TcpListener;
 
-use crate::auth::ApiKeys;
+use crate::auth::Keyring;
 use crate::config::Settings;
 use crate::drbg::entropy::{EntropySource, OsEntropy};
 use crate::drbg::{Pool, selftest};
+use crate::http::request_id::ProcessRequestIds;
 use crate::metrics::Metrics;
+use crate::reload::Watched;
 use crate::server::{ServeOptions, serve};
 use crate::state::{AppState, Inner, Readiness};
+use crate::tls::ReloadableAcceptor;
 
 /// A built, bound, not yet running application.
 pub struct App {
-    tls: Option<tokio_rustls::TlsAcceptor>,
+    tls: Option<Arc<ReloadableAcceptor>>,
     api: TcpListener,
     admin: TcpListener,
     state: AppState,
@@ -46,9 +49,22 @@ impl App {
     ) -> anyhow::Result<Self> {
         settings.validate()?;
         selftest::run_all().context("self-test failed; refusing to start")?;
-        let tls = crate::tls::acceptor(&settings.tls)?;
-        let pool =
-            Pool::new(&settings.pool_config(), entropy).context("cannot seed the generators from the OS")?;
+        let tls = ReloadableAcceptor::from_settings(&settings.tls)?;
+        let pool = Pool::new(&settings.pool_config(), entropy.clone())
+            .context("cannot seed the generators from the OS")?;
+        let mut prefix = [0u8; 8];
+        entropy.fill(&mut prefix).context("cannot draw the request-id prefix from the OS")?;
+        let request_ids = ProcessRequestIds::new(u64::from_le_bytes(prefix));
+        let protection = pool.protection();
+        if !protection.dontdump {
+            tracing::warn!("generator state pages could not be excluded from core dumps (MADV_DONTDUMP)");
+        }
+        if !protection.locked {
+            tracing::warn!(
+                "generator state pages could not be locked in memory (mlock; raise RLIMIT_MEMLOCK): \
+                 they may be swapped"
+            );
+        }
         let metrics = Metrics::new(pool.stats().clone());
         metrics.shards.set(pool.shard_count() as i64);
         let api = TcpListener::bind(settings.server.listen)
@@ -58,13 +74,14 @@ impl App {
             .await
             .with_context(|| format!("cannot listen on {}", settings.server.admin_listen))?;
         let state = AppState::new(Inner {
-            api_keys: ApiKeys::from_settings(&settings)?,
+            api_keys: Keyring::from_settings(&settings)?,
             enabled: settings.enabled_algorithms().map_err(anyhow::Error::msg)?,
             default_alg: settings.default_algorithm().map_err(anyhow::Error::msg)?,
             pool,
             metrics,
             settings,
             readiness: Readiness::default(),
+            request_ids,
         });
         state.readiness.self_tests_passed.store(true, Ordering::Release);
         Ok(App { tls, api, admin, state })
@@ -90,9 +107,11 @@ impl App {
         &self.state
     }
 
-    /// Serves until `shutdown` completes; then /readyz turns 503 at once, the API stops
-    /// accepting and drains in-flight requests within `server.drain_timeout_ms`, and the admin
-    /// listener (still answering /readyz and /metrics during the drain) stops last.
+    /// Serves until `shutdown` completes; then /readyz turns 503 at once, the listeners keep
+    /// accepting for `server.shutdown_delay_ms` (endpoints and load balancers catch up), then
+    /// the API stops accepting and drains in-flight requests within `server.drain_timeout_ms`,
+    /// and the admin listener (still answering /readyz and /metrics during the drain) stops
+    /// last.
     ///
     /// # Errors
     /// None today; the signature leaves room for listener failures.
@@ -105,20 +124,40 @@ impl App {
             max_connections: s.max_connections,
             header_read_timeout: Duration::from_millis(s.header_read_timeout_ms),
             drain_timeout: Duration::from_millis(s.drain_timeout_ms),
+            max_connection_age: (s.max_connection_age_ms > 0)
+                .then(|| Duration::from_millis(s.max_connection_age_ms)),
         };
+        let delay = Duration::from_millis(s.shutdown_delay_ms);
+        if s.reload_interval_ms > 0 {
+            let watched = self.watched();
+            if !watched.is_empty() {
+                let reloads = self.state.metrics.reloads.clone();
+                tokio::spawn(crate::reload::watch(
+                    watched,
+                    Duration::from_millis(s.reload_interval_ms),
+                    reloads,
+                ));
+            }
+        }
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         let state = self.state.clone();
         tokio::spawn(async move {
             shutdown.await;
             state.readiness.shutting_down.store(true, Ordering::Release);
             state.metrics.ready.set(0);
-            tracing::info!("shutting down: not ready, draining");
+            tracing::info!(
+                delay_ms = delay.as_millis() as u64,
+                "shutting down: not ready; accepting until the delay ends"
+            );
+            tokio::time::sleep(delay).await;
+            tracing::info!("draining");
             let _ = stop_tx.send(true);
         });
         let api_router = crate::http::router(self.state.clone(), crate::grpc::router(self.state.clone()));
         let admin_router = crate::admin::router(self.state.clone());
         let (admin_done_tx, admin_done_rx) = tokio::sync::oneshot::channel::<()>();
-        let admin = tokio::spawn(serve(self.admin, admin_router, options, None, async {
+        let admin_options = ServeOptions { max_connection_age: None, ..options };
+        let admin = tokio::spawn(serve(self.admin, admin_router, admin_options, None, async {
             let _ = admin_done_rx.await;
         }));
         let mut rx = stop_rx.clone();
@@ -130,5 +169,25 @@ impl App {
         let _ = admin.await;
         tracing::info!(drained, "stopped");
         Ok(())
+    }
+
+    /// The mounted files to reload on change: the TLS certificate and key, the API keys file.
+    fn watched(&self) -> Vec<Watched> {
+        let mut watched = Vec::new();
+        if let Some(tls) = &self.tls {
+            watched.push(tls.watched());
+        }
+        if let Some((file, loaded)) = self.state.api_keys.as_ref().and_then(crate::auth::Keyring::file) {
+            let state = self.state.clone();
+            watched.push(Watched {
+                what: "api_keys",
+                files: vec![file],
+                loaded,
+                reload: Box::new(move || {
+                    state.api_keys.as_ref().map_or(Ok(()), crate::auth::Keyring::reload)
+                }),
+            });
+        }
+        watched
     }
 }

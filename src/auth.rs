@@ -73,6 +73,59 @@ impl ApiKeys {
     }
 }
 
+/// The accepted keys, re-read from the keys file on change: [`Keyring::reload`] swaps the whole
+/// set at once, so a request is checked against either the old set or the new one.
+pub struct Keyring {
+    settings: Settings,
+    current: std::sync::RwLock<std::sync::Arc<ApiKeys>>,
+    /// Fingerprint of the keys file taken before the first read (see [`crate::reload`]).
+    loaded: [u8; 32],
+}
+
+impl std::fmt::Debug for Keyring {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Keyring").field(&*self.keys()).finish()
+    }
+}
+
+impl Keyring {
+    /// The keyring for `settings`, or `None` when auth is off.
+    ///
+    /// # Errors
+    /// See [`ApiKeys::from_settings`].
+    pub fn from_settings(settings: &Settings) -> anyhow::Result<Option<Self>> {
+        let loaded = crate::reload::fingerprint(&settings.api_keys_file().into_iter().collect::<Vec<_>>());
+        let Some(keys) = ApiKeys::from_settings(settings)? else { return Ok(None) };
+        let current = std::sync::RwLock::new(std::sync::Arc::new(keys));
+        Ok(Some(Keyring { settings: settings.clone(), current, loaded }))
+    }
+
+    fn keys(&self) -> std::sync::Arc<ApiKeys> {
+        self.current.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+
+    /// Checks an `Authorization` header value against the current keys.
+    pub fn accepts_header(&self, value: Option<&[u8]>) -> bool {
+        self.keys().accepts_header(value)
+    }
+
+    /// Re-reads the keys file (and the configured digests); on success the new set replaces
+    /// the old one whole.
+    ///
+    /// # Errors
+    /// See [`ApiKeys::from_settings`]; the previous keys then stay in force.
+    pub fn reload(&self) -> anyhow::Result<()> {
+        let keys = ApiKeys::from_settings(&self.settings)?.ok_or_else(|| anyhow::anyhow!("auth is off"))?;
+        *self.current.write().unwrap_or_else(std::sync::PoisonError::into_inner) = std::sync::Arc::new(keys);
+        Ok(())
+    }
+
+    /// The file whose change triggers a reload, if any, and its fingerprint when first read.
+    pub fn file(&self) -> Option<(std::path::PathBuf, [u8; 32])> {
+        self.settings.api_keys_file().map(|f| (f, self.loaded))
+    }
+}
+
 /// Middleware: 401 `unauthorized` unless auth is off or the bearer key is accepted.
 pub async fn require_key(State(state): State<AppState>, request: Request, next: Next) -> Response {
     if let Some(keys) = &state.api_keys {

@@ -51,6 +51,13 @@ pub struct ServerSettings {
     pub concurrency_limit: usize,
     /// Drain deadline at shutdown.
     pub drain_timeout_ms: u64,
+    /// Time between SIGTERM (readiness off) and the start of the drain.
+    pub shutdown_delay_ms: u64,
+    /// Connections older than this are closed gracefully (0 = never).
+    pub max_connection_age_ms: u64,
+    /// How often mounted files (TLS certificate and key, API keys file) are checked for
+    /// changes (0 = never).
+    pub reload_interval_ms: u64,
 }
 
 /// `[limits]`.

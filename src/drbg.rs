@@ -9,12 +9,14 @@
 //!   fast-key-erasure buffer of [`fke`].
 //! - [`reseed`]: thresholds (bytes with arc4random-style jitter, age), prediction resistance,
 //!   fork detection and the continuous health test around any [`Drbg`].
-//! - [`fork`]: the fork generation counter (`unsafe`, with `randen::aesni`).
+//! - [`fork`]: the fork generation counter (`unsafe`, with `randen::aesni` and `secret_mem`).
+//! - [`secret_mem`]: dump-excluded, locked pages for the generator state.
 //! - [`entropy`]: where seed material comes from.
 //! - [`pool`]: per-core shards, each holding one managed instance of every algorithm.
 //! - [`randen`]: Randen (Abseil's engine, verified against its goldens) as a fourth generator;
 //!   its AES-NI permutation is the other `unsafe`.
 //! - [`bits`]: packing and counting of bit strings.
+//! - [`uniform`]: unbiased integers on a range from a fallible word source.
 //! - [`selftest`]: the known-answer and round-trip start-up tests.
 
 pub mod bits;
@@ -28,8 +30,10 @@ pub mod pool;
 pub mod randen;
 mod randen_keys;
 pub mod reseed;
+pub mod secret_mem;
 pub mod selftest;
 pub mod stats;
+pub mod uniform;
 
 use std::fmt;
 use std::str::FromStr;

@@ -25,8 +25,12 @@ pub mod pb {
 
 use pb::randomness_server::{Randomness, RandomnessServer};
 
-/// Most bits in one unary GetBits (4 MiB of data); StreamBits serves up to `max_bits`.
-pub const MAX_UNARY_BITS: u64 = 1 << 25;
+/// Most bits in one unary GetBits (2 MiB of data; GetBytes: 2 MiB): half of the 4 MiB that
+/// grpc-go, grpc-java, grpcurl, k6 and tonic accept by default, so a default client always
+/// takes the largest reply. StreamBits serves up to `limits.max_bits`.
+pub const MAX_UNARY_BITS: u64 = 1 << 24;
+/// Largest StreamBits chunk: 1 MiB of data, a quarter of the default receive limit.
+pub const MAX_STREAM_CHUNK_BYTES: usize = 1 << 20;
 /// Largest message the server encodes: the unary limit plus framing.
 const MAX_MESSAGE_BYTES: usize = (MAX_UNARY_BITS as usize / 8) + 64 * 1024;
 /// The fully qualified service name.
@@ -184,24 +188,25 @@ impl Randomness for RandomnessService {
     async fn stream_bits(&self, request: Request<pb::StreamBitsRequest>) -> Reply<Self::StreamBitsStream> {
         let r = request.into_inner();
         let start = Instant::now();
+        let chunk = match r.chunk_bytes as usize {
+            0 => self.state.settings.limits.stream_chunk_bytes,
+            n => n,
+        }
+        .clamp(3, MAX_STREAM_CHUNK_BYTES);
         let prepared = (|| {
             let n = service::check_n("n", r.n, self.state.settings.limits.max_bits)?;
             let alg = service::resolve_alg(&self.state, named(&r.alg))?;
-            Ok::<_, ApiError>(BitsRequest { n_bits: n, alg, prediction_resistance: r.prediction_resistance })
+            let req = BitsRequest { n_bits: n, alg, prediction_resistance: r.prediction_resistance };
+            Ok::<_, ApiError>((req, ChunkedOutput::new(self.state.clone(), req, Encoding::Binary, chunk)?))
         })();
-        let req = match prepared {
-            Ok(req) => req,
+        let (req, output) = match prepared {
+            Ok(prepared) => prepared,
             Err(e) => {
                 self.state.metrics.errors.with_label_values(&[e.code()]).inc();
                 self.observe("StreamBits", "none", e.grpc_code(), start);
                 return Err(e.to_status());
             }
         };
-        let chunk = match r.chunk_bytes as usize {
-            0 => self.state.settings.limits.stream_chunk_bytes,
-            n => n.clamp(3, 4 << 20),
-        };
-        let output = ChunkedOutput::new(self.state.clone(), req, Encoding::Binary, chunk);
         let stream = ChunkStreamState { output, req, offset: 0, service: self.clone(), start, done: false };
         Ok(Response::new(Box::pin(futures_util::stream::unfold(stream, ChunkStreamState::next))))
     }

@@ -4,6 +4,7 @@
 mod meta;
 mod params;
 mod random;
+pub mod request_id;
 mod values;
 
 use std::time::{Duration, Instant};
@@ -17,7 +18,7 @@ use axum::routing::get;
 use axum::{BoxError, Router};
 use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
-use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::request_id::{PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::set_header::SetResponseHeaderLayer;
 
 use crate::drbg::Algorithm;
@@ -62,18 +63,20 @@ fn with_stack(api: Router, state: &AppState) -> Router {
     let timeout = Duration::from_millis(state.settings.server.request_timeout_ms);
     let shed_state = state.clone();
     let stack = ServiceBuilder::new()
+        // Outermost, so that no panic anywhere below (a layer or a handler) can drop a
+        // connection: it becomes a 500 problem+json, no-store, with nothing revealed.
+        .layer(CatchPanicLayer::custom(|_| panic_response()))
         // Random output must never be cached by any proxy: on every response, errors included.
         .layer(SetResponseHeaderLayer::overriding(
             header::CACHE_CONTROL,
             HeaderValue::from_static("no-store"),
         ))
         .layer(SetResponseHeaderLayer::overriding(header::PRAGMA, HeaderValue::from_static("no-cache")))
-        // Correlate logs and client reports: keep the caller's X-Request-Id or make one...
-        .layer(SetRequestIdLayer::new(X_REQUEST_ID, MakeRequestUuid))
+        // Correlate logs and client reports: keep the caller's X-Request-Id or make one from
+        // the process prefix and a counter (no syscall, no panic path: see `request_id`)...
+        .layer(SetRequestIdLayer::new(X_REQUEST_ID, state.request_ids.clone()))
         // ...and echo it on the response.
         .layer(PropagateRequestIdLayer::new(X_REQUEST_ID))
-        // A panic becomes a 500 with nothing revealed, never a dropped connection.
-        .layer(CatchPanicLayer::custom(|_| ApiError::Internal.into_response()))
         // Turn the errors of the layers below into problem+json 503s (and count them).
         .layer(HandleErrorLayer::new(move |err: BoxError| tower_error(shed_state.clone(), err)))
         // Refuse at once when full (503 + Retry-After) instead of queueing without bound...
@@ -83,6 +86,15 @@ fn with_stack(api: Router, state: &AppState) -> Router {
         // Headers must be ready in time (streamed bodies continue past it).
         .timeout(timeout);
     Router::new().fallback_service(stack.service(api))
+}
+
+/// The 500 for a caught panic; built here because the header layers sit inside the catcher.
+fn panic_response() -> Response {
+    let mut response = ApiError::Internal.into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
+    response
 }
 
 async fn tower_error(state: AppState, err: BoxError) -> Response {

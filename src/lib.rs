@@ -14,7 +14,8 @@
 //! - [`app`], [`server`], [`shutdown`], [`state`]: wiring, the connection loop, signals, shared
 //!   state.
 //! - [`study`]: `drbgd bench`, the source experiments reproduced (CSV, figures, rekey study).
-//! - [`tls`]: optional rustls for the API listener.
+//! - [`tls`]: optional rustls for the API listener (reloadable).
+//! - [`reload`]: polls mounted files (TLS certificate and key, API keys) and reloads them.
 //! - [`cli`], [`telemetry`]: the command line and logging.
 
 pub mod admin;
@@ -27,6 +28,7 @@ pub mod error;
 pub mod grpc;
 pub mod http;
 pub mod metrics;
+pub mod reload;
 pub mod server;
 pub mod service;
 pub mod shutdown;

@@ -63,6 +63,8 @@ pub struct Metrics {
     pub ready: IntGauge,
     /// `drbgd_self_test_failures_total{alg}` at start-up (continuous failures come from the pool).
     pub startup_self_test_failures: IntCounterVec,
+    /// `drbgd_reloads_total{what,result}`: reloads of mounted files (TLS, API keys).
+    pub reloads: IntCounterVec,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -135,7 +137,17 @@ impl Metrics {
                 "Start-up self-test failures (the process refuses to start).",
                 &["alg"],
             ),
+            reloads: counter(
+                "reloads_total",
+                "Reloads of mounted files after a change, by what (tls, api_keys) and result (ok, error).",
+                &["what", "result"],
+            ),
         };
+        for what in ["tls", "api_keys"] {
+            for result in ["ok", "error"] {
+                m.reloads.with_label_values(&[what, result]);
+            }
+        }
         let r = &m.registry;
         let collectors: Vec<Box<dyn Collector>> = vec![
             Box::new(m.http_duration.clone()),
@@ -152,11 +164,17 @@ impl Metrics {
             Box::new(m.ready.clone()),
             Box::new(m.startup_self_test_failures.clone()),
             Box::new(LifecycleCollector::new(stats)),
+            Box::new(m.reloads.clone()),
             Box::new(build_info()),
         ];
         for c in collectors {
             r.register(c).expect("unique metric names");
         }
+        // process_resident_memory_bytes, process_cpu_seconds_total, process_open_fds, ...:
+        // the standard names (no drbgd_ prefix), so shared dashboards and soak checks work.
+        #[cfg(target_os = "linux")]
+        r.register(Box::new(prometheus::process_collector::ProcessCollector::for_self()))
+            .expect("unique metric names");
         m
     }
 
@@ -291,8 +309,10 @@ mod tests {
         m.observe_bias(Algorithm::ChaCha20, 100, 50);
         let text = m.render();
         for line in text.lines().filter(|l| !l.starts_with('#')) {
-            assert!(line.starts_with("drbgd_"), "{line}");
+            assert!(line.starts_with("drbgd_") || line.starts_with("process_"), "{line}");
         }
+        #[cfg(target_os = "linux")]
+        assert!(text.contains("process_resident_memory_bytes "), "{text}");
         assert!(text.contains("drbgd_reseeds_total{alg=\"blake3\",reason=\"fork\"} 1"));
         assert!(text.contains("drbgd_output_bias_zscore_bucket{alg=\"chacha20\",le=\"0\"} 1"));
         assert!(text.contains("# HELP drbgd_bias_ones_total"));

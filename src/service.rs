@@ -4,9 +4,9 @@
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use rand::distr::{Distribution, Uniform};
 use zeroize::Zeroize;
 
+use crate::drbg::uniform::UniformI64;
 use crate::drbg::{Algorithm, bits};
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -167,8 +167,22 @@ pub fn secret(state: &AppState, alg: Algorithm, bytes: u64, format: Encoding) ->
 /// # Errors
 /// 503 `entropy_unavailable` or `generator_failed`; `buf` is then zeroed.
 pub fn fill(state: &AppState, alg: Algorithm, buf: &mut [u8], pr: bool) -> Result<Duration, ApiError> {
+    fill_on(state, state.pool.current_shard(), alg, buf, pr)
+}
+
+/// [`fill`] on a given shard (a stream keeps to the shard it prepared).
+///
+/// # Errors
+/// See [`fill`].
+pub fn fill_on(
+    state: &AppState,
+    shard: usize,
+    alg: Algorithm,
+    buf: &mut [u8],
+    pr: bool,
+) -> Result<Duration, ApiError> {
     let start = Instant::now();
-    let result = state.pool.fill(alg, buf, pr);
+    let result = state.pool.fill_on_shard(shard, alg, buf, pr);
     let elapsed = start.elapsed();
     state.metrics.generate_duration.with_label_values(&[alg.name()]).observe(elapsed.as_secs_f64());
     result?;
@@ -208,6 +222,8 @@ pub fn generate(state: &AppState, req: &BitsRequest) -> Result<Generated, ApiErr
 /// dropping the stream (a client that went away) stops generation.
 pub struct ChunkedOutput {
     state: AppState,
+    /// The shard every chunk comes from: the one prepared for the whole stream.
+    shard: usize,
     req: BitsRequest,
     encoding: Encoding,
     chunk_bytes: usize,
@@ -226,12 +242,27 @@ impl Drop for ChunkedOutput {
 
 impl ChunkedOutput {
     /// Prepares a stream; `chunk_bytes` is rounded to a multiple of 3 (base64) and the `bits`
-    /// encoding uses an eighth of it (8 output bytes per input byte).
-    pub fn new(state: AppState, req: BitsRequest, encoding: Encoding, chunk_bytes: usize) -> Self {
+    /// encoding uses an eighth of it (8 output bytes per input byte). Every chunk comes from
+    /// the calling thread's shard, which reseeds now if the whole stream would otherwise need a
+    /// reseed midway (not for `pr`: its first chunk reseeds anyway).
+    ///
+    /// # Errors
+    /// 503 `entropy_unavailable` if that reseed failed: nothing was sent yet.
+    pub fn new(
+        state: AppState,
+        req: BitsRequest,
+        encoding: Encoding,
+        chunk_bytes: usize,
+    ) -> Result<Self, ApiError> {
+        let shard = state.pool.current_shard();
+        if !req.prediction_resistance {
+            state.pool.prepare_on_shard(shard, req.alg, req.byte_len())?;
+        }
         let chunk_bytes = if encoding == Encoding::Bits { (chunk_bytes / 8).max(3) } else { chunk_bytes };
         let chunk_bytes = (chunk_bytes / 3 * 3).max(3);
-        ChunkedOutput {
+        Ok(ChunkedOutput {
             state,
+            shard,
             req,
             encoding,
             chunk_bytes,
@@ -240,7 +271,7 @@ impl ChunkedOutput {
             started: false,
             finished: false,
             buf: Vec::new(),
-        }
+        })
     }
 
     /// The next encoded piece, `None` at the end.
@@ -265,7 +296,7 @@ impl ChunkedOutput {
         let n_bits = remaining.min(self.chunk_bytes as u64 * 8);
         self.buf.resize(bits::byte_len(n_bits) as usize, 0);
         let pr = self.req.prediction_resistance && self.bits_done == 0;
-        fill(&self.state, self.req.alg, &mut self.buf, pr)?;
+        fill_on(&self.state, self.shard, self.req.alg, &mut self.buf, pr)?;
         bits::mask_tail(&mut self.buf, n_bits);
         self.ones += bits::count_ones(&self.buf);
         encode_chunk(self.encoding, &self.buf, n_bits, &mut out);
@@ -348,7 +379,8 @@ pub fn uuids(
 }
 
 /// `count` integers uniform on `[min, max]`, by Lemire's widening multiply with rejection
-/// (rand's `Uniform`): no modulo bias.
+/// ([`UniformI64`], rand's method): no modulo bias. Words come from the pool through the same
+/// fallible call as `/bits`, so a generator that refuses ends the request with its error.
 ///
 /// # Errors
 /// `invalid_range` if `min > max`; see [`fill`].
@@ -359,12 +391,11 @@ pub fn ints(
     max: i64,
     count: usize,
 ) -> Result<Vec<i64>, ApiError> {
-    let dist = Uniform::new_inclusive(min, max)
-        .map_err(|_| ApiError::invalid("invalid_range", "min", "min must not exceed max"))?;
-    let mut rng = state.pool.rng(alg);
-    let values: Vec<i64> = (0..count).map(|_| dist.sample(&mut rng)).collect();
-    match rng.failure() {
-        Some(e) => Err(e.into()),
-        None => Ok(values),
-    }
+    let dist = UniformI64::new_inclusive(min, max)
+        .ok_or_else(|| ApiError::invalid("invalid_range", "min", "min must not exceed max"))?;
+    let start = Instant::now();
+    let mut words = state.pool.words(alg);
+    let values = (0..count).map(|_| dist.sample(|| words.next_u64())).collect::<Result<Vec<_>, _>>();
+    state.metrics.generate_duration.with_label_values(&[alg.name()]).observe(start.elapsed().as_secs_f64());
+    Ok(values?)
 }

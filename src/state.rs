@@ -4,9 +4,10 @@ use std::ops::Deref;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::auth::ApiKeys;
+use crate::auth::Keyring;
 use crate::config::Settings;
 use crate::drbg::{Algorithm, Pool};
+use crate::http::request_id::ProcessRequestIds;
 use crate::metrics::Metrics;
 
 /// Shared application state, extracted by handlers with `State<AppState>`.
@@ -29,7 +30,9 @@ pub struct Inner {
     /// Algorithm used when none is named.
     pub default_alg: Algorithm,
     /// Accepted API keys (digests), when auth is on.
-    pub api_keys: Option<ApiKeys>,
+    pub api_keys: Option<Keyring>,
+    /// Maker of request ids (process prefix + counter).
+    pub request_ids: ProcessRequestIds,
 }
 
 impl AppState {

@@ -1,7 +1,9 @@
 //! Optional TLS for the API listener (rustls with the ring provider): certificate chain and
-//! key from PEM files, ALPN offering HTTP/2 (for gRPC) and HTTP/1.1.
+//! key from PEM files, ALPN offering HTTP/2 (for gRPC) and HTTP/1.1. The acceptor is
+//! reloadable: [`ReloadableAcceptor::reload`] builds a new one from the files and swaps it in;
+//! connections already open keep the one they were accepted with.
 
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use anyhow::Context;
 use rustls_pki_types::pem::PemObject;
@@ -12,14 +14,76 @@ use tokio_rustls::rustls::crypto::ring;
 
 use crate::config::TlsSettings;
 
-/// The acceptor for `settings`, or `None` when TLS is off.
+/// The current acceptor, replaced whole on reload.
+pub struct ReloadableAcceptor {
+    settings: TlsSettings,
+    current: RwLock<TlsAcceptor>,
+    /// Fingerprint of the files taken before the first read (see [`crate::reload`]).
+    loaded: [u8; 32],
+}
+
+impl std::fmt::Debug for ReloadableAcceptor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReloadableAcceptor")
+            .field("cert_file", &self.settings.cert_file)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ReloadableAcceptor {
+    /// The acceptor for `settings`, or `None` when TLS is off.
+    ///
+    /// # Errors
+    /// See [`acceptor`].
+    pub fn from_settings(settings: &TlsSettings) -> anyhow::Result<Option<Arc<Self>>> {
+        if !settings.enabled {
+            return Ok(None);
+        }
+        let loaded = crate::reload::fingerprint(&files(settings));
+        let acceptor = acceptor(settings)?;
+        Ok(Some(Arc::new(ReloadableAcceptor {
+            settings: settings.clone(),
+            current: RwLock::new(acceptor),
+            loaded,
+        })))
+    }
+
+    /// The acceptor for the next connection.
+    pub fn current(&self) -> TlsAcceptor {
+        self.current.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+
+    /// Re-reads the certificate and key; on success new connections use them.
+    ///
+    /// # Errors
+    /// See [`acceptor`]; the previous certificate then stays in use.
+    pub fn reload(&self) -> anyhow::Result<()> {
+        let acceptor = acceptor(&self.settings)?;
+        *self.current.write().unwrap_or_else(std::sync::PoisonError::into_inner) = acceptor;
+        Ok(())
+    }
+
+    /// What to watch: the certificate and key files.
+    pub fn watched(self: &Arc<Self>) -> crate::reload::Watched {
+        let this = self.clone();
+        crate::reload::Watched {
+            what: "tls",
+            files: files(&self.settings),
+            loaded: self.loaded,
+            reload: Box::new(move || this.reload()),
+        }
+    }
+}
+
+fn files(settings: &TlsSettings) -> Vec<std::path::PathBuf> {
+    vec![settings.cert_file.clone().into(), settings.key_file.clone().into()]
+}
+
+/// A TLS acceptor built from `settings`' PEM files.
 ///
 /// # Errors
 /// Unreadable or invalid PEM files, or a key that does not match the certificate.
-pub fn acceptor(settings: &TlsSettings) -> anyhow::Result<Option<TlsAcceptor>> {
-    if !settings.enabled {
-        return Ok(None);
-    }
+pub fn acceptor(settings: &TlsSettings) -> anyhow::Result<TlsAcceptor> {
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&settings.cert_file)
         .with_context(|| format!("tls.cert_file {}", settings.cert_file))?
         .collect::<Result<_, _>>()
@@ -34,5 +98,5 @@ pub fn acceptor(settings: &TlsSettings) -> anyhow::Result<Option<TlsAcceptor>> {
         .with_single_cert(certs, key)
         .context("TLS certificate and key do not match")?;
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    Ok(Some(TlsAcceptor::from(Arc::new(config))))
+    Ok(TlsAcceptor::from(Arc::new(config)))
 }

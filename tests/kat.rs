@@ -99,9 +99,10 @@ fn cavp_ctr_drbg_all_records() {
     let mut per_option = std::collections::BTreeMap::new();
     for kind in ["no_reseed", "pr_false", "pr_true"] {
         // AES-128/256 sections, then the AES-192 sections (kept in their own files).
-        for (path, expected) in
-            [(format!("tests/data/ctr_drbg_{kind}.rsp"), 960), (format!("tests/data/ctr_drbg_aes192_{kind}.rsp"), 480)]
-        {
+        for (path, expected) in [
+            (format!("tests/data/ctr_drbg_{kind}.rsp"), 960),
+            (format!("tests/data/ctr_drbg_aes192_{kind}.rsp"), 480),
+        ] {
             let records = parse_rsp(&path);
             assert_eq!(records.len(), expected, "{path}: records");
             for (i, r) in records.iter().enumerate() {
@@ -151,7 +152,11 @@ fn parse_openssl(path: &str) -> Vec<OpensslRecord> {
         }
         let (name, value) = line.split_once(" = ").expect("name = value");
         if name == "COUNT" {
-            records.push(OpensslRecord { section: section.clone(), count: value.to_string(), steps: Vec::new() });
+            records.push(OpensslRecord {
+                section: section.clone(),
+                count: value.to_string(),
+                steps: Vec::new(),
+            });
         } else {
             let fields = value.split_whitespace().map(str::to_string).collect();
             records.last_mut().expect("call before COUNT").steps.push((name.to_string(), fields));

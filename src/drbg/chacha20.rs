@@ -12,6 +12,12 @@ pub type ChaCha20Drbg = FastKeyErasure<ChaChaCore>;
 
 /// ChaCha20 keystream: `chacha20::ChaCha20Rng` keyed with the seed. The crate zeroizes it on
 /// drop (`zeroize` feature), and every rekey drops the previous one.
+///
+/// # Security
+/// `from_seed` takes the key by value: the copy made for that call lives in the callee's
+/// frame (or registers) and cannot be wiped from here. The callers' own key buffers are
+/// wiped (`fke.rs`); such argument copies and register spills are the residue Rust cannot
+/// reach, as in every zeroizing RustCrypto type.
 pub struct ChaChaCore(ChaCha20Rng);
 
 impl KeystreamCore for ChaChaCore {

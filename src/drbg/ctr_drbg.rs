@@ -117,6 +117,7 @@ impl<C: AesCipher> CtrDrbg<C> {
             block_cipher_df::<C>(&[entropy, nonce, personalization], seed);
         } else {
             assert!(nonce.is_empty(), "no-df CTR_DRBG takes no nonce");
+            assert_full_entropy(entropy, seed.len());
             xor_padded(entropy, personalization, seed);
         }
         let mut drbg =
@@ -136,6 +137,7 @@ impl<C: AesCipher> CtrDrbg<C> {
         if self.use_df {
             block_cipher_df::<C>(&[entropy, additional], seed);
         } else {
+            assert_full_entropy(entropy, seed.len());
             xor_padded(entropy, additional, seed);
         }
         self.update(seed);
@@ -265,6 +267,13 @@ impl<C: AesCipher> CtrDrbg<C> {
         self.v = u128::from_be_bytes(v);
         v.zeroize();
     }
+}
+
+/// Without the derivation function the entropy input is used as the seed itself, so it must
+/// be exactly seedlen bytes of full entropy (10.2.1.3.1, 10.2.1.4.1). Zero-padding a short
+/// input would silently lower the seed's entropy; it is refused instead.
+fn assert_full_entropy(entropy: &[u8], seed_len: usize) {
+    assert_eq!(entropy.len(), seed_len, "no-df CTR_DRBG needs exactly seedlen bytes of entropy input");
 }
 
 /// `out = pad(a) XOR pad(b)` where pad right-pads with zeros to `out.len()` (no-df seeding).
@@ -432,5 +441,27 @@ mod tests {
         assert_eq!(d.generate_with(&mut out, &[]), Err(ReseedRequired));
         d.reseed_with(&[9u8; 48], &[]);
         assert!(d.generate_with(&mut out, &[]).is_ok());
+    }
+
+    #[test]
+    #[should_panic(expected = "exactly seedlen")]
+    fn no_df_refuses_short_entropy_at_instantiate() {
+        // 47 bytes for AES-256 (seedlen 48): zero-padding it would lose a byte of entropy.
+        let _ = Aes256CtrDrbg::new(&[7u8; 47], &[], b"", false);
+    }
+
+    #[test]
+    #[should_panic(expected = "exactly seedlen")]
+    fn no_df_refuses_short_entropy_at_reseed() {
+        let mut d = Aes128CtrDrbg::new(&[7u8; 32], &[], b"", false);
+        d.reseed_with(&[9u8; 16], &[]);
+    }
+
+    #[test]
+    fn no_df_takes_exactly_seedlen() {
+        let mut d = Aes192CtrDrbg::new(&[7u8; 40], &[], b"short personalization", false);
+        d.reseed_with(&[9u8; 40], b"short additional input");
+        let mut out = [0u8; 16];
+        d.generate_with(&mut out, b"padded, as 10.2.1.5.1 says").unwrap();
     }
 }

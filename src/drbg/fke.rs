@@ -131,7 +131,9 @@ pub fn derive_key(context: &str, inputs: &[&[u8]]) -> [u8; KEY_LEN] {
         hasher.update(&(input.len() as u64).to_le_bytes());
         hasher.update(input);
     }
-    let key = *hasher.finalize().as_bytes();
+    let mut hash = hasher.finalize();
+    let key = *hash.as_bytes();
+    hash.zeroize();
     hasher.zeroize();
     key
 }

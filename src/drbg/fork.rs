@@ -28,13 +28,7 @@ pub fn generation() -> u64 {
             let g = page.load(Ordering::Acquire);
             if g != 0 { g } else { after_fork_wiped(page) }
         }
-        Detector::Pid(pid) => {
-            if pid.load(Ordering::Relaxed) == std::process::id() {
-                GENERATION.load(Ordering::Acquire)
-            } else {
-                after_fork_pid(pid)
-            }
-        }
+        Detector::Pid(pid) => pid_generation(pid, &GENERATION, std::process::id(), || {}),
     }
 }
 
@@ -46,6 +40,15 @@ pub fn mechanism() -> &'static str {
     }
 }
 
+/// Makes this process use the pid fallback, as on kernels without `MADV_WIPEONFORK`. Only
+/// effective before the first [`generation`] call; returns whether the fallback is in use.
+/// For tests of the fallback (`tests/fork_pid.rs`); both mechanisms are sound.
+#[doc(hidden)]
+pub fn force_pid_fallback() -> bool {
+    let _ = DETECTOR.set(Detector::Pid(AtomicU32::new(std::process::id())));
+    mechanism() == "pid"
+}
+
 #[cold]
 fn after_fork_wiped(page: &AtomicU64) -> u64 {
     let next = GENERATION.fetch_add(1, Ordering::AcqRel) + 1;
@@ -55,10 +58,25 @@ fn after_fork_wiped(page: &AtomicU64) -> u64 {
     }
 }
 
+/// The pid fallback. Invariant: whoever sees `pid == current` also sees the generation bump
+/// made for `current`. So the bump comes first, and the pid is published after it with
+/// Release (read with Acquire). Publishing the pid first (as before) let a second thread of
+/// a forked child see its own pid with the parent's generation and skip the reseed.
+/// `between` runs between the bump and the publication (a test hook; `|| {}` otherwise).
+#[inline]
+fn pid_generation(pid: &AtomicU32, generation: &AtomicU64, current: u32, between: impl FnOnce()) -> u64 {
+    if pid.load(Ordering::Acquire) == current {
+        return generation.load(Ordering::Acquire);
+    }
+    after_fork_pid(pid, generation, current, between)
+}
+
 #[cold]
-fn after_fork_pid(pid: &AtomicU32) -> u64 {
-    pid.store(std::process::id(), Ordering::Relaxed);
-    GENERATION.fetch_add(1, Ordering::AcqRel) + 1
+fn after_fork_pid(pid: &AtomicU32, generation: &AtomicU64, current: u32, between: impl FnOnce()) -> u64 {
+    let next = generation.fetch_add(1, Ordering::AcqRel) + 1;
+    between();
+    pid.store(current, Ordering::Release);
+    next
 }
 
 impl Detector {
@@ -121,5 +139,25 @@ mod tests {
         assert_eq!(generation(), a);
         #[cfg(target_os = "linux")]
         assert_eq!(mechanism(), "wipeonfork");
+    }
+
+    /// The race of the pid fallback, replayed deterministically: thread A of a forked child
+    /// (pid 200, parent 100) is inside the fork path when thread B checks. B must never see
+    /// the child's pid together with the parent's generation.
+    #[test]
+    fn pid_fallback_never_pairs_the_new_pid_with_the_old_generation() {
+        let pid = AtomicU32::new(100);
+        let counter = AtomicU64::new(7);
+        let parent_generation = pid_generation(&pid, &counter, 100, || {});
+        assert_eq!(parent_generation, 7);
+        let mut seen_by_b = None;
+        let a = pid_generation(&pid, &counter, 200, || {
+            seen_by_b = Some(pid_generation(&pid, &counter, 200, || {}));
+        });
+        let b = seen_by_b.unwrap();
+        assert_ne!(b, parent_generation, "thread B would skip the reseed");
+        assert_ne!(a, parent_generation);
+        // Both are past the fork; later calls agree with what is published.
+        assert_eq!(pid_generation(&pid, &counter, 200, || {}), counter.load(Ordering::Acquire));
     }
 }

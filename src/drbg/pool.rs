@@ -13,6 +13,7 @@ use super::ctr_drbg::{Aes128CtrDrbg, Aes192CtrDrbg, Aes256CtrDrbg};
 use super::entropy::EntropySource;
 use super::randen::RandenDrbg;
 use super::reseed::{Managed, ReseedPolicy};
+use super::secret_mem::{Protection, SecretSlice};
 use super::stats::Stats;
 use super::{Algorithm, Drbg, DrbgError};
 
@@ -81,6 +82,10 @@ impl Slot {
         with_managed!(self, m => m.ready())
     }
 
+    fn prepare(&mut self, bytes: u64) -> Result<(), DrbgError> {
+        with_managed!(self, m => m.prepare(bytes))
+    }
+
     fn discard(&mut self) {
         with_managed!(self, m => m.discard());
     }
@@ -88,12 +93,15 @@ impl Slot {
 
 /// One instance of each generator, indexed by [`Algorithm::index`] (built from
 /// [`Algorithm::ALL`], so every index is present).
-struct Shard(Box<[Mutex<Slot>]>);
+/// The slots live in dump-excluded, locked-where-possible pages ([`SecretSlice`]).
+struct Shard(SecretSlice<Mutex<Slot>>);
 
 /// The sharded generator pool.
 pub struct Pool {
     shards: Box<[Shard]>,
     stats: Arc<Stats>,
+    /// The source every generator reseeds from, probed by [`Pool::all_ready`].
+    entropy: Arc<dyn EntropySource>,
 }
 
 impl std::fmt::Debug for Pool {
@@ -129,15 +137,25 @@ impl Pool {
         let stats = Arc::new(Stats::default());
         let shards = (0..config.shards.max(1))
             .map(|index| {
-                let slots = Algorithm::ALL.into_iter().map(|alg| {
+                let slots = SecretSlice::try_from_fn(Algorithm::COUNT, |i| {
+                    let alg = Algorithm::ALL[i];
                     let label = personalization(alg, index, &config.instance);
                     let parts = (entropy.clone(), stats.clone(), label, config.policies[alg.index()]);
                     Slot::new(alg, parts).map(Mutex::new)
-                });
-                Ok(Shard(slots.collect::<Result<_, DrbgError>>()?))
+                })?;
+                Ok(Shard(slots))
             })
             .collect::<Result<Vec<_>, DrbgError>>()?;
-        Ok(Pool { shards: shards.into_boxed_slice(), stats })
+        Ok(Pool { shards: shards.into_boxed_slice(), stats, entropy })
+    }
+
+    /// What the kernel granted for the generator state's pages (the weakest over all shards):
+    /// excluded from core dumps, locked against swap.
+    pub fn protection(&self) -> Protection {
+        self.shards.iter().map(|s| s.0.protection()).fold(
+            Protection { dontdump: true, locked: true },
+            |a, b| Protection { dontdump: a.dontdump && b.dontdump, locked: a.locked && b.locked },
+        )
     }
 
     /// Number of shards.
@@ -160,7 +178,24 @@ impl Pool {
         self.fill_on_shard(shard, alg, out, prediction_resistance)
     }
 
-    /// Fills `out` from shard `shard` (tests and benchmarks).
+    /// The shard of the calling thread (a stream keeps to the shard it started on).
+    pub fn current_shard(&self) -> usize {
+        thread_ticket() % self.shards.len()
+    }
+
+    /// Reseeds `alg` on `shard` now if the next `bytes` would otherwise need a reseed (see
+    /// [`Managed::prepare`]).
+    ///
+    /// # Errors
+    /// [`DrbgError::EntropyUnavailable`] if that reseed failed.
+    ///
+    /// # Panics
+    /// If `shard >= shard_count()`.
+    pub fn prepare_on_shard(&self, shard: usize, alg: Algorithm, bytes: u64) -> Result<(), DrbgError> {
+        lock(&self.shards[shard].0[alg.index()]).prepare(bytes)
+    }
+
+    /// Fills `out` from shard `shard` (streams, tests and benchmarks).
     ///
     /// # Errors
     /// See [`Managed::fill`].
@@ -177,75 +212,64 @@ impl Pool {
         lock(&self.shards[shard].0[alg.index()]).fill(out, prediction_resistance)
     }
 
-    /// Whether every generator of every shard can serve; generators waiting for a reseed
-    /// (entropy failure, health-test failure) try it now.
+    /// Whether every generator of every shard can serve and reseed: the entropy source answers
+    /// a probe (so an outage shows at once, before any reseed falls due), and generators
+    /// waiting for a reseed (entropy failure, health-test failure) try it now.
     pub fn all_ready(&self) -> bool {
-        self.shards.iter().flat_map(|s| &s.0).fold(true, |all, slot| lock(slot).ready() & all)
+        let mut probe = [0u8; 16];
+        let entropy_ok = self.entropy.fill(&mut probe).is_ok();
+        zeroize::Zeroize::zeroize(&mut probe);
+        let generators_ok =
+            self.shards.iter().flat_map(|s| s.0.iter()).fold(true, |all, slot| lock(slot).ready() & all);
+        entropy_ok && generators_ok
     }
 }
 
-/// Bytes a [`PoolRng`] fetches from the pool at a time.
-const RNG_BUFFER: usize = 512;
+/// Bytes a [`Words`] fetches from the pool at a time.
+const WORDS_BUFFER: usize = 512;
 
-/// A rand_core `Rng` over one algorithm of the pool, buffered ([`RNG_BUFFER`] bytes, wiped as
-/// they are used and on drop). The trait is infallible, so a pool failure is remembered: the
-/// caller must check [`PoolRng::failure`] and discard what it drew.
-pub struct PoolRng<'a> {
+/// Buffered 64-bit words from one algorithm of the pool, for samplers that consume a word at a
+/// time ([`super::uniform::UniformI64`]). Fallible: a failed refill is returned at once, so no
+/// caller ever sees a placeholder word. Each word is wiped from the buffer as it leaves, and the
+/// rest on drop.
+pub struct Words<'a> {
     pool: &'a Pool,
     alg: Algorithm,
-    buf: [u8; RNG_BUFFER],
+    buf: [u8; WORDS_BUFFER],
+    /// Next unread byte; `WORDS_BUFFER` means empty.
     pos: usize,
-    failed: Option<DrbgError>,
 }
 
 impl Pool {
-    /// A buffered `Rng` drawing from `alg` on the calling thread's shard.
-    pub fn rng(&self, alg: Algorithm) -> PoolRng<'_> {
-        PoolRng { pool: self, alg, buf: [0u8; RNG_BUFFER], pos: RNG_BUFFER, failed: None }
+    /// A buffered word source drawing from `alg` on the calling thread's shard.
+    pub fn words(&self, alg: Algorithm) -> Words<'_> {
+        Words { pool: self, alg, buf: [0u8; WORDS_BUFFER], pos: WORDS_BUFFER }
     }
 }
 
-impl PoolRng<'_> {
-    /// The first failure of the pool while drawing, if any.
-    pub fn failure(&self) -> Option<DrbgError> {
-        self.failed
+impl Words<'_> {
+    /// The next word.
+    ///
+    /// # Errors
+    /// See [`Pool::fill`]: the generator refused (entropy outage, health-test failure). The
+    /// buffer stays empty, so a later call asks the pool again.
+    #[inline]
+    pub fn next_u64(&mut self) -> Result<u64, DrbgError> {
+        if self.pos + 8 > WORDS_BUFFER {
+            self.pool.fill(self.alg, &mut self.buf, false)?;
+            self.pos = 0;
+        }
+        let word = &mut self.buf[self.pos..self.pos + 8];
+        let value = u64::from_le_bytes(word.try_into().unwrap_or_default());
+        zeroize::Zeroize::zeroize(word);
+        self.pos += 8;
+        Ok(value)
     }
 }
 
-impl Drop for PoolRng<'_> {
+impl Drop for Words<'_> {
     fn drop(&mut self) {
         zeroize::Zeroize::zeroize(&mut self.buf);
-    }
-}
-
-impl rand_core::TryRng for PoolRng<'_> {
-    type Error = std::convert::Infallible;
-
-    fn try_next_u32(&mut self) -> Result<u32, Self::Error> {
-        let mut b = [0u8; 4];
-        self.try_fill_bytes(&mut b)?;
-        Ok(u32::from_le_bytes(b))
-    }
-
-    fn try_next_u64(&mut self) -> Result<u64, Self::Error> {
-        let mut b = [0u8; 8];
-        self.try_fill_bytes(&mut b)?;
-        Ok(u64::from_le_bytes(b))
-    }
-
-    fn try_fill_bytes(&mut self, dst: &mut [u8]) -> Result<(), Self::Error> {
-        for byte in dst {
-            if self.pos == RNG_BUFFER {
-                if let Err(e) = self.pool.fill(self.alg, &mut self.buf, false) {
-                    self.failed.get_or_insert(e);
-                }
-                self.pos = 0;
-            }
-            *byte = self.buf[self.pos];
-            self.buf[self.pos] = 0;
-            self.pos += 1;
-        }
-        Ok(())
     }
 }
 
@@ -303,6 +327,28 @@ mod tests {
             assert!(outs[0] != outs[1] && outs[1] != outs[2] && outs[0] != outs[2]);
         }
         assert!(pool.all_ready());
+        #[cfg(target_os = "linux")]
+        assert!(pool.protection().dontdump);
+    }
+
+    #[test]
+    fn words_fail_at_once_when_the_generator_refuses() {
+        let source = Arc::new(crate::drbg::entropy::ScriptedEntropy::default());
+        let pool = Pool::new(&PoolConfig { shards: 1, ..PoolConfig::default() }, source.clone()).unwrap();
+        let mut words = pool.words(Algorithm::Aes256Ctr);
+        let first = words.next_u64().unwrap();
+        source.set_failing(true);
+        // Prediction resistance forces a reseed, which fails: the generator now refuses until a
+        // reseed succeeds, and the buffered words are the only ones left.
+        assert!(pool.fill(Algorithm::Aes256Ctr, &mut [0u8; 8], true).is_err());
+        let buffered = (WORDS_BUFFER - 8) / 8;
+        for _ in 0..buffered {
+            words.next_u64().unwrap();
+        }
+        assert_eq!(words.next_u64(), Err(DrbgError::EntropyUnavailable));
+        assert_eq!(words.next_u64(), Err(DrbgError::EntropyUnavailable));
+        source.set_failing(false);
+        assert_ne!(words.next_u64().unwrap(), first);
     }
 
     #[test]

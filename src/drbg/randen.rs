@@ -238,7 +238,11 @@ fn derive_seed(context: &str, inputs: &[&[u8]]) -> [u8; STATE_LEN - CAPACITY] {
         hasher.update(input);
     }
     let mut seed = [0u8; STATE_LEN - CAPACITY];
-    hasher.finalize_xof().fill(&mut seed);
+    // The reader holds the root chaining value: it could rebuild the whole seed, so it is
+    // bound and wiped, not left as a temporary.
+    let mut reader = hasher.finalize_xof();
+    reader.fill(&mut seed);
+    reader.zeroize();
     hasher.zeroize();
     seed
 }

@@ -111,8 +111,8 @@ pub struct Managed<G> {
     fork_generation: u64,
     /// A reseed that failed for lack of entropy: the generator refuses until it succeeds.
     pending: Option<super::ReseedReason>,
-    /// Keyed 64-bit fingerprint of the previous output's first block (not the block itself,
-    /// so a captured state does not reveal it), and the key for it.
+    /// Keyed 64-bit fingerprint of the previous health-test sample (a block never served),
+    /// and the key for it.
     last_fingerprint: u64,
     fingerprint_key: [u64; 2],
     reseeds: u64,
@@ -165,6 +165,23 @@ impl<G: Drbg> Managed<G> {
         match self.reseed_pending() {
             Some(reason) => self.reseed(reason).is_ok(),
             None => true,
+        }
+    }
+
+    /// Makes sure the next `bytes` of output (spread over any number of fill calls) need no
+    /// reseed: reseeds now if one is due, or if the remaining byte budget is smaller than
+    /// `bytes` plus the health-test samples. A stream that prepares before committing its
+    /// status line can then finish even if the entropy source fails meanwhile (unless it is
+    /// longer than a whole reseed interval, or outlives the key's age).
+    ///
+    /// # Errors
+    /// [`DrbgError::EntropyUnavailable`] when the needed reseed could not get entropy.
+    pub fn prepare(&mut self, bytes: u64) -> Result<(), DrbgError> {
+        let need = bytes.saturating_add(bytes / 1024 + 4 * SAMPLE_LEN as u64);
+        match self.reseed_due() {
+            Some(reason) => self.reseed(reason),
+            None if self.budget < need => self.reseed(super::ReseedReason::Threshold),
+            None => Ok(()),
         }
     }
 
@@ -231,13 +248,26 @@ impl<G: Drbg> Managed<G> {
         }
     }
 
-    /// Continuous test: a first block equal to the previous call's first block, or all zero,
-    /// disables the generator. Outputs shorter than one block are not compared (a repeat of
-    /// a few bytes is expected by chance).
+    /// Continuous test on a sample block that is drawn after the output and never served: a
+    /// sample equal to the previous call's sample, or all zero, or a served first block that
+    /// is all zero, disables the generator. The state keeps only a keyed fingerprint of the
+    /// last *sample*, nothing derived from served output, so a state captured later narrows
+    /// no token down (the sample is an independent block of the generator's stream; for
+    /// CTR_DRBG it is a separate Generate, after the Update that ended the served one).
     fn check_health(&mut self, out: &[u8]) -> Result<(), DrbgError> {
-        let Some(block) = out.first_chunk::<SAMPLE_LEN>() else { return Ok(()) };
-        let fingerprint = fingerprint(block, self.fingerprint_key);
-        let stuck = fingerprint == self.last_fingerprint || block.iter().all(|b| *b == 0);
+        let zero_output = out.first_chunk::<SAMPLE_LEN>().is_some_and(|b| b.iter().all(|x| *x == 0));
+        let drbg = self.drbg.as_mut().ok_or(DrbgError::EntropyUnavailable)?;
+        let mut sample = [0u8; SAMPLE_LEN];
+        if drbg.generate(&mut sample, &[]).is_err() {
+            // The mechanism's own reseed interval ended exactly here: reseed on the next call
+            // and test then.
+            self.budget = 0;
+            return Ok(());
+        }
+        self.budget = self.budget.saturating_sub(SAMPLE_LEN as u64);
+        let fingerprint = fingerprint(&sample, self.fingerprint_key);
+        let stuck = zero_output || fingerprint == self.last_fingerprint || sample.iter().all(|b| *b == 0);
+        sample.zeroize();
         self.last_fingerprint = fingerprint;
         if stuck {
             self.drbg = None;
@@ -430,6 +460,63 @@ mod tests {
         assert_eq!(buf, [0u8; 32]);
         assert_eq!(m.reseed_pending(), Some(ReseedReason::Startup));
         assert_eq!(stats.health_failures(Algorithm::Blake3), 1);
+    }
+
+    #[test]
+    fn state_keeps_nothing_derived_from_served_output() {
+        let (mut m, _) = managed::<ChaCha20Drbg>(Arc::new(OsEntropy), ReseedPolicy::default());
+        for len in [16, 32, 64, 4096] {
+            let mut out = vec![0u8; len];
+            m.fill(&mut out, false).unwrap();
+            let served = fingerprint(out.first_chunk().unwrap(), m.fingerprint_key);
+            assert_ne!(m.last_fingerprint, served, "the state fingerprints served output");
+        }
+    }
+
+    #[test]
+    fn all_zero_output_fails_health_test() {
+        /// A mechanism whose output is zero but whose later blocks differ.
+        #[derive(Debug)]
+        struct ZeroFirst(u8);
+        impl Drbg for ZeroFirst {
+            const ALGORITHM: Algorithm = Algorithm::Blake3;
+            const ENTROPY_LEN: usize = 32;
+            const NONCE_LEN: usize = 16;
+            fn instantiate(_: &[u8], _: &[u8], _: &[u8]) -> Self {
+                ZeroFirst(0)
+            }
+            fn reseed(&mut self, _: &[u8], _: &[u8]) {}
+            fn generate(&mut self, out: &mut [u8], _: &[u8]) -> Result<(), ReseedRequired> {
+                self.0 = self.0.wrapping_add(1);
+                out.fill(if out.len() == SAMPLE_LEN { self.0 } else { 0 });
+                Ok(())
+            }
+        }
+        let (mut m, stats) = managed::<ZeroFirst>(Arc::new(OsEntropy), ReseedPolicy::default());
+        let mut buf = [0u8; 32];
+        assert_eq!(m.fill(&mut buf, false), Err(DrbgError::HealthTestFailed));
+        assert_eq!(stats.health_failures(Algorithm::Blake3), 1);
+    }
+
+    #[test]
+    fn prepare_reseeds_only_when_the_budget_is_short() {
+        let policy = ReseedPolicy { rekey_after_bytes: 4096, jitter: false, ..ReseedPolicy::default() };
+        let (mut m, stats) = managed::<ChaCha20Drbg>(Arc::new(OsEntropy), policy);
+        m.prepare(1000).unwrap();
+        assert_eq!(stats.reseeds(Algorithm::ChaCha20, ReseedReason::Threshold), 0, "budget suffices");
+        m.fill(&mut [0u8; 3000], false).unwrap();
+        m.prepare(2000).unwrap();
+        assert_eq!(stats.reseeds(Algorithm::ChaCha20, ReseedReason::Threshold), 1, "reseeded ahead");
+        // Prepared: 2000 bytes in many small fills now need no entropy at all.
+        let source = Arc::new(ScriptedEntropy::default());
+        let (mut m, _) = managed::<ChaCha20Drbg>(source.clone(), policy);
+        m.fill(&mut [0u8; 3000], false).unwrap();
+        m.prepare(2000).unwrap();
+        source.set_failing(true);
+        for _ in 0..20 {
+            m.fill(&mut [0u8; 100], false).unwrap();
+        }
+        assert_eq!(m.prepare(4000), Err(DrbgError::EntropyUnavailable));
     }
 
     #[test]

@@ -9,6 +9,7 @@ use axum::extract::State;
 use axum::extract::rejection::JsonRejection;
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
 use serde_json::Value;
 
 use super::params::{Params, choose_format};
@@ -87,7 +88,7 @@ fn respond(
     let encoding = choose_format(params.get("format"), headers, FORMATS)?;
     let req = BitsRequest { n_bits, alg, prediction_resistance: params.flag("pr")? };
     let mut response = if req.byte_len() > state.settings.limits.stream_threshold_bytes as u64 {
-        streamed(state, req, encoding)
+        streamed(state, req, encoding)?
     } else {
         whole(state, &req, encoding)?
     };
@@ -115,9 +116,13 @@ fn whole(state: &AppState, req: &BitsRequest, encoding: Encoding) -> Result<Resp
     Ok(response)
 }
 
-fn streamed(state: &AppState, req: BitsRequest, encoding: Encoding) -> Response {
-    let chunks = ChunkedOutput::new(state.clone(), req, encoding, state.settings.limits.stream_chunk_bytes);
-    let stream = futures_util::stream::try_unfold(chunks, |mut chunks| async move {
+/// A chunked body. The shard is prepared and the first chunk generated before the response
+/// is returned, so a generator that refuses gives a clean 503, not a cut body.
+fn streamed(state: &AppState, req: BitsRequest, encoding: Encoding) -> Result<Response, ApiError> {
+    let mut chunks =
+        ChunkedOutput::new(state.clone(), req, encoding, state.settings.limits.stream_chunk_bytes)?;
+    let first = chunks.next_chunk()?;
+    let rest = futures_util::stream::try_unfold(chunks, |mut chunks| async move {
         match chunks.next_chunk() {
             Ok(Some(bytes)) => Ok(Some((bytes, chunks))),
             Ok(None) => Ok(None),
@@ -127,5 +132,6 @@ fn streamed(state: &AppState, req: BitsRequest, encoding: Encoding) -> Response 
             }
         }
     });
-    Body::from_stream(stream).into_response()
+    let stream = futures_util::stream::iter(first.map(Ok)).chain(rest);
+    Ok(Body::from_stream(stream).into_response())
 }

@@ -7,13 +7,13 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rand::distr::{Distribution, Uniform};
 use statrs::distribution::{ChiSquared, ContinuousCDF};
 
 use crate::drbg::chacha20::ChaCha20Drbg;
 use crate::drbg::entropy::OsEntropy;
 use crate::drbg::reseed::{Managed, ReseedPolicy};
 use crate::drbg::stats::Stats;
+use crate::drbg::uniform::UniformI64;
 use crate::drbg::{Algorithm, Pool, PoolConfig, ReseedReason};
 
 /// arc4random's REKEY_BASE, in bytes.
@@ -121,14 +121,12 @@ fn histogram(values: &[u64], bins: usize) -> String {
 /// Chi-square statistic and p-value of `count` draws of Uniform(0..=99) from `alg`.
 fn chi_square(alg: Algorithm, count: u64) -> anyhow::Result<(f64, f64)> {
     let pool = Pool::new(&PoolConfig { shards: 1, ..PoolConfig::default() }, Arc::new(OsEntropy))?;
-    let dist = Uniform::new_inclusive(0u32, 99).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let mut rng = pool.rng(alg);
+    let dist = UniformI64::new_inclusive(0, 99).ok_or_else(|| anyhow::anyhow!("empty range"))?;
+    let mut words = pool.words(alg);
     let mut bins = [0u64; 100];
     for _ in 0..count {
-        bins[dist.sample(&mut rng) as usize] += 1;
-    }
-    if let Some(e) = rng.failure() {
-        anyhow::bail!("{alg} refused: {e}");
+        let v = dist.sample(|| words.next_u64()).map_err(|e| anyhow::anyhow!("{alg} refused: {e}"))?;
+        bins[v as usize] += 1;
     }
     let expected = count as f64 / 100.0;
     let stat: f64 = bins.iter().map(|&c| (c as f64 - expected).powi(2) / expected).sum();

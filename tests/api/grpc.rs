@@ -15,11 +15,10 @@ use tonic_health::pb::{HealthCheckRequest, health_check_response::ServingStatus}
 
 use crate::helpers::{TestApp, spawn_app, spawn_with, test_settings};
 
+/// A client with tonic's defaults: in particular the 4 MiB receive limit every default gRPC
+/// client applies. Every documented maximum must fit it.
 async fn client(app: &TestApp) -> RandomnessClient<tonic::transport::Channel> {
-    RandomnessClient::connect(app.api.clone())
-        .await
-        .expect("grpc connects")
-        .max_decoding_message_size(8 << 20)
+    RandomnessClient::connect(app.api.clone()).await.expect("grpc connects")
 }
 
 fn assert_status(result: Result<impl std::fmt::Debug, tonic::Status>, code: Code, machine: &str) {
@@ -32,7 +31,7 @@ fn assert_status(result: Result<impl std::fmt::Debug, tonic::Status>, code: Code
 async fn unary_methods_return_valid_output() {
     let app = spawn_app().await;
     let mut c = client(&app).await;
-    for (n, alg) in [(1u64, "chacha20"), (13, "AES"), (4096, "blake3"), (1 << 25, "")] {
+    for (n, alg) in [(1u64, "chacha20"), (13, "AES"), (4096, "blake3"), (drbgd::grpc::MAX_UNARY_BITS, "")] {
         let r = c
             .get_bits(GetBitsRequest { n, alg: alg.into(), prediction_resistance: n == 13 })
             .await
@@ -77,12 +76,48 @@ async fn unary_methods_return_valid_output() {
 }
 
 #[tokio::test]
+async fn documented_maxima_fit_a_default_client() {
+    let app = spawn_app().await;
+    let mut c = client(&app).await;
+    let max_bytes = drbgd::grpc::MAX_UNARY_BITS / 8;
+    let r =
+        c.get_bytes(GetBytesRequest { n: max_bytes, alg: "aes".into(), prediction_resistance: false }).await;
+    assert_eq!(r.unwrap().into_inner().data.len() as u64, max_bytes);
+    let r =
+        c.get_bytes(GetBytesRequest { n: max_bytes + 1, alg: String::new(), prediction_resistance: false });
+    assert_status(r.await, Code::ResourceExhausted, "n_too_large");
+    let r = c.get_uuids(GetUuidsRequest { count: 1000, version: 7, alg: String::new() }).await.unwrap();
+    assert_eq!(r.into_inner().uuids.len(), 1000);
+    let r = c.get_ints(GetIntsRequest { min: i64::MIN, max: i64::MAX, count: 1000, alg: String::new() });
+    assert_eq!(r.await.unwrap().into_inner().values.len(), 1000);
+    let r = c.get_token(GetTokenRequest { bytes: 1024, format: "hex".into(), alg: String::new() }).await;
+    assert_eq!(r.unwrap().into_inner().token.len(), 2048);
+    // A chunk size above 1 MiB is clamped to it: 3 MiB arrive as chunks of at most 1 MiB.
+    let n = 3u64 << 23;
+    let request =
+        StreamBitsRequest { n, alg: String::new(), chunk_bytes: u32::MAX, prediction_resistance: false };
+    let mut stream = c.stream_bits(request).await.unwrap().into_inner();
+    let (mut total, mut largest) = (0u64, 0usize);
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.unwrap();
+        largest = largest.max(chunk.data.len());
+        total += chunk.n_bits;
+    }
+    assert_eq!(total, n);
+    assert!(largest <= drbgd::grpc::MAX_STREAM_CHUNK_BYTES && largest > 1 << 19, "{largest}");
+}
+
+#[tokio::test]
 async fn errors_map_to_grpc_codes_with_machine_codes() {
     let app = spawn_app().await;
     let mut c = client(&app).await;
     let bits = |n: u64, alg: &str| GetBitsRequest { n, alg: alg.into(), prediction_resistance: false };
     assert_status(c.get_bits(bits(0, "")).await, Code::InvalidArgument, "invalid_n");
-    assert_status(c.get_bits(bits((1 << 25) + 1, "")).await, Code::ResourceExhausted, "n_too_large");
+    assert_status(
+        c.get_bits(bits(drbgd::grpc::MAX_UNARY_BITS + 1, "")).await,
+        Code::ResourceExhausted,
+        "n_too_large",
+    );
     assert_status(c.get_bits(bits(8, "rc4")).await, Code::InvalidArgument, "unknown_alg");
     let r = c.get_token(GetTokenRequest { bytes: 2000, format: String::new(), alg: String::new() }).await;
     assert_status(r, Code::InvalidArgument, "invalid_bytes");

@@ -3,5 +3,6 @@
 mod admin;
 mod grpc;
 mod helpers;
+mod lifecycle;
 mod random;
 mod values;

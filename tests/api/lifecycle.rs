@@ -1,0 +1,267 @@
+//! Fail-closed behaviour of every route, request ids, the shutdown delay, connection age, and
+//! reloads of the TLS certificate and the API keys file without a restart.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use drbgd::drbg::entropy::{OsEntropy, ScriptedEntropy};
+use sha2::Digest;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::helpers::{assert_problem, spawn_app, spawn_with, test_settings};
+
+/// Every route, as (method, path, takes pr).
+const ROUTES: &[(&str, &str, bool)] = &[
+    ("GET", "/bits?n=256", true),
+    ("GET", "/bits?n=1000000&format=binary", true),
+    ("GET", "/bytes?n=32", true),
+    ("GET", "/token", false),
+    ("GET", "/nonce", false),
+    ("GET", "/uuid?count=3", false),
+    ("GET", "/int?min=1&max=6&count=10", false),
+    ("GET", "/algorithms", false),
+    ("GET", "/openapi.json", false),
+];
+
+#[tokio::test]
+async fn every_route_answers_during_an_entropy_outage() {
+    let entropy = Arc::new(ScriptedEntropy::default());
+    let mut settings = test_settings();
+    settings.drbg.shards = 1;
+    let app = spawn_with(settings, entropy.clone()).await;
+    entropy.set_failing(true);
+    for &(method, path, takes_pr) in ROUTES {
+        for pr in [false, true].into_iter().filter(|pr| !pr || takes_pr) {
+            let url = if pr { app.url(&format!("{path}&pr=true")) } else { app.url(path) };
+            let request = app.client.request(method.parse().unwrap(), url).send();
+            let r = tokio::time::timeout(Duration::from_secs(5), request)
+                .await
+                .unwrap_or_else(|_| panic!("{path} pr={pr} hung"))
+                .unwrap();
+            let id = r.headers()["x-request-id"].to_str().unwrap().to_owned();
+            assert!(!id.is_empty());
+            let status = r.status().as_u16();
+            assert!(!(pr && status == 200), "{path}: prediction-resistant output served in an outage");
+            if status != 200 {
+                assert_problem(r, 503, "entropy_unavailable").await;
+            }
+        }
+    }
+    // The pr=true calls left the (single) chacha20 generator waiting for a reseed: /int now
+    // draws through the same fallible call as /bits and answers 503 at once (it used to spin).
+    let r = tokio::time::timeout(Duration::from_secs(5), app.get("/int?min=1&max=6&count=1000"))
+        .await
+        .expect("/int must answer, not loop");
+    assert_problem(r, 503, "entropy_unavailable").await;
+    let readyz = app.client.get(format!("{}/readyz", app.admin)).send().await.unwrap();
+    assert_eq!(readyz.status(), 503);
+    entropy.set_failing(false);
+    let readyz = app.client.get(format!("{}/readyz", app.admin)).send().await.unwrap();
+    assert_eq!(readyz.status(), 200, "heals without a restart");
+    assert_eq!(app.get("/int?min=1&max=6&count=1000").await.status(), 200);
+}
+
+#[tokio::test]
+async fn readiness_reports_an_outage_before_any_reseed_is_due() {
+    let entropy = Arc::new(ScriptedEntropy::default());
+    let app = spawn_with(test_settings(), entropy.clone()).await;
+    let readyz = format!("{}/readyz", app.admin);
+    assert_eq!(app.client.get(&readyz).send().await.unwrap().status(), 200);
+    entropy.set_failing(true);
+    assert_eq!(app.client.get(&readyz).send().await.unwrap().status(), 503);
+    entropy.set_failing(false);
+    assert_eq!(app.client.get(&readyz).send().await.unwrap().status(), 200);
+}
+
+#[tokio::test]
+async fn request_ids_are_made_without_the_os_and_kept_when_given() {
+    let app = spawn_app().await;
+    let a = app.get("/token").await.headers()["x-request-id"].to_str().unwrap().to_owned();
+    let b = app.get("/nope").await.headers()["x-request-id"].to_str().unwrap().to_owned();
+    let (prefix_a, count_a) = a.split_once('-').unwrap();
+    let (prefix_b, count_b) = b.split_once('-').unwrap();
+    assert_eq!(prefix_a.len(), 16);
+    assert_eq!(prefix_a, prefix_b, "one prefix per process");
+    assert!(u64::from_str_radix(count_b, 16).unwrap() > u64::from_str_radix(count_a, 16).unwrap());
+    let r = app.client.get(app.url("/token")).header("x-request-id", "mine-42").send().await.unwrap();
+    assert_eq!(r.headers()["x-request-id"], "mine-42");
+}
+
+/// One HTTP/1.1 request on an open connection; returns the status line.
+async fn request_on(stream: &mut tokio::net::TcpStream, path: &str) -> String {
+    let req = format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n");
+    stream.write_all(req.as_bytes()).await.unwrap();
+    let mut buf = vec![0u8; 4096];
+    let n = stream.read(&mut buf).await.unwrap();
+    String::from_utf8_lossy(&buf[..n]).lines().next().unwrap_or("").to_owned()
+}
+
+#[tokio::test]
+async fn shutdown_delay_keeps_accepting_while_not_ready() {
+    let mut settings = test_settings();
+    settings.server.shutdown_delay_ms = 1500;
+    let mut app = spawn_with(settings, Arc::new(OsEntropy)).await;
+    let addr = app.api.trim_start_matches("http://").to_string();
+    let mut kept = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    assert!(request_on(&mut kept, "/token").await.contains("200"));
+    let started = std::time::Instant::now();
+    app.stop();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let readyz = app.client.get(format!("{}/readyz", app.admin)).send().await.unwrap();
+    assert_eq!(readyz.status(), 503, "not ready at once");
+    // During the delay: new connections are accepted and served, and open ones keep working.
+    let mut served = 0;
+    while started.elapsed() < Duration::from_millis(1200) {
+        let mut fresh = tokio::net::TcpStream::connect(&addr).await.expect("accepting during the delay");
+        assert!(request_on(&mut fresh, "/bits?n=64").await.contains("200"));
+        assert!(request_on(&mut kept, "/token").await.contains("200"));
+        served += 1;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(served >= 5, "{served}");
+    app.handle.take().unwrap().await.unwrap().unwrap();
+    assert!(started.elapsed() >= Duration::from_millis(1500), "the drain waited for the delay");
+    assert!(tokio::net::TcpStream::connect(&addr).await.is_err(), "closed after the drain");
+}
+
+#[tokio::test]
+async fn connections_are_closed_at_their_maximum_age() {
+    let mut settings = test_settings();
+    settings.server.max_connection_age_ms = 300;
+    let app = spawn_with(settings, Arc::new(OsEntropy)).await;
+    let addr = app.api.trim_start_matches("http://").to_string();
+    let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    assert!(request_on(&mut stream, "/token").await.contains("200"));
+    let mut buf = [0u8; 64];
+    let eof = tokio::time::timeout(Duration::from_secs(3), stream.read(&mut buf)).await;
+    assert_eq!(eof.expect("closed within the age").unwrap(), 0, "the server closed the aged connection");
+    // New connections are of course still served.
+    assert_eq!(app.get("/token").await.status(), 200);
+}
+
+/// A CA and a leaf for "localhost" signed by it, as PEM (cert, key), plus the CA's DER.
+fn issue(name: &str) -> (String, String, rustls_pki_types::CertificateDer<'static>) {
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca_params.distinguished_name.push(rcgen::DnType::CommonName, format!("{name} CA"));
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let issuer = rcgen::Issuer::new(ca_params, ca_key);
+    let leaf_key = rcgen::KeyPair::generate().unwrap();
+    let leaf = rcgen::CertificateParams::new(vec!["localhost".to_string()])
+        .unwrap()
+        .signed_by(&leaf_key, &issuer)
+        .unwrap();
+    (leaf.pem(), leaf_key.serialize_pem(), ca.der().clone())
+}
+
+/// A TLS client trusting only `ca`.
+fn connector(ca: &rustls_pki_types::CertificateDer<'static>) -> tokio_rustls::TlsConnector {
+    use tokio_rustls::rustls::{ClientConfig, RootCertStore, crypto::ring};
+    let mut roots = RootCertStore::empty();
+    roots.add(ca.clone()).unwrap();
+    let config = ClientConfig::builder_with_provider(Arc::new(ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    tokio_rustls::TlsConnector::from(Arc::new(config))
+}
+
+type Tls = tokio_rustls::client::TlsStream<tokio::net::TcpStream>;
+
+async fn handshake(addr: &str, ca: &rustls_pki_types::CertificateDer<'static>) -> std::io::Result<Tls> {
+    let tcp = tokio::net::TcpStream::connect(addr).await?;
+    let name = rustls_pki_types::ServerName::try_from("localhost").unwrap();
+    connector(ca).connect(name, tcp).await
+}
+
+async fn tls_get(stream: &mut Tls, path: &str) -> String {
+    let req = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n");
+    stream.write_all(req.as_bytes()).await.unwrap();
+    let mut buf = vec![0u8; 4096];
+    let n = stream.read(&mut buf).await.unwrap();
+    String::from_utf8_lossy(&buf[..n]).lines().next().unwrap_or("").to_owned()
+}
+
+async fn reloads(app: &crate::helpers::TestApp, what: &str, result: &str) -> u64 {
+    let text = app.client.get(format!("{}/metrics", app.admin)).send().await.unwrap().text().await.unwrap();
+    let prefix = format!("drbgd_reloads_total{{result=\"{result}\",what=\"{what}\"}} ");
+    text.lines().find_map(|l| l.strip_prefix(&prefix)).map_or(0, |v| v.parse().unwrap())
+}
+
+/// Polls `check` every 50 ms for up to 5 s.
+async fn eventually<F: std::future::Future<Output = bool>>(mut check: impl FnMut() -> F) -> bool {
+    for _ in 0..100 {
+        if check().await {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}
+
+#[tokio::test]
+async fn tls_certificate_reloads_without_dropping_connections() {
+    let (cert_a, key_a, ca_a) = issue("a");
+    let (cert_b, key_b, ca_b) = issue("b");
+    let dir = std::env::temp_dir().join(format!("drbgd-tls-reload-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (cert_path, key_path) = (dir.join("tls.crt"), dir.join("tls.key"));
+    std::fs::write(&cert_path, &cert_a).unwrap();
+    std::fs::write(&key_path, &key_a).unwrap();
+    let mut settings = test_settings();
+    settings.tls.enabled = true;
+    settings.tls.cert_file = cert_path.display().to_string();
+    settings.tls.key_file = key_path.display().to_string();
+    settings.server.reload_interval_ms = 50;
+    let app = spawn_with(settings, Arc::new(OsEntropy)).await;
+    let addr = app.api.trim_start_matches("http://").to_string();
+
+    let mut old = handshake(&addr, &ca_a).await.expect("certificate A");
+    assert!(tls_get(&mut old, "/token").await.contains("200"));
+    assert!(handshake(&addr, &ca_b).await.is_err(), "B is not served yet");
+
+    // Rotate as Kubernetes does: both files change in place.
+    std::fs::write(&key_path, &key_b).unwrap();
+    std::fs::write(&cert_path, &cert_b).unwrap();
+    assert!(eventually(|| async { handshake(&addr, &ca_b).await.is_ok() }).await, "B served after reload");
+    assert!(handshake(&addr, &ca_a).await.is_err(), "A no longer served to new connections");
+    assert!(tls_get(&mut old, "/token").await.contains("200"), "the open connection was not dropped");
+    assert!(reloads(&app, "tls", "ok").await >= 1);
+
+    // An invalid file is refused; B stays in force.
+    let errors = reloads(&app, "tls", "error").await;
+    std::fs::write(&cert_path, "not a certificate").unwrap();
+    assert!(eventually(|| async { reloads(&app, "tls", "error").await > errors }).await);
+    let mut again = handshake(&addr, &ca_b).await.expect("B still served after a bad reload");
+    assert!(tls_get(&mut again, "/token").await.contains("200"));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[tokio::test]
+async fn api_keys_file_reloads_and_a_bad_file_keeps_the_old_keys() {
+    let hex = |key: &[u8]| data_encoding::HEXLOWER.encode(&sha2::Sha256::digest(key));
+    let dir = std::env::temp_dir().join(format!("drbgd-keys-reload-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("api_keys");
+    std::fs::write(&file, format!("# keys\n{}\n", hex(b"first"))).unwrap();
+    let mut settings = test_settings();
+    settings.auth.enabled = true;
+    settings.auth.api_keys_file = file.display().to_string();
+    settings.server.reload_interval_ms = 50;
+    let app = spawn_with(settings, Arc::new(OsEntropy)).await;
+    let status = |key: &'static str| {
+        let request = app.client.get(app.url("/token")).bearer_auth(key).send();
+        async move { request.await.unwrap().status().as_u16() }
+    };
+    assert_eq!((status("first").await, status("second").await), (200, 401));
+    std::fs::write(&file, format!("{}\n", hex(b"second"))).unwrap();
+    assert!(eventually(|| async { status("second").await == 200 }).await, "new key accepted");
+    assert_eq!(status("first").await, 401, "revoked key refused");
+    let errors = reloads(&app, "api_keys", "error").await;
+    std::fs::write(&file, "not-a-digest\n").unwrap();
+    assert!(eventually(|| async { reloads(&app, "api_keys", "error").await > errors }).await);
+    assert_eq!(status("second").await, 200, "the previous keys stay after a bad file");
+    std::fs::remove_dir_all(&dir).ok();
+}
