@@ -41,6 +41,28 @@ PY
 grpcurl -plaintext -d '{"service": "drbgd.v1.Randomness"}' "$api" grpc.health.v1.Health/Check | grep -q '"SERVING"'
 echo "health: SERVING"
 
+echo "--- the documented maximum of every unary method with grpcurl's default 4 MiB receive limit"
+python3 - "$api" <<'PY'
+import base64, json, subprocess, sys
+api = sys.argv[1]
+def call(method, body):
+    out = subprocess.run(["grpcurl", "-plaintext", "-d", json.dumps(body), api, f"drbgd.v1.Randomness/{method}"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, (method, out.stderr)
+    return json.loads(out.stdout)
+r = call("GetBits", {"n": 1 << 24})
+assert len(base64.b64decode(r["data"])) == 1 << 21, "GetBits max"
+r = call("GetBytes", {"n": 1 << 21})
+assert len(base64.b64decode(r["data"])) == 1 << 21, "GetBytes max"
+assert len(call("GetUuids", {"count": 1000})["uuids"]) == 1000
+assert len(call("GetInts", {"min": "-9223372036854775808", "max": "9223372036854775807", "count": 1000})["values"]) == 1000
+assert len(call("GetToken", {"bytes": 1024, "format": "hex"})["token"]) == 2048
+over = subprocess.run(["grpcurl", "-plaintext", "-d", json.dumps({"n": (1 << 24) + 1}), api, "drbgd.v1.Randomness/GetBits"],
+                      capture_output=True, text=True)
+assert "ResourceExhausted" in over.stderr and "n_too_large" in over.stderr, over.stderr
+print("unary maxima: GetBits 2^24 bits, GetBytes 2 MiB, 1000 UUIDs, 1000 ints, 1024-byte token: all fit")
+PY
+
 echo "--- schemathesis against /openapi.json (no 5xx, no schema violation)"
 schemathesis --config-file .ci/schemathesis.toml run "http://$api/openapi.json" --max-examples 50 --no-color
 

@@ -102,7 +102,14 @@ pub struct Pool {
     stats: Arc<Stats>,
     /// The source every generator reseeds from, probed by [`Pool::all_ready`].
     entropy: Arc<dyn EntropySource>,
+    /// The last probe of `entropy`: when, and whether it answered.
+    last_probe: Mutex<Option<(coarsetime::Instant, bool)>>,
 }
+
+/// Readiness probes the entropy source at most this often: an outage shows within a second,
+/// and frequent pollers (the gRPC health follower polls every 250 ms) cost one `getrandom` per
+/// second, not one per poll.
+const PROBE_INTERVAL: coarsetime::Duration = coarsetime::Duration::from_secs(1);
 
 impl std::fmt::Debug for Pool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -146,7 +153,7 @@ impl Pool {
                 Ok(Shard(slots))
             })
             .collect::<Result<Vec<_>, DrbgError>>()?;
-        Ok(Pool { shards: shards.into_boxed_slice(), stats, entropy })
+        Ok(Pool { shards: shards.into_boxed_slice(), stats, entropy, last_probe: Mutex::new(None) })
     }
 
     /// What the kernel granted for the generator state's pages (the weakest over all shards):
@@ -216,12 +223,29 @@ impl Pool {
     /// a probe (so an outage shows at once, before any reseed falls due), and generators
     /// waiting for a reseed (entropy failure, health-test failure) try it now.
     pub fn all_ready(&self) -> bool {
-        let mut probe = [0u8; 16];
-        let entropy_ok = self.entropy.fill(&mut probe).is_ok();
-        zeroize::Zeroize::zeroize(&mut probe);
+        let entropy_ok = self.probe_entropy();
         let generators_ok =
             self.shards.iter().flat_map(|s| s.0.iter()).fold(true, |all, slot| lock(slot).ready() & all);
         entropy_ok && generators_ok
+    }
+}
+
+impl Pool {
+    /// Whether the entropy source answers, asking it at most once per [`PROBE_INTERVAL`]. A
+    /// failed probe is not cached: the next call asks again, so healing shows at once.
+    fn probe_entropy(&self) -> bool {
+        let mut last = self.last_probe.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let now = coarsetime::Instant::now_without_cache_update();
+        if let Some((at, true)) = *last
+            && now.duration_since(at) < PROBE_INTERVAL
+        {
+            return true;
+        }
+        let mut probe = [0u8; 16];
+        let ok = self.entropy.fill(&mut probe).is_ok();
+        zeroize::Zeroize::zeroize(&mut probe);
+        *last = Some((now, ok));
+        ok
     }
 }
 
