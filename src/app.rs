@@ -17,9 +17,12 @@ use crate::drbg::{Pool, selftest};
 use crate::http::request_id::ProcessRequestIds;
 use crate::metrics::Metrics;
 use crate::reload::Watched;
-use crate::server::{ServeOptions, serve};
+use crate::server::{Phase, ServeOptions, serve};
 use crate::state::{AppState, Inner, Readiness};
 use crate::tls::ReloadableAcceptor;
+
+/// Drain deadline of the admin listener, which stops after the API has drained.
+const ADMIN_DRAIN: Duration = Duration::from_secs(2);
 
 /// A built, bound, not yet running application.
 pub struct App {
@@ -139,7 +142,7 @@ impl App {
                 ));
             }
         }
-        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let (phase_tx, phase_rx) = tokio::sync::watch::channel(Phase::Serving);
         let state = self.state.clone();
         tokio::spawn(async move {
             shutdown.await;
@@ -147,25 +150,25 @@ impl App {
             state.metrics.ready.set(0);
             tracing::info!(
                 delay_ms = delay.as_millis() as u64,
-                "shutting down: not ready; accepting until the delay ends"
+                "shutting down: not ready; still accepting, asking connections to move"
             );
+            let _ = phase_tx.send(Phase::Draining);
             tokio::time::sleep(delay).await;
             tracing::info!("draining");
-            let _ = stop_tx.send(true);
+            let _ = phase_tx.send(Phase::Stopped);
         });
         let api_router = crate::http::router(self.state.clone(), crate::grpc::router(self.state.clone()));
         let admin_router = crate::admin::router(self.state.clone());
-        let (admin_done_tx, admin_done_rx) = tokio::sync::oneshot::channel::<()>();
-        let admin_options = ServeOptions { max_connection_age: None, ..options };
-        let admin = tokio::spawn(serve(self.admin, admin_router, admin_options, None, async {
-            let _ = admin_done_rx.await;
-        }));
-        let mut rx = stop_rx.clone();
-        let drained = serve(self.api, api_router, options, self.tls, async move {
-            let _ = rx.wait_for(|stop| *stop).await;
-        })
-        .await;
-        let _ = admin_done_tx.send(());
+        let (admin_tx, admin_rx) = tokio::sync::watch::channel(Phase::Serving);
+        // Admin requests are probes and scrapes: short, so a short drain of their own.
+        let admin_options = ServeOptions {
+            max_connection_age: None,
+            drain_timeout: ADMIN_DRAIN.min(options.drain_timeout),
+            ..options
+        };
+        let admin = tokio::spawn(serve(self.admin, admin_router, admin_options, None, admin_rx));
+        let drained = serve(self.api, api_router, options, self.tls, phase_rx).await;
+        let _ = admin_tx.send(Phase::Stopped);
         let _ = admin.await;
         tracing::info!(drained, "stopped");
         Ok(())

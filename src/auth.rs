@@ -30,6 +30,13 @@ impl ApiKeys {
         if !settings.auth.enabled {
             return Ok(None);
         }
+        let keys = Self::read(settings)?;
+        anyhow::ensure!(!keys.0.is_empty(), "auth.enabled is true but no API key digest is configured");
+        Ok(Some(keys))
+    }
+
+    /// The configured digests and those of the keys file, possibly none.
+    fn read(settings: &Settings) -> anyhow::Result<Self> {
         let mut lines: Vec<String> = settings.auth.api_key_sha256.clone();
         if let Some(path) = settings.api_keys_file() {
             let text = std::fs::read_to_string(&path)
@@ -53,8 +60,7 @@ impl ApiKeys {
                 })
             })
             .collect::<anyhow::Result<Vec<_>>>()?;
-        anyhow::ensure!(!digests.is_empty(), "auth.enabled is true but no API key digest is configured");
-        Ok(Some(ApiKeys(digests)))
+        Ok(ApiKeys(digests))
     }
 
     /// Whether `key` hashes to one of the digests. Every digest is compared, whatever matches.
@@ -110,12 +116,16 @@ impl Keyring {
     }
 
     /// Re-reads the keys file (and the configured digests); on success the new set replaces
-    /// the old one whole.
+    /// the old one whole. An empty set is accepted here (unlike at start-up): emptying the file
+    /// is how every key is revoked at once, and then every request gets 401.
     ///
     /// # Errors
-    /// See [`ApiKeys::from_settings`]; the previous keys then stay in force.
+    /// An unreadable file or a malformed digest; the previous keys then stay in force.
     pub fn reload(&self) -> anyhow::Result<()> {
-        let keys = ApiKeys::from_settings(&self.settings)?.ok_or_else(|| anyhow::anyhow!("auth is off"))?;
+        let keys = ApiKeys::read(&self.settings)?;
+        if keys.0.is_empty() {
+            tracing::warn!("the API keys file lists no key: every API request is refused until one is added");
+        }
         *self.current.write().unwrap_or_else(std::sync::PoisonError::into_inner) = std::sync::Arc::new(keys);
         Ok(())
     }

@@ -31,6 +31,9 @@ use pb::randomness_server::{Randomness, RandomnessServer};
 pub const MAX_UNARY_BITS: u64 = 1 << 24;
 /// Largest StreamBits chunk: 1 MiB of data, a quarter of the default receive limit.
 pub const MAX_STREAM_CHUNK_BYTES: usize = 1 << 20;
+/// Smallest StreamBits chunk: every chunk costs a generator call, a health-test sample and a
+/// message, so tiny chunks would multiply the work per bit for nothing.
+pub const MIN_STREAM_CHUNK_BYTES: usize = 4096;
 /// Largest message the server encodes: the unary limit plus framing.
 const MAX_MESSAGE_BYTES: usize = (MAX_UNARY_BITS as usize / 8) + 64 * 1024;
 /// The fully qualified service name.
@@ -192,7 +195,7 @@ impl Randomness for RandomnessService {
             0 => self.state.settings.limits.stream_chunk_bytes,
             n => n,
         }
-        .clamp(3, MAX_STREAM_CHUNK_BYTES);
+        .clamp(MIN_STREAM_CHUNK_BYTES, MAX_STREAM_CHUNK_BYTES);
         let prepared = (|| {
             let n = service::check_n("n", r.n, self.state.settings.limits.max_bits)?;
             let alg = service::resolve_alg(&self.state, named(&r.alg))?;

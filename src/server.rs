@@ -1,22 +1,48 @@
 //! The connection loop shared by the API and admin listeners: HTTP/1.1 and HTTP/2 (so gRPC)
 //! on one port, optional TLS (its acceptor re-read per connection, so a reloaded certificate
 //! applies to new connections without dropping open ones), a cap on open connections,
-//! header-read and handshake timeouts, a maximum connection age, and graceful draining with a
-//! deadline.
+//! header-read and handshake timeouts, HTTP/2 keep-alive pings, a maximum connection age, and
+//! a shutdown in two phases:
+//!
+//! 1. [`Phase::Draining`] (the shutdown delay): the listener still accepts, but every
+//!    connection is asked to move: HTTP/2 gets a GOAWAY (in-flight streams finish, the client
+//!    opens a new connection), HTTP/1 responses carry `Connection: close`. Clients that hold
+//!    connections to this pod's IP leave it while it still answers.
+//! 2. [`Phase::Stopped`]: the listener closes, idle connections close, busy ones finish their
+//!    requests, all within the drain deadline.
 
-use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use axum::Router;
+use axum::http::{HeaderValue, Request, Response, Version, header};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, watch};
+use tower::ServiceBuilder;
 
 use crate::tls::ReloadableAcceptor;
+
+/// HTTP/2 keep-alive: a ping after this much silence...
+const H2_PING_INTERVAL: Duration = Duration::from_secs(30);
+/// ...must be answered within this, or the connection (and its permit) is dropped: a vanished
+/// peer cannot hold a connection slot, or the drain, for ever.
+const H2_PING_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Where a listener is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Phase {
+    /// Accepting and serving.
+    Serving,
+    /// Shutdown delay: still accepting, but asking every connection to move elsewhere.
+    Draining,
+    /// Not accepting; connections finish within the drain deadline.
+    Stopped,
+}
 
 /// Connection limits and deadlines.
 #[derive(Debug, Clone, Copy)]
@@ -25,33 +51,48 @@ pub struct ServeOptions {
     pub max_connections: usize,
     /// Time to receive a request's headers (HTTP/1).
     pub header_read_timeout: Duration,
-    /// Time in-flight requests get after `shutdown` completes.
+    /// Time in-flight requests get once the phase is [`Phase::Stopped`].
     pub drain_timeout: Duration,
-    /// Connections older than this are closed gracefully (HTTP/2 GOAWAY, HTTP/1 after the
-    /// current request), so clients reconnect and rebalance; `None`: never.
+    /// Connections older than this (±10 %, so clients do not reconnect in step) are asked to
+    /// close: HTTP/2 GOAWAY, HTTP/1 `Connection: close` on the next response. Those still open
+    /// `drain_timeout` later are closed. `None`: never.
     pub max_connection_age: Option<Duration>,
 }
 
-/// Serves `router` on `listener` until `shutdown` completes, then stops accepting, asks every
-/// open connection to finish gracefully, and waits at most `drain_timeout` for them. Returns
-/// whether the drain finished in time.
+/// What the request path knows about its connection.
+#[derive(Debug, Default)]
+struct ConnState {
+    /// The connection has carried an HTTP/2 request.
+    h2: AtomicBool,
+    /// The connection should end: HTTP/1 responses say `Connection: close`.
+    closing: AtomicBool,
+}
+
+/// Serves `router` on `listener`, following `phase`. Returns whether the drain finished within
+/// the deadline.
 pub async fn serve(
     listener: TcpListener,
     router: Router,
     options: ServeOptions,
     tls: Option<Arc<ReloadableAcceptor>>,
-    shutdown: impl Future<Output = ()>,
+    phase: watch::Receiver<Phase>,
 ) -> bool {
     let mut builder = Builder::new(TokioExecutor::new());
     builder.http1().timer(TokioTimer::new()).header_read_timeout(options.header_read_timeout);
-    builder.http2().timer(TokioTimer::new());
-    let (stop_tx, stop_rx) = watch::channel(false);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(Some(H2_PING_INTERVAL))
+        .keep_alive_timeout(H2_PING_TIMEOUT);
     let permits = Arc::new(Semaphore::new(options.max_connections));
-    tokio::pin!(shutdown);
+    let sequence = AtomicU64::new(0);
+    let mut watch_stop = phase.clone();
+    let stopped = async move { watch_stop.wait_for(|p| *p == Phase::Stopped).await.map(|_| ()) };
+    tokio::pin!(stopped);
     loop {
         let permit = tokio::select! {
             permit = permits.clone().acquire_owned() => permit.expect("semaphore never closed"),
-            () = &mut shutdown => break,
+            _ = &mut stopped => break,
         };
         let stream = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -63,14 +104,17 @@ pub async fn serve(
                     continue;
                 }
             },
-            () = &mut shutdown => break,
+            _ = &mut stopped => break,
         };
         let _ = stream.set_nodelay(true);
         let connection = Connection {
-            service: TowerToHyperService::new(router.clone()),
+            router: router.clone(),
             builder: builder.clone(),
-            stop: stop_rx.clone(),
-            max_age: options.max_connection_age,
+            phase: phase.clone(),
+            max_age: options
+                .max_connection_age
+                .map(|age| jitter(age, sequence.fetch_add(1, Ordering::Relaxed))),
+            grace: options.drain_timeout,
         };
         let tls = tls.as_ref().map(|t| t.current());
         let handshake_timeout = options.header_read_timeout;
@@ -89,7 +133,6 @@ pub async fn serve(
         });
     }
     drop(listener);
-    let _ = stop_tx.send(true);
     // Every connection task holds a permit until it ends: all permits back means drained.
     let all = u32::try_from(options.max_connections).unwrap_or(u32::MAX);
     let drained = tokio::time::timeout(options.drain_timeout, permits.acquire_many(all)).await.is_ok();
@@ -99,33 +142,119 @@ pub async fn serve(
     drained
 }
 
+/// `age` scaled by a factor in [0.9, 1.1) picked by the connection's sequence number (a
+/// multiplicative hash: not secret, only spread).
+fn jitter(age: Duration, sequence: u64) -> Duration {
+    let spread = (sequence.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54) as u32; // 0..1024
+    age.mul_f64(0.9 + 0.2 * f64::from(spread) / 1024.0)
+}
+
 /// One accepted connection and what ends it early.
 struct Connection {
-    service: TowerToHyperService<Router>,
+    router: Router,
     builder: Builder<TokioExecutor>,
-    stop: watch::Receiver<bool>,
+    phase: watch::Receiver<Phase>,
     max_age: Option<Duration>,
+    /// How long an aged connection may take to close before it is dropped.
+    grace: Duration,
 }
 
 impl Connection {
-    /// Serves until the client closes, or, after shutdown or at its maximum age, until the
-    /// requests in progress finish (graceful shutdown of this connection).
+    /// Serves until the client closes; asks the connection to end (GOAWAY / `Connection:
+    /// close`) when draining starts or it reaches its age, closes it gracefully when the
+    /// listener stops, and drops it if it outlives its age by the grace period.
     async fn run<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(self, stream: S) {
-        let Connection { service, builder, mut stop, max_age } = self;
-        let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+        let Connection { router, builder, mut phase, max_age, grace } = self;
+        let state = Arc::new(ConnState::default());
+        let (seen, closing) = (state.clone(), state.clone());
+        let service = ServiceBuilder::new()
+            .map_request(move |request: Request<hyper::body::Incoming>| {
+                if request.version() == Version::HTTP_2 {
+                    seen.h2.store(true, Ordering::Relaxed);
+                }
+                request
+            })
+            // HTTP/1: the client will not reuse this connection (hyper strips the header from
+            // HTTP/2 responses, where GOAWAY does the job).
+            .map_response(move |mut response: Response<axum::body::Body>| {
+                if closing.closing.load(Ordering::Relaxed) {
+                    response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+                }
+                response
+            })
+            .service(router);
+        let connection =
+            builder.serve_connection_with_upgrades(TokioIo::new(stream), TowerToHyperService::new(service));
         tokio::pin!(connection);
-        let aged = async {
-            match max_age {
-                Some(age) => tokio::time::sleep(age).await,
-                None => std::future::pending().await,
+        let mut aged = Box::pin(sleep_or_never(max_age));
+        let mut age_passed = false;
+        let mut goaway_sent = false;
+        loop {
+            let now = *phase.borrow_and_update();
+            if now == Phase::Stopped {
+                state.closing.store(true, Ordering::Relaxed);
+                if !goaway_sent {
+                    connection.as_mut().graceful_shutdown();
+                }
+                let _ = connection.as_mut().await;
+                return;
             }
-        };
-        tokio::select! {
-            _ = connection.as_mut() => return,
-            _ = stop.wait_for(|stop| *stop) => {}
-            () = aged => {}
+            if now == Phase::Draining && !state.closing.load(Ordering::Relaxed) && ask_to_move(&state) {
+                connection.as_mut().graceful_shutdown();
+                goaway_sent = true;
+            }
+            tokio::select! {
+                _ = connection.as_mut() => return,
+                changed = phase.changed() => {
+                    if changed.is_err() {
+                        // The sender is gone: nothing will say Stopped, so stop now.
+                        connection.as_mut().graceful_shutdown();
+                        let _ = connection.as_mut().await;
+                        return;
+                    }
+                }
+                () = aged.as_mut() => {
+                    if age_passed {
+                        // Asked to move a grace period ago and still open: drop it.
+                        return;
+                    }
+                    age_passed = true;
+                    if !state.closing.load(Ordering::Relaxed) && ask_to_move(&state) {
+                        connection.as_mut().graceful_shutdown();
+                        goaway_sent = true;
+                    }
+                    aged = Box::pin(sleep_or_never(Some(grace)));
+                }
+            }
         }
-        connection.as_mut().graceful_shutdown();
-        let _ = connection.await;
+    }
+}
+
+/// Marks the connection closing (HTTP/1: `Connection: close` on the next response) and says
+/// whether it speaks HTTP/2, in which case the caller sends GOAWAY now.
+fn ask_to_move(state: &ConnState) -> bool {
+    state.closing.store(true, Ordering::Relaxed);
+    state.h2.load(Ordering::Relaxed)
+}
+
+/// Sleeps for `duration`, or for ever when `None`.
+async fn sleep_or_never(duration: Option<Duration>) {
+    match duration {
+        Some(d) => tokio::time::sleep(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jitter_spreads_within_ten_percent() {
+        let age = Duration::from_secs(100);
+        let ages: Vec<Duration> = (0..1000).map(|i| jitter(age, i)).collect();
+        assert!(ages.iter().all(|a| (Duration::from_secs(90)..Duration::from_secs(110)).contains(a)));
+        let distinct: std::collections::BTreeSet<_> = ages.iter().collect();
+        assert!(distinct.len() > 500, "{}", distinct.len());
     }
 }

@@ -90,13 +90,20 @@ async fn request_ids_are_made_without_the_os_and_kept_when_given() {
     assert_eq!(r.headers()["x-request-id"], "mine-42");
 }
 
-/// One HTTP/1.1 request on an open connection; returns the status line.
+/// One HTTP/1.1 request on an open connection; returns the response head (lowercase).
 async fn request_on(stream: &mut tokio::net::TcpStream, path: &str) -> String {
     let req = format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n");
     stream.write_all(req.as_bytes()).await.unwrap();
     let mut buf = vec![0u8; 4096];
     let n = stream.read(&mut buf).await.unwrap();
-    String::from_utf8_lossy(&buf[..n]).lines().next().unwrap_or("").to_owned()
+    let text = String::from_utf8_lossy(&buf[..n]).to_ascii_lowercase();
+    text.split("\r\n\r\n").next().unwrap_or("").to_owned()
+}
+
+/// Whether the server closed `stream` (EOF within 3 s).
+async fn closed_by_server(stream: &mut tokio::net::TcpStream) -> bool {
+    let mut buf = [0u8; 64];
+    matches!(tokio::time::timeout(Duration::from_secs(3), stream.read(&mut buf)).await, Ok(Ok(0)))
 }
 
 #[tokio::test]
@@ -106,18 +113,23 @@ async fn shutdown_delay_keeps_accepting_while_not_ready() {
     let mut app = spawn_with(settings, Arc::new(OsEntropy)).await;
     let addr = app.api.trim_start_matches("http://").to_string();
     let mut kept = tokio::net::TcpStream::connect(&addr).await.unwrap();
-    assert!(request_on(&mut kept, "/token").await.contains("200"));
+    let head = request_on(&mut kept, "/token").await;
+    assert!(head.starts_with("http/1.1 200") && !head.contains("connection: close"), "{head}");
     let started = std::time::Instant::now();
     app.stop();
     tokio::time::sleep(Duration::from_millis(100)).await;
     let readyz = app.client.get(format!("{}/readyz", app.admin)).send().await.unwrap();
     assert_eq!(readyz.status(), 503, "not ready at once");
-    // During the delay: new connections are accepted and served, and open ones keep working.
+    // A kept-alive connection is served once more, told to close, and closed: its client
+    // moves while this instance still accepts.
+    let head = request_on(&mut kept, "/token").await;
+    assert!(head.starts_with("http/1.1 200") && head.contains("connection: close"), "{head}");
+    assert!(closed_by_server(&mut kept).await);
+    // During the delay: new connections are accepted and served.
     let mut served = 0;
     while started.elapsed() < Duration::from_millis(1200) {
         let mut fresh = tokio::net::TcpStream::connect(&addr).await.expect("accepting during the delay");
-        assert!(request_on(&mut fresh, "/bits?n=64").await.contains("200"));
-        assert!(request_on(&mut kept, "/token").await.contains("200"));
+        assert!(request_on(&mut fresh, "/bits?n=64").await.starts_with("http/1.1 200"));
         served += 1;
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -128,18 +140,26 @@ async fn shutdown_delay_keeps_accepting_while_not_ready() {
 }
 
 #[tokio::test]
-async fn connections_are_closed_at_their_maximum_age() {
+async fn connections_are_asked_to_close_at_their_maximum_age() {
     let mut settings = test_settings();
     settings.server.max_connection_age_ms = 300;
+    settings.server.drain_timeout_ms = 1000;
     let app = spawn_with(settings, Arc::new(OsEntropy)).await;
     let addr = app.api.trim_start_matches("http://").to_string();
     let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
-    assert!(request_on(&mut stream, "/token").await.contains("200"));
-    let mut buf = [0u8; 64];
-    let eof = tokio::time::timeout(Duration::from_secs(3), stream.read(&mut buf)).await;
-    assert_eq!(eof.expect("closed within the age").unwrap(), 0, "the server closed the aged connection");
-    // New connections are of course still served.
-    assert_eq!(app.get("/token").await.status(), 200);
+    assert!(!request_on(&mut stream, "/token").await.contains("connection: close"));
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    // Past its age (300 ms ± 10 %): the next response says close, and the server closes.
+    let head = request_on(&mut stream, "/token").await;
+    assert!(head.starts_with("http/1.1 200") && head.contains("connection: close"), "{head}");
+    assert!(closed_by_server(&mut stream).await);
+    // An idle aged connection is dropped once the grace period (the drain timeout) has passed.
+    let mut idle = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    assert!(request_on(&mut idle, "/token").await.starts_with("http/1.1 200"));
+    let mut buf = [0u8; 8];
+    let eof = tokio::time::timeout(Duration::from_secs(4), idle.read(&mut buf)).await;
+    assert_eq!(eof.expect("dropped after age + grace").unwrap(), 0);
+    assert_eq!(app.get("/token").await.status(), 200, "new connections are served");
 }
 
 /// A CA and a leaf for "localhost" signed by it, as PEM (cert, key), plus the CA's DER.
@@ -266,5 +286,8 @@ async fn api_keys_file_reloads_and_a_bad_file_keeps_the_old_keys() {
     std::fs::write(&file, "not-a-digest\n").unwrap();
     assert!(eventually(|| async { reloads(&app, "api_keys", "error").await > errors }).await);
     assert_eq!(status("second").await, 200, "the previous keys stay after a bad file");
+    // Emptying the file revokes every key (start-up would refuse it; a reload accepts it).
+    std::fs::write(&file, "# all revoked\n").unwrap();
+    assert!(eventually(|| async { status("second").await == 401 }).await, "every key revoked");
     std::fs::remove_dir_all(&dir).ok();
 }
