@@ -135,8 +135,8 @@ fn popcount(c: &mut Criterion) {
 criterion_group! {
     name = benches;
     config = {
-        // Criterion draws its reports with plotters, whose text backend needs a registered font.
-        drbgd::study::register_font().expect("embedded font");
+        // Criterion draws its HTML reports with plotters' built-in font (the study's DejaVu
+        // setup lives in the study's own package, study/).
         Criterion::default().warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2))
     };
     targets = fill, scaling, popcount

@@ -78,8 +78,8 @@ impl App {
             .with_context(|| format!("cannot listen on {}", settings.server.admin_listen))?;
         let state = AppState::new(Inner {
             api_keys: Keyring::from_settings(&settings)?,
-            enabled: settings.enabled_algorithms().map_err(anyhow::Error::msg)?,
-            default_alg: settings.default_algorithm().map_err(anyhow::Error::msg)?,
+            enabled: settings.drbg.enabled.clone(),
+            default_alg: settings.drbg.default_alg,
             pool,
             metrics,
             settings,

@@ -1,4 +1,5 @@
 //! The command line: `drbgd [serve]`, `drbgd generate`, `drbgd selftest`, `drbgd healthcheck`.
+//! (The source experiments are a separate binary, `drbgd-study`, in `study/`.)
 
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -8,11 +9,9 @@ use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use zeroize::Zeroize;
 
-use crate::drbg::blake3_xof::Blake3Drbg;
-use crate::drbg::chacha20::ChaCha20Drbg;
-use crate::drbg::ctr_drbg::Aes256CtrDrbg;
+use crate::config::LogFormat;
 use crate::drbg::entropy::OsEntropy;
-use crate::drbg::{Algorithm, Drbg, Pool, PoolConfig, bits, selftest};
+use crate::drbg::{Algorithm, Drbg, Pool, PoolConfig, WithMechanism, bits, selftest};
 
 /// Bytes generated per write when streaming: 48 KiB, a multiple of 3 so base64 chunks
 /// concatenate into one valid encoding.
@@ -39,36 +38,6 @@ enum Command {
     Generate(GenerateArgs),
     /// Run the start-up self-tests and print one line per algorithm.
     Selftest,
-    /// Reproduce the source experiments (the DRBG study; `rekey`: arc4random's rekey study).
-    Bench(BenchArgs),
-}
-
-#[derive(Debug, Args)]
-struct BenchArgs {
-    #[command(subcommand)]
-    experiment: Option<BenchExperiment>,
-    /// Lengths in bits.
-    #[arg(long, value_delimiter = ',', default_values_t = [10_000u64, 100_000, 1_000_000, 10_000_000])]
-    lengths: Vec<u64>,
-    /// Repetitions per point (median, min and max are reported).
-    #[arg(long, default_value_t = 11)]
-    reps: usize,
-    /// Output directory for metrics.csv and the figures.
-    #[arg(long, default_value = "results")]
-    out: std::path::PathBuf,
-}
-
-#[derive(Debug, Subcommand)]
-enum BenchExperiment {
-    /// arc4random's randomized rekey interval and the chi-square of uniform integers.
-    Rekey {
-        /// 32-bit integers per run.
-        #[arg(long, default_value_t = 39_600_000)]
-        count: u64,
-        /// Runs per mode.
-        #[arg(long, default_value_t = 10)]
-        reps: usize,
-    },
 }
 
 #[derive(Debug, Args, Default)]
@@ -83,14 +52,14 @@ struct ServeArgs {
     #[arg(long)]
     admin_listen: Option<std::net::SocketAddr>,
     /// Default algorithm (overrides drbg.default_alg).
-    #[arg(long)]
-    default_alg: Option<String>,
+    #[arg(long, value_parser = parse_alg)]
+    default_alg: Option<Algorithm>,
     /// Shards (overrides drbg.shards).
     #[arg(long)]
     shards: Option<usize>,
-    /// Log format, text or json (overrides log.format).
-    #[arg(long)]
-    log_format: Option<String>,
+    /// Log format (overrides log.format).
+    #[arg(long, value_enum)]
+    log_format: Option<LogFormat>,
     /// Print the effective configuration as TOML-like JSON and exit.
     #[arg(long)]
     print_config: bool,
@@ -99,7 +68,7 @@ struct ServeArgs {
 #[derive(Debug, Args)]
 struct GenerateArgs {
     /// Algorithm: chacha20, aes256ctr, blake3, randen, aes128ctr or aes192ctr (aliases accepted).
-    #[arg(long, default_value = "chacha20", value_parser = parse_alg)]
+    #[arg(long, default_value_t = Algorithm::ChaCha20, value_parser = parse_alg)]
     alg: Algorithm,
     /// Number of bits (packed MSB-first; the last byte's unused bits are zero).
     #[arg(long, conflicts_with = "bytes")]
@@ -138,7 +107,6 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Some(Command::Generate(args)) => generate(&args),
         Some(Command::Selftest) => run_selftest(),
-        Some(Command::Bench(args)) => bench(&args),
         Some(Command::Healthcheck { admin }) => healthcheck(admin),
         Some(Command::Serve(args)) => serve(&args),
         None => serve(&ServeArgs::default()),
@@ -163,14 +131,14 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     if let Some(v) = args.admin_listen {
         set("server", "admin_listen", v.to_string().into());
     }
-    if let Some(v) = &args.default_alg {
-        set("drbg", "default_alg", v.clone().into());
+    if let Some(v) = args.default_alg {
+        set("drbg", "default_alg", v.name().into());
     }
     if let Some(v) = args.shards {
         set("drbg", "shards", v.into());
     }
-    if let Some(v) = &args.log_format {
-        set("log", "format", v.clone().into());
+    if let Some(v) = args.log_format {
+        set("log", "format", serde_json::to_value(v)?);
     }
     let settings = crate::config::Settings::load(args.config.as_deref(), overrides)?;
     if args.print_config {
@@ -202,26 +170,6 @@ fn healthcheck(admin: std::net::SocketAddr) -> anyhow::Result<()> {
     }
 }
 
-fn bench(args: &BenchArgs) -> anyhow::Result<()> {
-    selftest::run_all().context("refusing to benchmark")?;
-    match args.experiment {
-        Some(BenchExperiment::Rekey { count, reps }) => {
-            print!("{}", crate::study::run_rekey(&crate::study::RekeyOptions { count, reps })?);
-        }
-        None => {
-            let options = crate::study::StudyOptions {
-                lengths: args.lengths.clone(),
-                reps: args.reps,
-                out: args.out.clone(),
-            };
-            let rows = crate::study::run_study(&options)?;
-            print!("{}", crate::study::summary(&rows, crate::study::cpu_ghz()));
-            println!("wrote {}/metrics.csv and three figures (SVG and PNG)", args.out.display());
-        }
-    }
-    Ok(())
-}
-
 fn run_selftest() -> anyhow::Result<()> {
     let mut failed = false;
     for alg in Algorithm::ALL {
@@ -245,15 +193,9 @@ type Source = Box<dyn FnMut(&mut [u8]) -> anyhow::Result<()>>;
 fn source(args: &GenerateArgs) -> anyhow::Result<Source> {
     selftest::run(args.alg).context("refusing to generate")?;
     if let Some(seed) = &args.seed {
-        let mut seed = hex::decode(seed).context("--seed must be hex")?;
-        let source: Source = match args.alg {
-            Algorithm::ChaCha20 => seeded::<ChaCha20Drbg>(&seed),
-            Algorithm::Aes256Ctr => seeded::<Aes256CtrDrbg>(&seed),
-            Algorithm::Blake3 => seeded::<Blake3Drbg>(&seed),
-            Algorithm::Randen => seeded::<crate::drbg::randen::RandenDrbg>(&seed),
-            Algorithm::Aes128Ctr => seeded::<crate::drbg::ctr_drbg::Aes128CtrDrbg>(&seed),
-            Algorithm::Aes192Ctr => seeded::<crate::drbg::ctr_drbg::Aes192CtrDrbg>(&seed),
-        };
+        let mut seed =
+            data_encoding::HEXLOWER_PERMISSIVE.decode(seed.as_bytes()).context("--seed must be hex")?;
+        let source = args.alg.with_mechanism(Seeded(&seed));
         seed.zeroize();
         return Ok(source);
     }
@@ -263,12 +205,20 @@ fn source(args: &GenerateArgs) -> anyhow::Result<Source> {
     Ok(Box::new(move |buf| pool.fill(alg, buf, false).context("generator refused")))
 }
 
-fn seeded<G: Drbg>(seed: &[u8]) -> Source {
-    let mut drbg = G::instantiate(seed, &[], b"drbgd generate --seed");
-    Box::new(move |buf| {
-        // A CTR_DRBG would need a reseed only after 2^48 calls; a deterministic stream stops there.
-        drbg.generate(buf, &[]).context("reseed interval exhausted")
-    })
+/// A mechanism instantiated with the seed as entropy input, never reseeded.
+struct Seeded<'a>(&'a [u8]);
+
+impl WithMechanism for Seeded<'_> {
+    type Output = Source;
+
+    fn run<G: Drbg>(self) -> Source {
+        let mut drbg = G::instantiate(self.0, &[], b"drbgd generate --seed");
+        Box::new(move |buf| {
+            // A CTR_DRBG would need a reseed only after 2^48 calls; a deterministic stream
+            // stops there.
+            drbg.generate(buf, &[]).context("reseed interval exhausted")
+        })
+    }
 }
 
 fn generate(args: &GenerateArgs) -> anyhow::Result<()> {
@@ -308,7 +258,7 @@ fn generate(args: &GenerateArgs) -> anyhow::Result<()> {
 fn write_encoded(out: &mut impl Write, chunk: &[u8], n_bits: u64, format: Format) -> io::Result<()> {
     match format {
         Format::Raw => out.write_all(chunk),
-        Format::Hex => out.write_all(hex::encode(chunk).as_bytes()),
+        Format::Hex => out.write_all(data_encoding::HEXLOWER.encode(chunk).as_bytes()),
         Format::Base64 => out.write_all(data_encoding::BASE64.encode(chunk).as_bytes()),
         Format::Bits => {
             let mut ascii = vec![0u8; n_bits as usize];

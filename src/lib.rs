@@ -13,10 +13,12 @@
 //! - [`config`]: layered, validated settings.
 //! - [`app`], [`server`], [`shutdown`], [`state`]: wiring, the connection loop, signals, shared
 //!   state.
-//! - [`study`]: `drbgd bench`, the source experiments reproduced (CSV, figures, rekey study).
 //! - [`tls`]: optional rustls for the API listener (reloadable).
 //! - [`reload`]: polls mounted files (TLS certificate and key, API keys) and reloads them.
 //! - [`cli`], [`telemetry`]: the command line and logging.
+//!
+//! The source experiments (the DRBG study's CSV and figures, the rekey study) are a separate
+//! binary in the workspace, `drbgd-study` (`study/`), so the server links none of their crates.
 
 pub mod admin;
 pub mod app;
@@ -33,6 +35,5 @@ pub mod server;
 pub mod service;
 pub mod shutdown;
 pub mod state;
-pub mod study;
 pub mod telemetry;
 pub mod tls;

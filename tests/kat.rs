@@ -15,6 +15,17 @@ use drbgd::drbg::{blake3_xof::Blake3Drbg, chacha20::ChaCha20Drbg};
 use rand_core::{Rng, SeedableRng};
 use serde_json::Value;
 
+/// Hex as the vector files write it, with data-encoding (drbgd's one hex implementation).
+mod hex {
+    pub fn encode(bytes: impl AsRef<[u8]>) -> String {
+        data_encoding::HEXLOWER.encode(bytes.as_ref())
+    }
+
+    pub fn decode(text: impl AsRef<[u8]>) -> Result<Vec<u8>, data_encoding::DecodeError> {
+        data_encoding::HEXLOWER_PERMISSIVE.decode(text.as_ref())
+    }
+}
+
 // ---------- CAVP CTR_DRBG ----------
 
 /// One CAVP record: the group header and the record's fields in file order.

@@ -1,21 +1,22 @@
-//! Per-core shards. Each shard holds one managed instance of every algorithm; a thread keeps
-//! to the shard it was given on first use, so the hot path takes only its own shard's
-//! uncontended lock and two threads do not contend in the common case.
+//! Per-core shards. Every algorithm has one managed instance per shard; a thread keeps to the
+//! shard it was given on first use, so the hot path takes only its own shard's uncontended
+//! lock and two threads do not contend in the common case.
+//!
+//! The instances of one algorithm sit together in dump-excluded, locked-where-possible pages
+//! ([`SecretSlice`]), each on cache lines of its own. The pool holds them behind one small
+//! trait (`Instances`), built for each algorithm's mechanism type through
+//! [`Algorithm::with_mechanism`], so nothing here lists the algorithms.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use super::blake3_xof::Blake3Drbg;
-use super::chacha20::ChaCha20Drbg;
-use super::ctr_drbg::{Aes128CtrDrbg, Aes192CtrDrbg, Aes256CtrDrbg};
 use super::entropy::EntropySource;
-use super::randen::RandenDrbg;
 use super::reseed::{Managed, ReseedPolicy};
 use super::secret_mem::{Protection, SecretSlice};
 use super::stats::Stats;
-use super::{Algorithm, Drbg, DrbgError};
+use super::{Algorithm, Drbg, DrbgError, WithMechanism};
 
 /// How to build a [`Pool`].
 #[derive(Debug, Clone)]
@@ -38,67 +39,73 @@ impl Default for PoolConfig {
     }
 }
 
-/// One managed generator of a given algorithm.
-enum Slot {
-    ChaCha20(Managed<ChaCha20Drbg>),
-    Aes256Ctr(Managed<Aes256CtrDrbg>),
-    Blake3(Managed<Blake3Drbg>),
-    Randen(Managed<RandenDrbg>),
-    Aes128Ctr(Managed<Aes128CtrDrbg>),
-    Aes192Ctr(Managed<Aes192CtrDrbg>),
+/// One algorithm's managed generator on every shard, whatever the mechanism type.
+trait Instances: Send + Sync {
+    /// Fills `out` from the instance of `shard`.
+    fn fill(&self, shard: usize, out: &mut [u8], prediction_resistance: bool) -> Result<(), DrbgError>;
+    /// See [`Managed::prepare`].
+    fn prepare(&self, shard: usize, bytes: u64) -> Result<(), DrbgError>;
+    /// Whether every shard's instance can serve (see [`Managed::ready`]).
+    fn all_ready(&self) -> bool;
+    /// What the kernel granted for these instances' pages.
+    fn protection(&self) -> Protection;
 }
 
-/// Runs `$body` with `$m` bound to the slot's managed generator, whatever its type.
-macro_rules! with_managed {
-    ($slot:expr, $m:ident => $body:expr) => {
-        match $slot {
-            Slot::ChaCha20($m) => $body,
-            Slot::Aes256Ctr($m) => $body,
-            Slot::Blake3($m) => $body,
-            Slot::Randen($m) => $body,
-            Slot::Aes128Ctr($m) => $body,
-            Slot::Aes192Ctr($m) => $body,
-        }
-    };
-}
+/// Keeps a value on cache lines of its own (128 bytes: two 64-byte lines, as the adjacent-line
+/// prefetcher fetches them in pairs), so two shards' locks and state never share a line.
+#[repr(align(128))]
+struct CacheLines<T>(T);
 
-impl Slot {
-    fn new(alg: Algorithm, parts: Parts) -> Result<Self, DrbgError> {
-        Ok(match alg {
-            Algorithm::ChaCha20 => Slot::ChaCha20(managed(parts)?),
-            Algorithm::Aes256Ctr => Slot::Aes256Ctr(managed(parts)?),
-            Algorithm::Blake3 => Slot::Blake3(managed(parts)?),
-            Algorithm::Randen => Slot::Randen(managed(parts)?),
-            Algorithm::Aes128Ctr => Slot::Aes128Ctr(managed(parts)?),
-            Algorithm::Aes192Ctr => Slot::Aes192Ctr(managed(parts)?),
-        })
+/// The instances of mechanism `G`, indexed by shard.
+struct Shards<G: Drbg>(SecretSlice<CacheLines<Mutex<Managed<G>>>>);
+
+impl<G: Drbg> Instances for Shards<G> {
+    fn fill(&self, shard: usize, out: &mut [u8], prediction_resistance: bool) -> Result<(), DrbgError> {
+        lock(&self.0[shard].0).fill(out, prediction_resistance)
     }
 
-    fn fill(&mut self, out: &mut [u8], prediction_resistance: bool) -> Result<(), DrbgError> {
-        with_managed!(self, m => m.fill(out, prediction_resistance))
+    fn prepare(&self, shard: usize, bytes: u64) -> Result<(), DrbgError> {
+        lock(&self.0[shard].0).prepare(bytes)
     }
 
-    fn ready(&mut self) -> bool {
-        with_managed!(self, m => m.ready())
+    fn all_ready(&self) -> bool {
+        self.0.iter().fold(true, |all, slot| lock(&slot.0).ready() & all)
     }
 
-    fn prepare(&mut self, bytes: u64) -> Result<(), DrbgError> {
-        with_managed!(self, m => m.prepare(bytes))
-    }
-
-    fn discard(&mut self) {
-        with_managed!(self, m => m.discard());
+    fn protection(&self) -> Protection {
+        self.0.protection()
     }
 }
 
-/// One instance of each generator, indexed by [`Algorithm::index`] (built from
-/// [`Algorithm::ALL`], so every index is present).
-/// The slots live in dump-excluded, locked-where-possible pages ([`SecretSlice`]).
-struct Shard(SecretSlice<Mutex<Slot>>);
+/// Builds one algorithm's [`Shards`] for its mechanism type.
+#[derive(Clone, Copy)]
+struct Build<'a> {
+    config: &'a PoolConfig,
+    entropy: &'a Arc<dyn EntropySource>,
+    stats: &'a Arc<Stats>,
+}
+
+impl WithMechanism for Build<'_> {
+    type Output = Result<Box<dyn Instances>, DrbgError>;
+
+    fn run<G: Drbg>(self) -> Self::Output {
+        let alg = G::ALGORITHM;
+        let slots = SecretSlice::try_from_fn(self.config.shards.max(1), |shard| {
+            let label = personalization(alg, shard, &self.config.instance);
+            let policy = self.config.policies[alg.index()];
+            Managed::<G>::new(self.entropy.clone(), self.stats.clone(), label, policy)
+                .map(|m| CacheLines(Mutex::new(m)))
+        })?;
+        Ok(Box::new(Shards(slots)))
+    }
+}
 
 /// The sharded generator pool.
 pub struct Pool {
-    shards: Box<[Shard]>,
+    /// Indexed by [`Algorithm::index`] (built from [`Algorithm::ALL`], so every index is
+    /// present).
+    algorithms: Box<[Box<dyn Instances>]>,
+    shards: usize,
     stats: Arc<Stats>,
     /// The source every generator reseeds from, probed by [`Pool::all_ready`].
     entropy: Arc<dyn EntropySource>,
@@ -113,7 +120,7 @@ const PROBE_INTERVAL: coarsetime::Duration = coarsetime::Duration::from_secs(1);
 
 impl std::fmt::Debug for Pool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Pool").field("shards", &self.shards.len()).finish_non_exhaustive()
+        f.debug_struct("Pool").field("shards", &self.shards).finish_non_exhaustive()
     }
 }
 
@@ -142,24 +149,18 @@ impl Pool {
     /// [`DrbgError::EntropyUnavailable`] if any instantiation could not get entropy.
     pub fn new(config: &PoolConfig, entropy: Arc<dyn EntropySource>) -> Result<Self, DrbgError> {
         let stats = Arc::new(Stats::default());
-        let shards = (0..config.shards.max(1))
-            .map(|index| {
-                let slots = SecretSlice::try_from_fn(Algorithm::COUNT, |i| {
-                    let alg = Algorithm::ALL[i];
-                    let label = personalization(alg, index, &config.instance);
-                    let parts = (entropy.clone(), stats.clone(), label, config.policies[alg.index()]);
-                    Slot::new(alg, parts).map(Mutex::new)
-                })?;
-                Ok(Shard(slots))
-            })
-            .collect::<Result<Vec<_>, DrbgError>>()?;
-        Ok(Pool { shards: shards.into_boxed_slice(), stats, entropy, last_probe: Mutex::new(None) })
+        let build = Build { config, entropy: &entropy, stats: &stats };
+        let algorithms = Algorithm::ALL
+            .into_iter()
+            .map(|alg| alg.with_mechanism(build))
+            .collect::<Result<Box<[_]>, DrbgError>>()?;
+        Ok(Pool { algorithms, shards: config.shards.max(1), stats, entropy, last_probe: Mutex::new(None) })
     }
 
     /// What the kernel granted for the generator state's pages (the weakest over all shards):
     /// excluded from core dumps, locked against swap.
     pub fn protection(&self) -> Protection {
-        self.shards.iter().map(|s| s.0.protection()).fold(
+        self.algorithms.iter().map(|a| a.protection()).fold(
             Protection { dontdump: true, locked: true },
             |a, b| Protection { dontdump: a.dontdump && b.dontdump, locked: a.locked && b.locked },
         )
@@ -167,7 +168,7 @@ impl Pool {
 
     /// Number of shards.
     pub fn shard_count(&self) -> usize {
-        self.shards.len()
+        self.shards
     }
 
     /// Lifecycle counters of all shards.
@@ -181,13 +182,13 @@ impl Pool {
     /// See [`Managed::fill`]; on error `out` is zeroed.
     #[inline]
     pub fn fill(&self, alg: Algorithm, out: &mut [u8], prediction_resistance: bool) -> Result<(), DrbgError> {
-        let shard = thread_ticket() % self.shards.len();
+        let shard = thread_ticket() % self.shards;
         self.fill_on_shard(shard, alg, out, prediction_resistance)
     }
 
     /// The shard of the calling thread (a stream keeps to the shard it started on).
     pub fn current_shard(&self) -> usize {
-        thread_ticket() % self.shards.len()
+        thread_ticket() % self.shards
     }
 
     /// Reseeds `alg` on `shard` now if the next `bytes` would otherwise need a reseed (see
@@ -199,7 +200,7 @@ impl Pool {
     /// # Panics
     /// If `shard >= shard_count()`.
     pub fn prepare_on_shard(&self, shard: usize, alg: Algorithm, bytes: u64) -> Result<(), DrbgError> {
-        lock(&self.shards[shard].0[alg.index()]).prepare(bytes)
+        self.algorithms[alg.index()].prepare(shard, bytes)
     }
 
     /// Fills `out` from shard `shard` (streams, tests and benchmarks).
@@ -216,7 +217,7 @@ impl Pool {
         out: &mut [u8],
         prediction_resistance: bool,
     ) -> Result<(), DrbgError> {
-        lock(&self.shards[shard].0[alg.index()]).fill(out, prediction_resistance)
+        self.algorithms[alg.index()].fill(shard, out, prediction_resistance)
     }
 
     /// Whether every generator of every shard can serve and reseed: the entropy source answers
@@ -224,8 +225,7 @@ impl Pool {
     /// waiting for a reseed (entropy failure, health-test failure) try it now.
     pub fn all_ready(&self) -> bool {
         let entropy_ok = self.probe_entropy();
-        let generators_ok =
-            self.shards.iter().flat_map(|s| s.0.iter()).fold(true, |all, slot| lock(slot).ready() & all);
+        let generators_ok = self.algorithms.iter().fold(true, |all, a| a.all_ready() & all);
         entropy_ok && generators_ok
     }
 }
@@ -297,15 +297,9 @@ impl Drop for Words<'_> {
     }
 }
 
-type Parts = (Arc<dyn EntropySource>, Arc<Stats>, Arc<[u8]>, ReseedPolicy);
-
-fn managed<G: Drbg>((entropy, stats, label, policy): Parts) -> Result<Managed<G>, DrbgError> {
-    Managed::new(entropy, stats, label, policy)
-}
-
 /// Locks a generator. A lock poisoned by a panic mid-generate may hold a half-updated state,
 /// so that state is discarded and re-instantiated on next use.
-fn lock(m: &Mutex<Slot>) -> MutexGuard<'_, Slot> {
+fn lock<G: Drbg>(m: &Mutex<Managed<G>>) -> MutexGuard<'_, Managed<G>> {
     m.lock().unwrap_or_else(|poisoned| {
         let mut guard = poisoned.into_inner();
         guard.discard();

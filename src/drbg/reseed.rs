@@ -10,7 +10,7 @@ use coarsetime::Instant;
 use zeroize::Zeroize;
 
 use super::entropy::EntropySource;
-use super::stats::Stats;
+use super::stats::{ReseedReason, Stats};
 use super::{Drbg, DrbgError, fork};
 
 /// Default bytes between reseeds: 1 MiB. A 32-byte token stream reseeds every ~32k requests,
@@ -54,48 +54,6 @@ impl ReseedPolicy {
     }
 }
 
-/// Why a generator was (re)seeded. Exported as the `reason` label.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReseedReason {
-    /// Instantiation: at start-up, or again after a health-test failure.
-    Startup,
-    /// The byte threshold was reached.
-    Threshold,
-    /// The key reached its maximum age.
-    Age,
-    /// The process forked since the last seed.
-    Fork,
-    /// The caller asked for prediction resistance.
-    PredictionResistance,
-}
-
-impl ReseedReason {
-    /// Every reason, in label order.
-    pub const ALL: [ReseedReason; 5] = [
-        ReseedReason::Startup,
-        ReseedReason::Threshold,
-        ReseedReason::Age,
-        ReseedReason::Fork,
-        ReseedReason::PredictionResistance,
-    ];
-
-    /// The label value.
-    pub const fn name(self) -> &'static str {
-        match self {
-            ReseedReason::Startup => "startup",
-            ReseedReason::Threshold => "threshold",
-            ReseedReason::Age => "age",
-            ReseedReason::Fork => "fork",
-            ReseedReason::PredictionResistance => "prediction_resistance",
-        }
-    }
-
-    /// Position in [`ReseedReason::ALL`].
-    pub const fn index(self) -> usize {
-        self as usize
-    }
-}
-
 /// A [`Drbg`] that reseeds itself, detects forks and checks its own output.
 pub struct Managed<G> {
     /// `None` until seeded, and again after a health-test failure.
@@ -110,7 +68,7 @@ pub struct Managed<G> {
     deadline: Instant,
     fork_generation: u64,
     /// A reseed that failed for lack of entropy: the generator refuses until it succeeds.
-    pending: Option<super::ReseedReason>,
+    pending: Option<ReseedReason>,
     /// Keyed 64-bit fingerprint of the previous health-test sample (a block never served),
     /// and the key for it.
     last_fingerprint: u64,
@@ -154,7 +112,7 @@ impl<G: Drbg> Managed<G> {
             fingerprint_key: fingerprint_key(),
             reseeds: 0,
         };
-        managed.reseed(super::ReseedReason::Startup)?;
+        managed.reseed(ReseedReason::Startup)?;
         Ok(managed)
     }
 
@@ -180,13 +138,13 @@ impl<G: Drbg> Managed<G> {
         let need = bytes.saturating_add(bytes / 1024 + 4 * SAMPLE_LEN as u64);
         match self.reseed_due() {
             Some(reason) => self.reseed(reason),
-            None if self.budget < need => self.reseed(super::ReseedReason::Threshold),
+            None if self.budget < need => self.reseed(ReseedReason::Threshold),
             None => Ok(()),
         }
     }
 
-    fn reseed_pending(&self) -> Option<super::ReseedReason> {
-        if self.drbg.is_none() { Some(super::ReseedReason::Startup) } else { self.pending }
+    fn reseed_pending(&self) -> Option<ReseedReason> {
+        if self.drbg.is_none() { Some(ReseedReason::Startup) } else { self.pending }
     }
 
     /// Drops the state, so the next request must instantiate afresh (used after a panic
@@ -212,7 +170,7 @@ impl<G: Drbg> Managed<G> {
 
     fn fill_checked(&mut self, out: &mut [u8], prediction_resistance: bool) -> Result<(), DrbgError> {
         if prediction_resistance {
-            self.reseed(super::ReseedReason::PredictionResistance)?;
+            self.reseed(ReseedReason::PredictionResistance)?;
         }
         let mut done = 0;
         while done < out.len() {
@@ -233,8 +191,8 @@ impl<G: Drbg> Managed<G> {
     }
 
     #[inline]
-    fn reseed_due(&self) -> Option<super::ReseedReason> {
-        use super::ReseedReason::{Age, Fork, Threshold};
+    fn reseed_due(&self) -> Option<ReseedReason> {
+        use ReseedReason::{Age, Fork, Threshold};
         if let Some(reason) = self.reseed_pending() {
             Some(reason)
         } else if fork::generation() != self.fork_generation {
@@ -281,7 +239,7 @@ impl<G: Drbg> Managed<G> {
     /// threshold from the generator itself.
     #[cold]
     #[inline(never)]
-    fn reseed(&mut self, reason: super::ReseedReason) -> Result<(), DrbgError> {
+    fn reseed(&mut self, reason: ReseedReason) -> Result<(), DrbgError> {
         let mut entropy = [0u8; 64];
         let seed_len = G::ENTROPY_LEN + G::NONCE_LEN;
         if self.entropy.fill(&mut entropy[..seed_len]).is_err() {
@@ -316,7 +274,7 @@ impl<G: Drbg> Managed<G> {
 
     /// Additional input for a reseed: reason, pid, fork generation and reseed count, so a
     /// child that reseeds after fork mixes in its own identity even if entropy repeated.
-    fn reseed_context(&self, reason: super::ReseedReason, generation: u64) -> [u8; 32] {
+    fn reseed_context(&self, reason: ReseedReason, generation: u64) -> [u8; 32] {
         let mut ctx = [0u8; 32];
         ctx[..8].copy_from_slice(&(reason.index() as u64).to_le_bytes());
         ctx[8..16].copy_from_slice(&u64::from(std::process::id()).to_le_bytes());

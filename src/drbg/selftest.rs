@@ -1,11 +1,13 @@
-//! Start-up self-tests: per algorithm one known-answer test of the primitive and one seeded
-//! round trip of the full generator. Any failure means drbgd must not serve.
+//! Start-up self-tests: per algorithm one known-answer test of the primitive (the
+//! `known_answer_test` of its [`AlgorithmInfo`](super::AlgorithmInfo) row, defined here) and one
+//! seeded round trip of the full mechanism. Any failure means drbgd must not serve.
 
-use super::blake3_xof::Blake3Drbg;
+use data_encoding::HEXLOWER;
+
 use super::chacha20::ChaCha20Drbg;
-use super::ctr_drbg::{Aes128CtrDrbg, Aes192CtrDrbg, Aes256CtrDrbg, CtrDrbg, CtrKeySize};
-use super::randen::{RandenCore, RandenDrbg};
-use super::{Algorithm, Drbg};
+use super::ctr_drbg::{CtrDrbg, CtrKeySize};
+use super::randen::RandenCore;
+use super::{Algorithm, Drbg, WithMechanism};
 
 /// A failed self-test.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -64,32 +66,10 @@ const RANDEN_ZERO_GENERATE: &str = "eed3e60e0934656cc633539d9b2b4e047739434e134f
 /// The result of one algorithm's self-tests.
 pub fn run(alg: Algorithm) -> Result<(), SelfTestError> {
     let fail = |what| SelfTestError { alg, what };
-    let kat_ok = match alg {
-        Algorithm::Aes256Ctr => ctr_kat::<aes::Aes256Enc>(&AES256_KAT),
-        Algorithm::Aes192Ctr => ctr_kat::<aes::Aes192Enc>(&AES192_KAT),
-        Algorithm::Aes128Ctr => ctr_kat::<aes::Aes128Enc>(&AES128_KAT),
-        Algorithm::ChaCha20 => chacha_kat(),
-        Algorithm::Blake3 => {
-            hex::encode(blake3::keyed_hash(BLAKE3_KEY, b"").as_bytes()) == BLAKE3_KEYED_EMPTY
-        }
-        Algorithm::Randen => {
-            let mut core = RandenCore::from_state([0u8; 256]);
-            core.generate();
-            hex::encode(&core.state()[..32]) == RANDEN_ZERO_GENERATE
-        }
-    };
-    if !kat_ok {
+    if !(alg.info().known_answer_test)() {
         return Err(fail("known-answer test"));
     }
-    let round_trip_ok = match alg {
-        Algorithm::Aes256Ctr => round_trip::<Aes256CtrDrbg>(),
-        Algorithm::Aes192Ctr => round_trip::<Aes192CtrDrbg>(),
-        Algorithm::Aes128Ctr => round_trip::<Aes128CtrDrbg>(),
-        Algorithm::ChaCha20 => round_trip::<ChaCha20Drbg>(),
-        Algorithm::Blake3 => round_trip::<Blake3Drbg>(),
-        Algorithm::Randen => round_trip::<RandenDrbg>(),
-    };
-    if !round_trip_ok {
+    if !alg.with_mechanism(RoundTrip) {
         return Err(fail("seeded round trip"));
     }
     Ok(())
@@ -103,16 +83,36 @@ pub fn run_all() -> Result<(), SelfTestError> {
     Algorithm::ALL.into_iter().try_for_each(run)
 }
 
-fn ctr_kat<C: CtrKeySize>(kat: &CtrKat) -> bool {
-    let entropy = hex::decode(kat.entropy).unwrap_or_default();
-    let nonce = hex::decode(kat.nonce).unwrap_or_default();
-    let mut drbg = CtrDrbg::<C>::instantiate(&entropy, &nonce, &[]);
-    let mut out = [0u8; 64];
-    let ok = drbg.generate(&mut out, &[]).is_ok() && drbg.generate(&mut out, &[]).is_ok();
-    ok && hex::encode(out) == kat.returned
+/// AES-256 CTR_DRBG against [`AES256_KAT`].
+pub(super) fn aes256ctr_known_answer() -> bool {
+    ctr_kat::<aes::Aes256Enc>(&AES256_KAT)
 }
 
-fn chacha_kat() -> bool {
+/// AES-192 CTR_DRBG against [`AES192_KAT`].
+pub(super) fn aes192ctr_known_answer() -> bool {
+    ctr_kat::<aes::Aes192Enc>(&AES192_KAT)
+}
+
+/// AES-128 CTR_DRBG against [`AES128_KAT`].
+pub(super) fn aes128ctr_known_answer() -> bool {
+    ctr_kat::<aes::Aes128Enc>(&AES128_KAT)
+}
+
+/// Keyed BLAKE3 of the empty input against [`BLAKE3_KEYED_EMPTY`].
+pub(super) fn blake3_known_answer() -> bool {
+    hex(blake3::keyed_hash(BLAKE3_KEY, b"").as_bytes()) == BLAKE3_KEYED_EMPTY
+}
+
+/// The Randen permutation of the zero state against [`RANDEN_ZERO_GENERATE`].
+pub(super) fn randen_known_answer() -> bool {
+    let mut core = RandenCore::from_state([0u8; 256]);
+    core.generate();
+    hex(&core.state()[..32]) == RANDEN_ZERO_GENERATE
+}
+
+/// The ChaCha20 block function against [`CHACHA_A1_1`], and the production generator's first
+/// output against the same keystream.
+pub(super) fn chacha20_known_answer() -> bool {
     use rand_core::Rng;
     let mut out = [0u8; 64];
     // The production generator's first key is used as-is for its first keystream batch,
@@ -122,7 +122,34 @@ fn chacha_kat() -> bool {
     let mut drbg = ChaCha20Drbg::new(&[0u8; 32]);
     let mut first = [0u8; 32];
     drbg.fill_bytes(&mut first);
-    hex::encode(out) == CHACHA_A1_1 && first[..] == out[32..]
+    hex(&out) == CHACHA_A1_1 && first[..] == out[32..]
+}
+
+fn ctr_kat<C: CtrKeySize>(kat: &CtrKat) -> bool {
+    let (Ok(entropy), Ok(nonce)) =
+        (HEXLOWER.decode(kat.entropy.as_bytes()), HEXLOWER.decode(kat.nonce.as_bytes()))
+    else {
+        return false;
+    };
+    let mut drbg = CtrDrbg::<C>::instantiate(&entropy, &nonce, &[]);
+    let mut out = [0u8; 64];
+    let ok = drbg.generate(&mut out, &[]).is_ok() && drbg.generate(&mut out, &[]).is_ok();
+    ok && hex(&out) == kat.returned
+}
+
+fn hex(bytes: &[u8]) -> String {
+    HEXLOWER.encode(bytes)
+}
+
+/// The seeded round trip, for any mechanism.
+struct RoundTrip;
+
+impl WithMechanism for RoundTrip {
+    type Output = bool;
+
+    fn run<G: Drbg>(self) -> bool {
+        round_trip::<G>()
+    }
 }
 
 /// Same seed → same output; another seed → other output; never all zero.

@@ -1,12 +1,53 @@
-//! Lifecycle counters of the generators (reseeds by reason, failures), shared by every shard
-//! and read by the metrics layer. Plain atomics: the DRBG core does not know Prometheus.
+//! Lifecycle counters of the generators (reseeds by [`ReseedReason`], failures), shared by every
+//! shard and read by the metrics layer. Plain atomics: the DRBG core does not know Prometheus.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::Algorithm;
-use super::reseed::ReseedReason;
 
-const ALGS: usize = Algorithm::ALL.len();
+/// Why a generator was (re)seeded. Exported as the `reason` label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReseedReason {
+    /// Instantiation: at start-up, or again after a health-test failure.
+    Startup,
+    /// The byte threshold was reached.
+    Threshold,
+    /// The key reached its maximum age.
+    Age,
+    /// The process forked since the last seed.
+    Fork,
+    /// The caller asked for prediction resistance.
+    PredictionResistance,
+}
+
+impl ReseedReason {
+    /// Every reason, in label order.
+    pub const ALL: [ReseedReason; 5] = [
+        ReseedReason::Startup,
+        ReseedReason::Threshold,
+        ReseedReason::Age,
+        ReseedReason::Fork,
+        ReseedReason::PredictionResistance,
+    ];
+
+    /// The label value.
+    pub const fn name(self) -> &'static str {
+        match self {
+            ReseedReason::Startup => "startup",
+            ReseedReason::Threshold => "threshold",
+            ReseedReason::Age => "age",
+            ReseedReason::Fork => "fork",
+            ReseedReason::PredictionResistance => "prediction_resistance",
+        }
+    }
+
+    /// Position in [`ReseedReason::ALL`].
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+}
+
+const ALGS: usize = Algorithm::COUNT;
 const REASONS: usize = ReseedReason::ALL.len();
 
 /// Counters per algorithm. All monotonic.

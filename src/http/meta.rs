@@ -20,47 +20,15 @@ pub async fn algorithms(State(state): State<AppState>) -> Json<Value> {
 }
 
 fn describe(state: &AppState, alg: Algorithm) -> Value {
-    const CTR: &str = "Update step after every Generate; at most 2^19 bits per internal Generate";
-    let (standard, construction, aliases) = match alg {
-        Algorithm::Aes256Ctr => (
-            "NIST SP 800-90A Rev. 1 CTR_DRBG (10.2.1) with AES-256 and the derivation function",
-            CTR,
-            vec!["aes", "aes256", "ctr_drbg", "ctr-drbg"],
-        ),
-        Algorithm::Aes192Ctr => (
-            "NIST SP 800-90A Rev. 1 CTR_DRBG (10.2.1) with AES-192 and the derivation function",
-            CTR,
-            vec!["aes192", "aes-192-ctr"],
-        ),
-        Algorithm::Aes128Ctr => (
-            "NIST SP 800-90A Rev. 1 CTR_DRBG (10.2.1) with AES-128 and the derivation function",
-            CTR,
-            vec!["aes128", "aes-128-ctr"],
-        ),
-        Algorithm::ChaCha20 => (
-            "ChaCha20 (RFC 8439 block function, 20 rounds); not a NIST DRBG",
-            "fast key erasure: each 1 KiB keystream batch yields the next key",
-            vec!["chacha"],
-        ),
-        Algorithm::Blake3 => (
-            "keyed BLAKE3 XOF (BLAKE3 specification); not a NIST DRBG",
-            "fast key erasure over a keyed hash of a 64-bit counter",
-            vec!["blake3-xof", "blake3_xof"],
-        ),
-        Algorithm::Randen => (
-            "Randen (Google, arXiv:1810.02227; Abseil's engine); not a NIST DRBG",
-            "sponge over a 16-branch Feistel permutation of 2-round AES functions; handed-out bytes wiped",
-            vec![],
-        ),
-    };
+    let info = alg.info();
     let policy = state.settings.policy(alg);
     json!({
-        "name": alg.name(),
-        "aliases": aliases,
+        "name": info.name,
+        "aliases": info.aliases,
         "enabled": state.enabled.contains(&alg),
-        "standard": standard,
-        "construction": construction,
-        "security_strength_bits": alg.security_strength_bits(),
+        "standard": info.standard,
+        "construction": info.construction,
+        "security_strength_bits": info.security_strength_bits,
         "backtracking_resistance": true,
         "prediction_resistance": "on request (pr=true reseeds from the OS before generating)",
         "rekey_after_bytes": policy.rekey_after_bytes,

@@ -271,7 +271,7 @@ async fn api_keys_file_reloads_and_a_bad_file_keeps_the_old_keys() {
     std::fs::write(&file, format!("# keys\n{}\n", hex(b"first"))).unwrap();
     let mut settings = test_settings();
     settings.auth.enabled = true;
-    settings.auth.api_keys_file = file.display().to_string();
+    settings.auth.api_keys_file = Some(file.clone());
     settings.server.reload_interval_ms = 50;
     let app = spawn_with(settings, Arc::new(OsEntropy)).await;
     let status = |key: &'static str| {

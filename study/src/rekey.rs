@@ -9,17 +9,17 @@ use std::time::{Duration, Instant};
 
 use statrs::distribution::{ChiSquared, ContinuousCDF};
 
-use crate::drbg::chacha20::ChaCha20Drbg;
-use crate::drbg::entropy::OsEntropy;
-use crate::drbg::reseed::{Managed, ReseedPolicy};
-use crate::drbg::stats::Stats;
-use crate::drbg::uniform::UniformI64;
-use crate::drbg::{Algorithm, Pool, PoolConfig, ReseedReason};
+use drbgd::drbg::chacha20::ChaCha20Drbg;
+use drbgd::drbg::entropy::OsEntropy;
+use drbgd::drbg::reseed::{Managed, ReseedPolicy};
+use drbgd::drbg::stats::Stats;
+use drbgd::drbg::uniform::UniformI64;
+use drbgd::drbg::{Algorithm, Pool, PoolConfig, ReseedReason};
 
 /// arc4random's REKEY_BASE, in bytes.
 pub const REKEY_BASE: u64 = 1_600_000;
 
-/// Options of `drbgd bench rekey`.
+/// Options of `drbgd-study rekey`.
 #[derive(Debug, Clone)]
 pub struct RekeyOptions {
     /// 32-bit integers per run (the study: 39,600,000).

@@ -1,15 +1,10 @@
-//! The source experiments, reproduced on drbgd's own generators (`drbgd bench`):
-//! - the DRBG study (seed 000): time, packed bytes and ones ratio for 10^4..10^7-bit strings,
-//!   for every algorithm and, as a same-run baseline, the study's own constructions;
-//!   `results/metrics.csv` and three figures (SVG and PNG);
-//! - arc4random's randomized rekey interval (seed 003): 39,600,000 32-bit integers with jitter
-//!   on and off, reseeds per run, interval distribution, and a chi-square of 0..=99 draws.
+//! The DRBG study (seed 000), reproduced on drbgd's own generators (`drbgd-study`): time,
+//! packed bytes and ones ratio for 10^4..10^7-bit strings, for every algorithm and, as a
+//! same-run baseline, the study's own constructions; `results/metrics.csv` and three figures
+//! (SVG and PNG).
 
 mod baseline;
 mod plots;
-
-pub use plots::register_font;
-mod rekey;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -19,10 +14,8 @@ use std::time::Instant;
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::drbg::entropy::OsEntropy;
-use crate::drbg::{Algorithm, Pool, PoolConfig, bits};
-
-pub use rekey::{RekeyOptions, run_rekey};
+use drbgd::drbg::entropy::OsEntropy;
+use drbgd::drbg::{Algorithm, Pool, PoolConfig, bits};
 
 /// One measured (generator, length) point.
 #[derive(Debug, Clone)]
@@ -50,7 +43,7 @@ impl Row {
     }
 }
 
-/// Options of `drbgd bench`.
+/// Options of `drbgd-study`.
 #[derive(Debug, Clone)]
 pub struct StudyOptions {
     /// Lengths in bits.

@@ -49,13 +49,12 @@ pub fn draw_all(dir: &Path, rows: &[Row]) -> anyhow::Result<()> {
     draw_set(rows, [0, 1, 2].map(|i| BitMapBackend::new(&png[i], SIZE).into_drawing_area()))
 }
 
-/// Registers DejaVu Sans as plotters' "sans-serif" (once per process). Every plotters user in
-/// the process needs it, criterion's reports included: the `ab_glyph` text backend has no
-/// fonts of its own.
+/// Registers DejaVu Sans as plotters' "sans-serif" (once per process): the `ab_glyph` text
+/// backend has no fonts of its own.
 ///
 /// # Errors
 /// The embedded font cannot be parsed.
-pub fn register_font() -> anyhow::Result<()> {
+fn register_font() -> anyhow::Result<()> {
     static REGISTERED: OnceLock<bool> = OnceLock::new();
     let ok = *REGISTERED.get_or_init(|| {
         plotters::style::register_font("sans-serif", FontStyle::Normal, dejavu::sans::regular()).is_ok()

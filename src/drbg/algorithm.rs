@@ -1,0 +1,294 @@
+//! The algorithms drbgd serves, described once.
+//!
+//! Everything that differs between algorithms lives in this file: the [`Algorithm`] enum, the
+//! [`AlgorithmInfo`] table (name, aliases, standard, security strength, construction, the
+//! primitive's known-answer test) and [`Algorithm::with_mechanism`], the one `match` from an
+//! algorithm to the [`Drbg`] type implementing it. The pool, the self-tests, the command line,
+//! the config file, the metrics and `GET /algorithms` all read from here; adding an algorithm
+//! means adding a variant, a table row and a match arm, and the compiler points at each.
+
+use std::fmt;
+use std::str::FromStr;
+
+use super::blake3_xof::Blake3Drbg;
+use super::chacha20::ChaCha20Drbg;
+use super::ctr_drbg::{Aes128CtrDrbg, Aes192CtrDrbg, Aes256CtrDrbg};
+use super::randen::RandenDrbg;
+use super::{Drbg, selftest};
+
+/// The generator algorithms drbgd serves. The canonical names are used by the API, the
+/// metrics labels and the config file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Algorithm {
+    /// ChaCha20 (20 rounds) with fast key erasure.
+    ChaCha20,
+    /// NIST SP 800-90A CTR_DRBG with AES-256 and the derivation function.
+    Aes256Ctr,
+    /// Keyed BLAKE3 in extendable-output mode with fast key erasure.
+    Blake3,
+    /// Randen: an AES-round Feistel sponge; fast, backtracking-resistant, not a NIST design.
+    Randen,
+    /// NIST SP 800-90A CTR_DRBG with AES-128 and the derivation function.
+    Aes128Ctr,
+    /// NIST SP 800-90A CTR_DRBG with AES-192 and the derivation function.
+    Aes192Ctr,
+}
+
+/// What an algorithm is: one row of the table, one row per [`Algorithm`] ([`Algorithm::info`]).
+#[derive(Debug)]
+pub struct AlgorithmInfo {
+    /// The algorithm this row describes.
+    pub algorithm: Algorithm,
+    /// The canonical name: API parameter, metrics label, `[drbg.<name>]` config table.
+    pub name: &'static str,
+    /// Other names accepted wherever an algorithm is parsed (case-insensitive).
+    pub aliases: &'static [&'static str],
+    /// The standard or specification the mechanism follows.
+    pub standard: &'static str,
+    /// How the mechanism produces output and erases what produced it.
+    pub construction: &'static str,
+    /// Security strength in bits: the AES key size for CTR_DRBG (SP 800-90A table 3), the key
+    /// size for ChaCha20 and keyed BLAKE3, and the 128-bit capacity for Randen.
+    pub security_strength_bits: u32,
+    /// The known-answer test of the underlying primitive (run by [`selftest`] at start-up,
+    /// together with a seeded round trip of the full mechanism).
+    pub known_answer_test: fn() -> bool,
+}
+
+const CTR_CONSTRUCTION: &str = "Update step after every Generate; at most 2^19 bits per internal Generate";
+
+/// The algorithms, in the order of [`Algorithm::ALL`] (a compile-time check below keeps the
+/// two aligned).
+static TABLE: [AlgorithmInfo; Algorithm::COUNT] = [
+    AlgorithmInfo {
+        algorithm: Algorithm::ChaCha20,
+        name: "chacha20",
+        aliases: &["chacha", "chacha20rng"],
+        standard: "ChaCha20 (RFC 8439 block function, 20 rounds); not a NIST DRBG",
+        construction: "fast key erasure: each 1 KiB keystream batch yields the next key",
+        security_strength_bits: 256,
+        known_answer_test: selftest::chacha20_known_answer,
+    },
+    AlgorithmInfo {
+        algorithm: Algorithm::Aes256Ctr,
+        name: "aes256ctr",
+        aliases: &["aes", "aes256", "aes-256-ctr", "aes256-ctr", "ctr_drbg", "ctr-drbg", "ctrdrbg"],
+        standard: "NIST SP 800-90A Rev. 1 CTR_DRBG (10.2.1) with AES-256 and the derivation function",
+        construction: CTR_CONSTRUCTION,
+        security_strength_bits: 256,
+        known_answer_test: selftest::aes256ctr_known_answer,
+    },
+    AlgorithmInfo {
+        algorithm: Algorithm::Blake3,
+        name: "blake3",
+        aliases: &["blake3xof", "blake3-xof", "blake3_xof"],
+        standard: "keyed BLAKE3 XOF (BLAKE3 specification); not a NIST DRBG",
+        construction: "fast key erasure over a keyed hash of a 64-bit counter",
+        security_strength_bits: 256,
+        known_answer_test: selftest::blake3_known_answer,
+    },
+    AlgorithmInfo {
+        algorithm: Algorithm::Randen,
+        name: "randen",
+        aliases: &[],
+        standard: "Randen (Google, arXiv:1810.02227; Abseil's engine); not a NIST DRBG",
+        construction: "sponge over a 16-branch Feistel permutation of 2-round AES functions; \
+                       handed-out bytes wiped",
+        security_strength_bits: 128,
+        known_answer_test: selftest::randen_known_answer,
+    },
+    AlgorithmInfo {
+        algorithm: Algorithm::Aes128Ctr,
+        name: "aes128ctr",
+        aliases: &["aes128", "aes-128-ctr", "aes128-ctr"],
+        standard: "NIST SP 800-90A Rev. 1 CTR_DRBG (10.2.1) with AES-128 and the derivation function",
+        construction: CTR_CONSTRUCTION,
+        security_strength_bits: 128,
+        known_answer_test: selftest::aes128ctr_known_answer,
+    },
+    AlgorithmInfo {
+        algorithm: Algorithm::Aes192Ctr,
+        name: "aes192ctr",
+        aliases: &["aes192", "aes-192-ctr", "aes192-ctr"],
+        standard: "NIST SP 800-90A Rev. 1 CTR_DRBG (10.2.1) with AES-192 and the derivation function",
+        construction: CTR_CONSTRUCTION,
+        security_strength_bits: 192,
+        known_answer_test: selftest::aes192ctr_known_answer,
+    },
+];
+
+// Row i of the table describes ALL[i], and ALL[i] has index i.
+const _: () = {
+    let mut i = 0;
+    while i < Algorithm::COUNT {
+        assert!(TABLE[i].algorithm as usize == i && Algorithm::ALL[i] as usize == i);
+        i += 1;
+    }
+};
+
+/// Code generic over the mechanism type, run for an algorithm chosen at run time by
+/// [`Algorithm::with_mechanism`] (building the pool's instances, the self-tests' round trip,
+/// `drbgd generate --seed`).
+pub trait WithMechanism {
+    /// What the code returns.
+    type Output;
+    /// Runs the code for mechanism `G`.
+    fn run<G: Drbg>(self) -> Self::Output;
+}
+
+impl Algorithm {
+    /// Every algorithm, in a fixed order (the order of the pool's instances and of metric
+    /// arrays).
+    pub const ALL: [Algorithm; 6] = [
+        Algorithm::ChaCha20,
+        Algorithm::Aes256Ctr,
+        Algorithm::Blake3,
+        Algorithm::Randen,
+        Algorithm::Aes128Ctr,
+        Algorithm::Aes192Ctr,
+    ];
+
+    /// The number of algorithms.
+    pub const COUNT: usize = Algorithm::ALL.len();
+
+    /// This algorithm's row of the table.
+    pub const fn info(self) -> &'static AlgorithmInfo {
+        &TABLE[self.index()]
+    }
+
+    /// Runs `code` with the mechanism type that implements this algorithm.
+    pub fn with_mechanism<C: WithMechanism>(self, code: C) -> C::Output {
+        match self {
+            Algorithm::ChaCha20 => code.run::<ChaCha20Drbg>(),
+            Algorithm::Aes256Ctr => code.run::<Aes256CtrDrbg>(),
+            Algorithm::Blake3 => code.run::<Blake3Drbg>(),
+            Algorithm::Randen => code.run::<RandenDrbg>(),
+            Algorithm::Aes128Ctr => code.run::<Aes128CtrDrbg>(),
+            Algorithm::Aes192Ctr => code.run::<Aes192CtrDrbg>(),
+        }
+    }
+
+    /// The canonical name: `chacha20`, `aes256ctr`, `blake3`, `randen`, `aes128ctr` or
+    /// `aes192ctr`.
+    pub const fn name(self) -> &'static str {
+        self.info().name
+    }
+
+    /// Security strength in bits (see [`AlgorithmInfo::security_strength_bits`]).
+    pub const fn security_strength_bits(self) -> u32 {
+        self.info().security_strength_bits
+    }
+
+    /// Position in [`Algorithm::ALL`].
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The algorithm with this canonical name (exact: no aliases, no case folding), as used
+    /// for the `[drbg.<name>]` config tables.
+    pub fn from_name(name: &str) -> Option<Algorithm> {
+        Algorithm::ALL.into_iter().find(|alg| alg.name() == name)
+    }
+}
+
+impl fmt::Display for Algorithm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The canonical names, comma-separated (for messages).
+pub fn names() -> String {
+    Algorithm::ALL.map(Algorithm::name).join(", ")
+}
+
+/// The name given is not one of the algorithms or their aliases.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown algorithm (expected one of {})", names())]
+pub struct UnknownAlgorithm;
+
+impl FromStr for Algorithm {
+    type Err = UnknownAlgorithm;
+
+    /// Case-insensitive; accepts the canonical names and the aliases of [`AlgorithmInfo`]
+    /// (`chacha`, `aes`, `aes256`, `ctr_drbg`, `ctr-drbg`, `blake3-xof`, ...).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let s = s.trim();
+        TABLE
+            .iter()
+            .find(|info| {
+                info.name.eq_ignore_ascii_case(s) || info.aliases.iter().any(|a| a.eq_ignore_ascii_case(s))
+            })
+            .map(|info| info.algorithm)
+            .ok_or(UnknownAlgorithm)
+    }
+}
+
+/// Written as the canonical name.
+impl serde::Serialize for Algorithm {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
+/// Read from a name or alias, as [`FromStr`] parses it.
+impl<'de> serde::Deserialize<'de> for Algorithm {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = Algorithm;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "an algorithm name ({})", names())
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Algorithm, E> {
+                s.parse().map_err(|_| E::invalid_value(serde::de::Unexpected::Str(s), &self))
+            }
+        }
+        deserializer.deserialize_str(Visitor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_aliases_parse_to_their_algorithm_and_are_unique() {
+        let mut seen = std::collections::HashSet::new();
+        for alg in Algorithm::ALL {
+            let info = alg.info();
+            assert_eq!(info.algorithm, alg);
+            for name in std::iter::once(&info.name).chain(info.aliases) {
+                assert!(seen.insert(*name), "{name} is listed twice");
+                assert_eq!(name.parse::<Algorithm>(), Ok(alg));
+                assert_eq!(name.to_ascii_uppercase().parse::<Algorithm>(), Ok(alg));
+            }
+            assert_eq!(Algorithm::from_name(info.name), Some(alg));
+        }
+        assert_eq!(" AES ".parse::<Algorithm>(), Ok(Algorithm::Aes256Ctr));
+        assert_eq!("rc4".parse::<Algorithm>(), Err(UnknownAlgorithm));
+        assert_eq!(Algorithm::from_name("aes"), None);
+    }
+
+    #[test]
+    fn each_mechanism_implements_its_algorithm() {
+        struct Named;
+        impl WithMechanism for Named {
+            type Output = Algorithm;
+            fn run<G: Drbg>(self) -> Algorithm {
+                G::ALGORITHM
+            }
+        }
+        for alg in Algorithm::ALL {
+            assert_eq!(alg.with_mechanism(Named), alg);
+        }
+    }
+
+    #[test]
+    fn serde_uses_the_canonical_name_and_accepts_aliases() {
+        assert_eq!(serde_json::to_string(&Algorithm::Aes192Ctr).unwrap(), "\"aes192ctr\"");
+        assert_eq!(serde_json::from_str::<Algorithm>("\"ctr-drbg\"").unwrap(), Algorithm::Aes256Ctr);
+        let e = serde_json::from_str::<Algorithm>("\"rc4\"").unwrap_err().to_string();
+        assert!(e.contains("rc4") && e.contains("chacha20"), "{e}");
+    }
+}
