@@ -46,12 +46,13 @@ HTTP_ROUTES = [
 ]
 # (name, method, request, pr field or None)
 GRPC_METHODS = [
-    ("GetBits", "drbgd.v1.Randomness/GetBits", {"n": 256}, "prediction_resistance"),
-    ("StreamBits", "drbgd.v1.Randomness/StreamBits", {"n": 100000}, "prediction_resistance"),
-    ("GetBytes", "drbgd.v1.Randomness/GetBytes", {"n": 32}, "prediction_resistance"),
-    ("GetToken", "drbgd.v1.Randomness/GetToken", {}, None),
-    ("GetUuids", "drbgd.v1.Randomness/GetUuids", {"count": 3}, None),
-    ("GetInts", "drbgd.v1.Randomness/GetInts", {"min": 1, "max": 6, "count": 10}, None),
+    ("GetBits", "drbgd.v1.RandomnessService/GetBits", {"n": 256}, "prediction_resistance"),
+    ("StreamBits", "drbgd.v1.RandomnessService/StreamBits", {"n": 100000}, "prediction_resistance"),
+    ("GetBytes", "drbgd.v1.RandomnessService/GetBytes", {"n": 32}, "prediction_resistance"),
+    ("GetToken", "drbgd.v1.RandomnessService/GetToken", {}, None),
+    ("GetNonce", "drbgd.v1.RandomnessService/GetNonce", {}, None),
+    ("GetUuids", "drbgd.v1.RandomnessService/GetUuids", {"count": 3}, None),
+    ("GetInts", "drbgd.v1.RandomnessService/GetInts", {"min": 1, "max": 6, "count": 10}, None),
     ("Health/Check", "grpc.health.v1.Health/Check", {}, None),
 ]
 

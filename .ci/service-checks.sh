@@ -19,26 +19,26 @@ echo "--- traffic, then promtool check metrics on the live /metrics"
 for alg in chacha20 aes256ctr blake3 randen aes128ctr aes192ctr; do curl -fsS "http://$api/bits?n=4096&alg=$alg" >/dev/null; done
 curl -sS "http://$api/bits?n=0" >/dev/null
 curl -fsS "http://$api/uuid?count=5" >/dev/null
-grpcurl -plaintext -d '{"n": 64}' "$api" drbgd.v1.Randomness/GetBits >/dev/null
+grpcurl -plaintext -d '{"n": 64}' "$api" drbgd.v1.RandomnessService/GetBits >/dev/null
 curl -fsS "http://$admin/metrics" | promtool check metrics
 echo "promtool: no problems"
 
 echo "--- grpcurl through reflection"
 services=$(grpcurl -plaintext "$api" list)
 echo "$services"
-grep -qx drbgd.v1.Randomness <<<"$services"
+grep -qx drbgd.v1.RandomnessService <<<"$services"
 grep -qx grpc.health.v1.Health <<<"$services"
-grpcurl -plaintext "$api" describe drbgd.v1.Randomness | grep -q 'rpc StreamBits'
-reply=$(grpcurl -plaintext -d '{"n": 256, "alg": "aes256ctr"}' "$api" drbgd.v1.Randomness/GetBits)
+grpcurl -plaintext "$api" describe drbgd.v1.RandomnessService | grep -q 'rpc StreamBits'
+reply=$(grpcurl -plaintext -d '{"n": 256, "alg": "ALGORITHM_AES256CTR"}' "$api" drbgd.v1.RandomnessService/GetBits)
 python3 - "$reply" <<'PY'
 import base64, json, sys
 r = json.loads(sys.argv[1])
 data = base64.b64decode(r["data"])
-assert r["n"] == "256" and r["alg"] == "aes256ctr" and len(data) == 32, r
+assert r["n"] == "256" and r["alg"] == "ALGORITHM_AES256CTR" and len(data) == 32, r
 assert int(r["ones"]) == sum(bin(b).count("1") for b in data), r
 print("GetBits: 256 bits, ones", r["ones"])
 PY
-grpcurl -plaintext -d '{"service": "drbgd.v1.Randomness"}' "$api" grpc.health.v1.Health/Check | grep -q '"SERVING"'
+grpcurl -plaintext -d '{"service": "drbgd.v1.RandomnessService"}' "$api" grpc.health.v1.Health/Check | grep -q '"SERVING"'
 echo "health: SERVING"
 
 echo "--- the documented maximum of every unary method with grpcurl's default 4 MiB receive limit"
@@ -46,7 +46,7 @@ python3 - "$api" <<'PY'
 import base64, json, subprocess, sys
 api = sys.argv[1]
 def call(method, body):
-    out = subprocess.run(["grpcurl", "-plaintext", "-d", json.dumps(body), api, f"drbgd.v1.Randomness/{method}"],
+    out = subprocess.run(["grpcurl", "-plaintext", "-d", json.dumps(body), api, f"drbgd.v1.RandomnessService/{method}"],
                          capture_output=True, text=True)
     assert out.returncode == 0, (method, out.stderr)
     return json.loads(out.stdout)
@@ -56,12 +56,17 @@ r = call("GetBytes", {"n": 1 << 21})
 assert len(base64.b64decode(r["data"])) == 1 << 21, "GetBytes max"
 assert len(call("GetUuids", {"count": 1000})["uuids"]) == 1000
 assert len(call("GetInts", {"min": "-9223372036854775808", "max": "9223372036854775807", "count": 1000})["values"]) == 1000
-assert len(call("GetToken", {"bytes": 1024, "format": "hex"})["token"]) == 2048
-over = subprocess.run(["grpcurl", "-plaintext", "-d", json.dumps({"n": (1 << 24) + 1}), api, "drbgd.v1.Randomness/GetBits"],
+assert len(call("GetToken", {"bytes": 1024, "format": "FORMAT_HEX"})["token"]) == 2048
+assert len(call("GetNonce", {"bytes": 1024})["nonce"]) == 2048
+over = subprocess.run(["grpcurl", "-plaintext", "-d", json.dumps({"n": (1 << 24) + 1}), api, "drbgd.v1.RandomnessService/GetBits"],
                       capture_output=True, text=True)
 assert "ResourceExhausted" in over.stderr and "n_too_large" in over.stderr, over.stderr
-print("unary maxima: GetBits 2^24 bits, GetBytes 2 MiB, 1000 UUIDs, 1000 ints, 1024-byte token: all fit")
+print("unary maxima: GetBits 2^24 bits, GetBytes 2 MiB, 1000 UUIDs, 1000 ints, 1024-byte token and nonce: all fit")
 PY
+
+echo "--- buf lint (STANDARD) of the proto"
+(cd proto && buf lint)
+echo "buf lint: clean"
 
 echo "--- schemathesis against /openapi.json (no 5xx, no schema violation)"
 schemathesis --config-file .ci/schemathesis.toml run "http://$api/openapi.json" --max-examples 50 --no-color

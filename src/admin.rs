@@ -25,7 +25,7 @@ pub fn router(state: AppState) -> Router {
 }
 
 async fn metrics(State(state): State<AppState>) -> Response {
-    state.is_ready();
+    state.check_ready();
     let mut response = state.metrics.render().into_response();
     response
         .headers_mut()
@@ -38,7 +38,7 @@ async fn livez() -> &'static str {
 }
 
 async fn readyz(State(state): State<AppState>) -> Response {
-    if state.is_ready() {
+    if state.check_ready() {
         (StatusCode::OK, "ready\n").into_response()
     } else {
         ApiError::NotReady.into_response()

@@ -18,6 +18,7 @@ use crate::http::request_id::ProcessRequestIds;
 use crate::metrics::Metrics;
 use crate::reload::Watched;
 use crate::server::{Phase, ServeOptions, serve};
+use crate::service::{Rules, Service};
 use crate::state::{AppState, Inner, Readiness};
 use crate::tls::ReloadableAcceptor;
 
@@ -68,7 +69,7 @@ impl App {
                  they may be swapped"
             );
         }
-        let metrics = Metrics::new(pool.stats().clone());
+        let metrics = Arc::new(Metrics::new(pool.stats().clone()));
         metrics.shards.set(pool.shard_count() as i64);
         let api = TcpListener::bind(settings.server.listen)
             .await
@@ -76,15 +77,20 @@ impl App {
         let admin = TcpListener::bind(settings.server.admin_listen)
             .await
             .with_context(|| format!("cannot listen on {}", settings.server.admin_listen))?;
+        let pool = Arc::new(pool);
+        let rules = Rules::from_settings(&settings);
+        let openapi = serde_json::to_vec(&crate::http::openapi::document(&rules, settings.auth.enabled))
+            .context("render the OpenAPI document")?;
+        let service = Service::new(pool.clone(), metrics.clone(), rules);
         let state = AppState::new(Inner {
             api_keys: Keyring::from_settings(&settings)?,
-            enabled: settings.drbg.enabled.clone(),
-            default_alg: settings.drbg.default_alg,
+            service,
             pool,
             metrics,
             settings,
             readiness: Readiness::default(),
             request_ids,
+            openapi: openapi.into(),
         });
         state.readiness.self_tests_passed.store(true, Ordering::Release);
         Ok(App { tls, api, admin, state })

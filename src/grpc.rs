@@ -1,7 +1,8 @@
-//! The gRPC API (`drbgd.v1.Randomness`), with the standard health service (following
+//! The gRPC API (`drbgd.v1.RandomnessService`), with the standard health service (following
 //! readiness) and server reflection, served on the API port beside HTTP (routed by path;
-//! HTTP/2 is negotiated per connection). Validation, limits and errors are the HTTP ones,
-//! through [`crate::service`] and [`crate::error::ApiError`].
+//! HTTP/2 is negotiated per connection). A thin adapter: each method turns its message into
+//! a typed request of [`crate::service`], calls the service and builds the reply; limits,
+//! defaults and errors are the HTTP ones.
 
 use std::pin::Pin;
 use std::time::{Duration, Instant};
@@ -10,9 +11,12 @@ use futures_util::Stream;
 use tonic::{Request, Response, Status};
 use tonic_health::ServingStatus;
 
-use crate::drbg::{Algorithm, bits};
+use crate::drbg::Algorithm;
 use crate::error::ApiError;
-use crate::service::{self, BitsRequest, ChunkedOutput, Encoding};
+use crate::service::{
+    BitsRequest, BytesRequest, Chunks, IntRequest, NonceRequest, Secret, SecretFormat, TokenRequest,
+    UuidRequest,
+};
 use crate::state::AppState;
 
 /// Generated protobuf types and client/server code.
@@ -23,12 +27,9 @@ pub mod pb {
     pub const FILE_DESCRIPTOR_SET: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/drbgd_descriptor.bin"));
 }
 
-use pb::randomness_server::{Randomness, RandomnessServer};
+use pb::randomness_service_server::{RandomnessService as Randomness, RandomnessServiceServer};
 
-/// Most bits in one unary GetBits (2 MiB of data; GetBytes: 2 MiB): half of the 4 MiB that
-/// grpc-go, grpc-java, grpcurl, k6 and tonic accept by default, so a default client always
-/// takes the largest reply. StreamBits serves up to `limits.max_bits`.
-pub const MAX_UNARY_BITS: u64 = 1 << 24;
+pub use crate::service::request::MAX_UNARY_BITS;
 /// Largest StreamBits chunk: 1 MiB of data, a quarter of the default receive limit.
 pub const MAX_STREAM_CHUNK_BYTES: usize = 1 << 20;
 /// Smallest StreamBits chunk: every chunk costs a generator call, a health-test sample and a
@@ -37,7 +38,7 @@ pub const MIN_STREAM_CHUNK_BYTES: usize = 4096;
 /// Largest message the server encodes: the unary limit plus framing.
 const MAX_MESSAGE_BYTES: usize = (MAX_UNARY_BITS as usize / 8) + 64 * 1024;
 /// The fully qualified service name.
-pub const SERVICE_NAME: &str = "drbgd.v1.Randomness";
+pub const SERVICE_NAME: &str = "drbgd.v1.RandomnessService";
 /// How often the health service re-reads readiness.
 const HEALTH_POLL: Duration = Duration::from_millis(250);
 
@@ -60,8 +61,8 @@ pub fn router(state: AppState) -> axum::Router {
         .build_v1alpha()
         .expect("valid descriptors");
     let auth_state = state.clone();
-    let randomness =
-        RandomnessServer::new(RandomnessService { state }).max_encoding_message_size(MAX_MESSAGE_BYTES);
+    let randomness = RandomnessServiceServer::new(RandomnessAdapter { state })
+        .max_encoding_message_size(MAX_MESSAGE_BYTES);
     let randomness = tonic::service::interceptor::InterceptedService::new(randomness, move |req| {
         authorize(&auth_state, req)
     });
@@ -75,7 +76,7 @@ pub fn router(state: AppState) -> axum::Router {
 async fn follow_readiness(state: AppState, reporter: tonic_health::server::HealthReporter) {
     let mut last = None;
     loop {
-        let status = if state.is_ready() { ServingStatus::Serving } else { ServingStatus::NotServing };
+        let status = if state.check_ready() { ServingStatus::Serving } else { ServingStatus::NotServing };
         if last != Some(status) {
             reporter.set_service_status("", status).await;
             reporter.set_service_status(SERVICE_NAME, status).await;
@@ -95,15 +96,16 @@ fn authorize(state: &AppState, req: Request<()>) -> Result<Request<()>, Status> 
     }
 }
 
-/// The `Randomness` service.
+/// The `RandomnessService` implementation: messages in, typed requests to the service, replies
+/// out.
 #[derive(Debug, Clone)]
-pub struct RandomnessService {
+pub struct RandomnessAdapter {
     state: AppState,
 }
 
 type Reply<T> = Result<Response<T>, Status>;
 
-impl RandomnessService {
+impl RandomnessAdapter {
     /// Runs a unary call, recording latency by method, algorithm and code.
     fn unary<T>(
         &self,
@@ -131,21 +133,63 @@ impl RandomnessService {
             .observe(start.elapsed().as_secs_f64());
     }
 
-    fn bits(&self, n: u64, max: u64, alg: &str, pr: bool) -> Result<(pb::BitsResponse, Algorithm), ApiError> {
-        let n = service::check_n("n", n, max)?;
-        let alg = service::resolve_alg(&self.state, named(alg))?;
-        let req = BitsRequest { n_bits: n, alg, prediction_resistance: pr };
-        let mut generated = service::generate(&self.state, &req)?;
-        // Moved, not copied: the reply is the only place the output lives from here on.
-        let data = std::mem::take(&mut generated.data);
-        let reply = pb::BitsResponse { data, n, alg: alg.name().into(), ones: generated.ones };
-        Ok((reply, alg))
+    /// One unary bits reply; the output is moved, not copied, into the message.
+    fn bits(&self, req: &BitsRequest) -> Result<(Vec<u8>, u64), ApiError> {
+        let mut generated = self.state.service.whole(req)?;
+        Ok((std::mem::take(&mut generated.data), generated.ones))
     }
 }
 
-/// proto3 strings default to empty: empty means "the default algorithm".
-fn named(alg: &str) -> Option<&str> {
-    (!alg.is_empty()).then_some(alg)
+/// The wire enum of an algorithm (`ALGORITHM_AES256CTR` for `aes256ctr`): derived from the
+/// canonical names, so no second list of algorithms exists here.
+fn wire_alg(alg: Algorithm) -> i32 {
+    pb::Algorithm::from_str_name(&format!("ALGORITHM_{}", alg.name().to_ascii_uppercase()))
+        .map_or(pb::Algorithm::Unspecified as i32, |a| a as i32)
+}
+
+/// The algorithm name a wire enum stands for; `None` for unspecified (the default).
+///
+/// # Errors
+/// `unknown_alg` for a number this server does not know.
+fn alg_name(value: i32) -> Result<Option<String>, ApiError> {
+    match pb::Algorithm::try_from(value) {
+        Ok(pb::Algorithm::Unspecified) => Ok(None),
+        Ok(a) => Ok(a.as_str_name().strip_prefix("ALGORITHM_").map(str::to_ascii_lowercase)),
+        Err(_) => Err(ApiError::invalid(
+            "unknown_alg",
+            "alg",
+            format!("alg must be one of {}", crate::drbg::names()),
+        )),
+    }
+}
+
+/// The secret format a wire enum stands for; `None` for unspecified (the method's default).
+///
+/// # Errors
+/// `unknown_format` for a number this server does not know.
+fn secret_format(value: i32) -> Result<Option<SecretFormat>, ApiError> {
+    let unknown = || {
+        ApiError::invalid("unknown_format", "format", "format must be one of base64url, hex, base32, base64")
+    };
+    match pb::Format::try_from(value).map_err(|_| unknown())? {
+        pb::Format::Unspecified => Ok(None),
+        f => f
+            .as_str_name()
+            .strip_prefix("FORMAT_")
+            .and_then(SecretFormat::parse)
+            .map(Some)
+            .ok_or_else(unknown),
+    }
+}
+
+fn wire_format(format: SecretFormat) -> i32 {
+    pb::Format::from_str_name(&format!("FORMAT_{}", format.name().to_ascii_uppercase()))
+        .map_or(pb::Format::Unspecified as i32, |f| f as i32)
+}
+
+/// proto3 numbers default to 0: 0 means "the default".
+fn given(n: u32) -> Option<u64> {
+    (n != 0).then_some(u64::from(n))
 }
 
 fn code_label(code: tonic::Code) -> &'static str {
@@ -162,27 +206,34 @@ fn code_label(code: tonic::Code) -> &'static str {
     }
 }
 
-/// proto3 numbers default to 0: 0 means the default count, 1.
-fn count(state: &AppState, requested: u32) -> Result<usize, ApiError> {
-    service::check_count(u64::from(requested.max(1)), state.settings.limits.max_count)
-}
-
-type ChunkStream = Pin<Box<dyn Stream<Item = Result<pb::BitsChunk, Status>> + Send>>;
+type ChunkStream = Pin<Box<dyn Stream<Item = Result<pb::StreamBitsResponse, Status>> + Send>>;
 
 #[tonic::async_trait]
-impl Randomness for RandomnessService {
-    async fn get_bits(&self, request: Request<pb::GetBitsRequest>) -> Reply<pb::BitsResponse> {
+impl Randomness for RandomnessAdapter {
+    async fn get_bits(&self, request: Request<pb::GetBitsRequest>) -> Reply<pb::GetBitsResponse> {
         let r = request.into_inner();
-        let max = MAX_UNARY_BITS.min(self.state.settings.limits.max_bits);
-        self.unary("GetBits", || self.bits(r.n, max, &r.alg, r.prediction_resistance))
+        self.unary("GetBits", || {
+            let alg = alg_name(r.alg)?;
+            let req = BitsRequest::unary(
+                self.state.service.rules(),
+                Some(r.n),
+                alg.as_deref(),
+                r.prediction_resistance,
+            )?;
+            let (data, ones) = self.bits(&req)?;
+            Ok((pb::GetBitsResponse { data, n: req.n_bits(), alg: wire_alg(req.alg()), ones }, req.alg()))
+        })
     }
 
-    async fn get_bytes(&self, request: Request<pb::GetBytesRequest>) -> Reply<pb::BitsResponse> {
+    async fn get_bytes(&self, request: Request<pb::GetBytesRequest>) -> Reply<pb::GetBytesResponse> {
         let r = request.into_inner();
-        let max = MAX_UNARY_BITS.min(self.state.settings.limits.max_bits) / 8;
         self.unary("GetBytes", || {
-            let n = service::check_n("n", r.n, max)?;
-            self.bits(n * 8, n * 8, &r.alg, r.prediction_resistance)
+            let alg = alg_name(r.alg)?;
+            let rules = self.state.service.rules();
+            let req =
+                BytesRequest::unary(rules, Some(r.n), alg.as_deref(), r.prediction_resistance)?.into_bits();
+            let (data, ones) = self.bits(&req)?;
+            Ok((pb::GetBytesResponse { data, n: req.byte_len(), alg: wire_alg(req.alg()), ones }, req.alg()))
         })
     }
 
@@ -191,113 +242,166 @@ impl Randomness for RandomnessService {
     async fn stream_bits(&self, request: Request<pb::StreamBitsRequest>) -> Reply<Self::StreamBitsStream> {
         let r = request.into_inner();
         let start = Instant::now();
+        let service = &self.state.service;
         let chunk = match r.chunk_bytes as usize {
-            0 => self.state.settings.limits.stream_chunk_bytes,
+            0 => service.rules().stream_chunk_bytes,
             n => n,
         }
         .clamp(MIN_STREAM_CHUNK_BYTES, MAX_STREAM_CHUNK_BYTES);
-        let prepared = (|| {
-            let n = service::check_n("n", r.n, self.state.settings.limits.max_bits)?;
-            let alg = service::resolve_alg(&self.state, named(&r.alg))?;
-            let req = BitsRequest { n_bits: n, alg, prediction_resistance: r.prediction_resistance };
-            Ok::<_, ApiError>((req, ChunkedOutput::new(self.state.clone(), req, Encoding::Binary, chunk)?))
-        })();
-        let (req, output) = match prepared {
-            Ok(prepared) => prepared,
+        let prepared = alg_name(r.alg).and_then(|alg| {
+            let req = BitsRequest::new(
+                service.rules(),
+                Some(r.n),
+                alg.as_deref(),
+                crate::service::Encoding::Binary,
+                r.prediction_resistance,
+            )?;
+            service.stream(req, chunk)
+        });
+        let chunks = match prepared {
+            Ok(chunks) => chunks,
             Err(e) => {
                 self.state.metrics.errors.with_label_values(&[e.code()]).inc();
                 self.observe("StreamBits", "none", e.grpc_code(), start);
                 return Err(e.to_status());
             }
         };
-        let stream = ChunkStreamState { output, req, offset: 0, service: self.clone(), start, done: false };
+        let stream = ChunkStreamState { chunks, adapter: self.clone(), start, done: false };
         Ok(Response::new(Box::pin(futures_util::stream::unfold(stream, ChunkStreamState::next))))
     }
 
-    async fn get_token(&self, request: Request<pb::GetTokenRequest>) -> Reply<pb::TokenResponse> {
+    async fn get_token(&self, request: Request<pb::GetTokenRequest>) -> Reply<pb::GetTokenResponse> {
         let r = request.into_inner();
         self.unary("GetToken", || {
-            let bytes = if r.bytes == 0 { 32 } else { u64::from(r.bytes) };
-            let alg = service::resolve_alg(&self.state, named(&r.alg))?;
-            let format = if r.format.is_empty() { "base64url" } else { &r.format };
-            let format =
-                Encoding::parse(format).filter(|e| service::SECRET_FORMATS.contains(e)).ok_or_else(|| {
-                    ApiError::invalid(
-                        "unknown_format",
-                        "format",
-                        "format must be one of base64url, hex, base32, base64",
-                    )
-                })?;
-            let token = service::secret(&self.state, alg, bytes, format)?;
-            Ok((pb::TokenResponse { token, format: format.name().into(), alg: alg.name().into() }, alg))
+            let alg = alg_name(r.alg)?;
+            let req = TokenRequest::new(
+                self.state.service.rules(),
+                given(r.bytes),
+                secret_format(r.format)?,
+                alg.as_deref(),
+            )?;
+            let Secret { value, format, alg, .. } = self.state.service.token(req)?;
+            Ok((pb::GetTokenResponse { token: value, format: wire_format(format), alg: wire_alg(alg) }, alg))
         })
     }
 
-    async fn get_uuids(&self, request: Request<pb::GetUuidsRequest>) -> Reply<pb::UuidsResponse> {
+    async fn get_nonce(&self, request: Request<pb::GetNonceRequest>) -> Reply<pb::GetNonceResponse> {
+        let r = request.into_inner();
+        self.unary("GetNonce", || {
+            let alg = alg_name(r.alg)?;
+            let req = NonceRequest::new(
+                self.state.service.rules(),
+                given(r.bytes),
+                secret_format(r.format)?,
+                alg.as_deref(),
+            )?;
+            let Secret { value, format, alg, .. } = self.state.service.nonce(req)?;
+            Ok((pb::GetNonceResponse { nonce: value, format: wire_format(format), alg: wire_alg(alg) }, alg))
+        })
+    }
+
+    async fn get_uuids(&self, request: Request<pb::GetUuidsRequest>) -> Reply<pb::GetUuidsResponse> {
         let r = request.into_inner();
         self.unary("GetUuids", || {
-            let count = count(&self.state, r.count)?;
-            let version = match r.version {
-                0 | 4 => 4,
-                7 => 7,
-                _ => return Err(ApiError::invalid("invalid_version", "version", "version must be 4 or 7")),
-            };
-            let alg = service::resolve_alg(&self.state, named(&r.alg))?;
-            let uuids =
-                service::uuids(&self.state, alg, count, version)?.iter().map(ToString::to_string).collect();
-            Ok((pb::UuidsResponse { uuids, alg: alg.name().into() }, alg))
+            let alg = alg_name(r.alg)?;
+            let req = UuidRequest::new(
+                self.state.service.rules(),
+                given(r.count),
+                given(r.version),
+                alg.as_deref(),
+            )?;
+            let out = self.state.service.uuids(req)?;
+            let uuids = out.uuids.iter().map(ToString::to_string).collect();
+            Ok((
+                pb::GetUuidsResponse { uuids, version: u32::from(out.version), alg: wire_alg(out.alg) },
+                out.alg,
+            ))
         })
     }
 
-    async fn get_ints(&self, request: Request<pb::GetIntsRequest>) -> Reply<pb::IntsResponse> {
+    async fn get_ints(&self, request: Request<pb::GetIntsRequest>) -> Reply<pb::GetIntsResponse> {
         let r = request.into_inner();
         self.unary("GetInts", || {
-            let count = count(&self.state, r.count)?;
-            let alg = service::resolve_alg(&self.state, named(&r.alg))?;
-            let values = service::ints(&self.state, alg, r.min, r.max, count)?;
-            Ok((pb::IntsResponse { values, alg: alg.name().into() }, alg))
+            let alg = alg_name(r.alg)?;
+            let req = IntRequest::new(
+                self.state.service.rules(),
+                Some(r.min),
+                Some(r.max),
+                given(r.count),
+                alg.as_deref(),
+            )?;
+            let out = self.state.service.ints(req)?;
+            Ok((pb::GetIntsResponse { values: out.values, alg: wire_alg(out.alg) }, out.alg))
         })
     }
 }
 
 /// StreamBits state: one chunk per poll; dropped (generation stops) when the client cancels.
 struct ChunkStreamState {
-    output: ChunkedOutput,
-    req: BitsRequest,
-    offset: u64,
-    service: RandomnessService,
+    chunks: Chunks,
+    adapter: RandomnessAdapter,
     start: Instant,
     done: bool,
 }
 
 impl ChunkStreamState {
-    async fn next(mut self) -> Option<(Result<pb::BitsChunk, Status>, Self)> {
+    async fn next(mut self) -> Option<(Result<pb::StreamBitsResponse, Status>, Self)> {
         if self.done {
             return None;
         }
-        match self.output.next_chunk() {
-            Ok(Some(data)) => {
-                let n_bits = (data.len() as u64 * 8).min(self.req.n_bits - self.offset);
-                let chunk = pb::BitsChunk {
-                    ones: bits::count_ones(&data),
-                    data: data.to_vec(),
-                    offset_bits: self.offset,
-                    n_bits,
-                    alg: self.req.alg.name().into(),
+        let alg = self.chunks.request().alg();
+        match self.chunks.next_chunk() {
+            Ok(Some(chunk)) => {
+                let reply = pb::StreamBitsResponse {
+                    data: chunk.encoded.into(),
+                    offset_bits: chunk.offset_bits,
+                    n_bits: chunk.n_bits,
+                    alg: wire_alg(alg),
+                    ones: chunk.ones,
                 };
-                self.offset += n_bits;
-                Some((Ok(chunk), self))
+                Some((Ok(reply), self))
             }
             Ok(None) => {
-                self.service.observe("StreamBits", self.req.alg.name(), tonic::Code::Ok, self.start);
+                self.adapter.observe("StreamBits", alg.name(), tonic::Code::Ok, self.start);
                 None
             }
             Err(e) => {
                 self.done = true;
-                self.service.state.metrics.errors.with_label_values(&[e.code()]).inc();
-                self.service.observe("StreamBits", self.req.alg.name(), e.grpc_code(), self.start);
+                self.adapter.state.metrics.errors.with_label_values(&[e.code()]).inc();
+                self.adapter.observe("StreamBits", alg.name(), e.grpc_code(), self.start);
                 Some((Err(e.to_status()), self))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_algorithm_has_its_wire_value_and_back() {
+        for alg in Algorithm::ALL {
+            let wire = wire_alg(alg);
+            assert_ne!(wire, pb::Algorithm::Unspecified as i32, "{alg}");
+            assert_eq!(alg_name(wire).unwrap().as_deref(), Some(alg.name()));
+        }
+        assert_eq!(alg_name(0).unwrap(), None);
+        assert_eq!(alg_name(99).unwrap_err().code(), "unknown_alg");
+        // And no wire value without an algorithm.
+        for value in 1..=16 {
+            if let Ok(Some(name)) = alg_name(value) {
+                assert!(name.parse::<Algorithm>().is_ok(), "{name}");
+            }
+        }
+    }
+
+    #[test]
+    fn every_secret_format_has_its_wire_value_and_back() {
+        for f in SecretFormat::ALL {
+            assert_eq!(secret_format(wire_format(f)).unwrap(), Some(f));
+        }
+        assert_eq!(secret_format(0).unwrap(), None);
+        assert_eq!(secret_format(42).unwrap_err().code(), "unknown_format");
     }
 }

@@ -2,6 +2,7 @@
 //! resource; they only translate between HTTP and [`crate::service`].
 
 mod meta;
+pub mod openapi;
 mod params;
 mod random;
 pub mod request_id;
@@ -46,8 +47,10 @@ pub fn router(state: AppState, grpc: Router) -> Router {
         .route("/uuid", get(values::uuid))
         .route("/int", get(values::int))
         .route("/algorithms", get(meta::algorithms))
+        // A 405 as problem+json; axum still sets the Allow header.
+        .method_not_allowed_fallback(method_not_allowed)
         .route_layer(middleware::from_fn_with_state(state.clone(), crate::auth::require_key))
-        .route("/openapi.json", get(meta::openapi))
+        .route("/openapi.json", get(openapi::get))
         .with_state(state.clone());
     let api = rest
         // gRPC brings its own auth (an interceptor answering UNAUTHENTICATED).
@@ -113,6 +116,31 @@ async fn not_found() -> ApiError {
     ApiError::NotFound
 }
 
+async fn method_not_allowed() -> ApiError {
+    ApiError::MethodNotAllowed
+}
+
+/// What a response served, for the metrics and the access log: handlers attach it, and
+/// [`observe`] reads it (never the response headers).
+#[derive(Debug, Clone, Copy)]
+pub struct Served {
+    /// The generator.
+    pub alg: Algorithm,
+    /// Random bits served (0 where the count is not a number of bits, as for `/int`).
+    pub n_bits: u64,
+}
+
+/// Attaches [`Served`] and the `X-Drbg-Alg` / `X-Drbg-Bits` headers to a response.
+pub fn served(mut response: Response, alg: Algorithm, n_bits: u64) -> Response {
+    let h = response.headers_mut();
+    h.insert(X_DRBG_ALG, HeaderValue::from_static(alg.name()));
+    if n_bits > 0 {
+        h.insert(X_DRBG_BITS, HeaderValue::from(n_bits));
+    }
+    response.extensions_mut().insert(Served { alg, n_bits });
+    response
+}
+
 /// Records latency by route template, algorithm and status; counts errors by code; writes
 /// the access log line. Never logs output bytes or the query string's values beyond n/alg.
 async fn observe(State(state): State<AppState>, request: Request, next: Next) -> Response {
@@ -130,20 +158,11 @@ async fn observe(State(state): State<AppState>, request: Request, next: Next) ->
     let method = request.method().clone();
     let start = Instant::now();
     state.metrics.in_flight.inc();
-    let mut response = next.run(request).await;
+    let response = next.run(request).await;
     state.metrics.in_flight.dec();
-    if response.status() == axum::http::StatusCode::METHOD_NOT_ALLOWED
-        && response.extensions().get::<ErrorCode>().is_none()
-    {
-        response = ApiError::MethodNotAllowed.into_response();
-    }
     let elapsed = start.elapsed();
-    let alg = response
-        .headers()
-        .get(X_DRBG_ALG)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|s| Algorithm::ALL.into_iter().find(|a| a.name() == s))
-        .map_or("none", Algorithm::name);
+    let served = response.extensions().get::<Served>().copied();
+    let alg = served.map_or("none", |s| s.alg.name());
     let status = response.status();
     state
         .metrics
@@ -154,7 +173,7 @@ async fn observe(State(state): State<AppState>, request: Request, next: Next) ->
     if let Some(code) = code {
         state.metrics.errors.with_label_values(&[code]).inc();
     }
-    let n = response.headers().get(X_DRBG_BITS).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let n = served.map_or(0, |s| s.n_bits);
     tracing::info!(
         target: "drbgd::access",
         request_id, %method, route, alg, n, status = status.as_u16(), code = code.unwrap_or(""),

@@ -1,270 +1,125 @@
-//! The one place a request becomes output: validation shared by HTTP and gRPC, generation from
-//! the pool (timed), bit packing, encodings, chunked streaming and bias accounting.
+//! The service: typed, validated requests in, output out, for HTTP and gRPC alike.
+//!
+//! [`Service`] owns the [`Rules`] (limits, defaults, enabled algorithms), the generator pool
+//! and the metrics it records (generator time, bias, bytes served). Transports parse their
+//! wire format into a request of [`request`], call one method here, and encode what comes
+//! back ([`output`]); none of them knows a limit or a default.
+//!
+//! - [`request`]: `BitsRequest`, `BytesRequest`, `TokenRequest`, `NonceRequest`,
+//!   `UuidRequest`, `IntRequest`, each with one validating constructor.
+//! - [`output`]: one chunk or a chunk stream, secrets, UUIDs, integers.
+//! - [`encoding`]: the output formats.
 
+pub mod encoding;
+pub mod output;
+pub mod request;
+
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use zeroize::Zeroize;
 
-use crate::drbg::uniform::UniformI64;
-use crate::drbg::{Algorithm, bits};
+pub use encoding::{Encoding, SecretFormat};
+pub use output::{BitsOutput, Chunk, Chunks, Generated, Ints, Secret, Uuids};
+pub use request::{
+    BitsRequest, BytesRequest, IntRequest, NonceRequest, Rules, SecretRequest, TokenRequest, UuidRequest,
+};
+
+use crate::config::Settings;
+use crate::drbg::{Algorithm, Pool, bits};
 use crate::error::ApiError;
-use crate::state::AppState;
+use crate::metrics::Metrics;
 
-/// How output bytes are written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Encoding {
-    /// Raw packed bytes, `application/octet-stream`.
-    Binary,
-    /// Lowercase hex.
-    Hex,
-    /// RFC 4648 base64 with padding.
-    Base64,
-    /// RFC 4648 URL-safe base64 without padding.
-    Base64Url,
-    /// RFC 4648 base32 without padding (tokens).
-    Base32,
-    /// ASCII `0`/`1`, one character per bit (seed 000's bit strings).
-    Bits,
-    /// A JSON object with the data in hex and the count of ones.
-    Json,
+/// The service handle: clone-cheap, shared by every transport.
+#[derive(Clone)]
+pub struct Service(Arc<Inner>);
+
+struct Inner {
+    pool: Arc<Pool>,
+    metrics: Arc<Metrics>,
+    rules: Rules,
 }
 
-impl Encoding {
-    /// Parses a `format` parameter (case-insensitive).
-    pub fn parse(name: &str) -> Option<Self> {
-        Some(match name.to_ascii_lowercase().as_str() {
-            "binary" | "raw" | "octet-stream" => Encoding::Binary,
-            "hex" => Encoding::Hex,
-            "base64" => Encoding::Base64,
-            "base64url" => Encoding::Base64Url,
-            "base32" => Encoding::Base32,
-            "bits" | "ascii" => Encoding::Bits,
-            "json" => Encoding::Json,
-            _ => return None,
-        })
+impl std::fmt::Debug for Service {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Service").field("rules", &self.0.rules).finish_non_exhaustive()
     }
+}
 
-    /// The canonical name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Encoding::Binary => "binary",
-            Encoding::Hex => "hex",
-            Encoding::Base64 => "base64",
-            Encoding::Base64Url => "base64url",
-            Encoding::Base32 => "base32",
-            Encoding::Bits => "bits",
-            Encoding::Json => "json",
-        }
-    }
-
-    /// The response content type.
-    pub fn content_type(self) -> &'static str {
-        match self {
-            Encoding::Binary => "application/octet-stream",
-            Encoding::Json => "application/json",
-            _ => "text/plain; charset=utf-8",
-        }
-    }
-
-    /// Encodes a whole value (for `Bits`, all of `data`'s bits).
-    pub fn encode(self, data: &[u8]) -> String {
-        match self {
-            Encoding::Hex | Encoding::Json => data_encoding::HEXLOWER.encode(data),
-            Encoding::Base64 => data_encoding::BASE64.encode(data),
-            Encoding::Base64Url => data_encoding::BASE64URL_NOPAD.encode(data),
-            Encoding::Base32 => data_encoding::BASE32_NOPAD.encode(data),
-            Encoding::Binary | Encoding::Bits => {
-                let mut out = vec![0u8; data.len() * 8];
-                bits::write_ascii_bits(data, data.len() * 8, &mut out);
-                String::from_utf8(out).unwrap_or_default()
-            }
+impl Rules {
+    /// The rules the settings describe.
+    pub fn from_settings(settings: &Settings) -> Self {
+        let l = &settings.limits;
+        Rules {
+            max_bits: l.max_bits,
+            max_unary_bits: request::MAX_UNARY_BITS.min(l.max_bits),
+            max_token_bytes: l.max_token_bytes as u64,
+            max_count: l.max_count as u64,
+            stream_threshold_bytes: l.stream_threshold_bytes as u64,
+            stream_chunk_bytes: l.stream_chunk_bytes,
+            default_alg: settings.drbg.default_alg,
+            enabled: settings.drbg.enabled.clone(),
         }
     }
 }
 
-/// A validated request for random bits.
-#[derive(Debug, Clone, Copy)]
-pub struct BitsRequest {
-    /// Number of bits.
-    pub n_bits: u64,
-    /// Generator.
-    pub alg: Algorithm,
-    /// Reseed before generating.
-    pub prediction_resistance: bool,
-}
-
-impl BitsRequest {
-    /// Packed bytes.
-    pub fn byte_len(&self) -> u64 {
-        bits::byte_len(self.n_bits)
+impl Service {
+    /// A service over `pool`, recording into `metrics`.
+    pub fn new(pool: Arc<Pool>, metrics: Arc<Metrics>, rules: Rules) -> Self {
+        Service(Arc::new(Inner { pool, metrics, rules }))
     }
-}
 
-/// Checks `n` against 1..=`max`.
-///
-/// # Errors
-/// `invalid_n` (400) for 0, `n_too_large` (413) above `max`.
-pub fn check_n(param: &'static str, n: u64, max: u64) -> Result<u64, ApiError> {
-    if n == 0 {
-        return Err(ApiError::invalid("invalid_n", param, format!("{param} must be at least 1")));
+    /// The limits, defaults and enabled algorithms.
+    pub fn rules(&self) -> &Rules {
+        &self.0.rules
     }
-    if n > max {
-        return Err(ApiError::TooLarge { param, detail: format!("{param} must be at most {max}") });
-    }
-    Ok(n)
-}
 
-/// Resolves an optional algorithm name against the enabled set (`None`: the default).
-///
-/// # Errors
-/// `unknown_alg` for names that are not an algorithm or alias, `alg_disabled` for disabled ones.
-pub fn resolve_alg(state: &AppState, name: Option<&str>) -> Result<Algorithm, ApiError> {
-    let Some(name) = name else { return Ok(state.default_alg) };
-    let alg: Algorithm = name.parse().map_err(|_| {
-        ApiError::invalid("unknown_alg", "alg", format!("alg must be one of {}", crate::drbg::names()))
-    })?;
-    if !state.enabled.contains(&alg) {
-        return Err(ApiError::invalid("alg_disabled", "alg", format!("{alg} is disabled on this server")));
-    }
-    Ok(alg)
-}
-
-/// Checks a count of UUIDs or integers against 1..=`max`.
-///
-/// # Errors
-/// `invalid_count`.
-pub fn check_count(n: u64, max: usize) -> Result<usize, ApiError> {
-    match usize::try_from(n) {
-        Ok(n) if (1..=max).contains(&n) => Ok(n),
-        _ => Err(ApiError::invalid("invalid_count", "count", format!("count must be in 1..={max}"))),
-    }
-}
-
-/// The encodings a token or nonce may use.
-pub const SECRET_FORMATS: [Encoding; 4] =
-    [Encoding::Base64Url, Encoding::Hex, Encoding::Base32, Encoding::Base64];
-
-/// A token or nonce: `bytes` random bytes (1..=`limits.max_token_bytes`) encoded in `format`;
-/// the raw bytes are wiped once encoded.
-///
-/// # Errors
-/// `invalid_bytes` out of range; see [`fill`].
-pub fn secret(state: &AppState, alg: Algorithm, bytes: u64, format: Encoding) -> Result<String, ApiError> {
-    let max = state.settings.limits.max_token_bytes as u64;
-    if !(1..=max).contains(&bytes) {
-        return Err(ApiError::invalid("invalid_bytes", "bytes", format!("bytes must be in 1..={max}")));
-    }
-    let mut raw = vec![0u8; bytes as usize];
-    fill(state, alg, &mut raw, false)?;
-    let value = format.encode(&raw);
-    raw.zeroize();
-    Ok(value)
-}
-
-/// Fills `buf` from the calling thread's shard, timing the generator.
-///
-/// # Errors
-/// 503 `entropy_unavailable` or `generator_failed`; `buf` is then zeroed.
-pub fn fill(state: &AppState, alg: Algorithm, buf: &mut [u8], pr: bool) -> Result<Duration, ApiError> {
-    fill_on(state, state.pool.current_shard(), alg, buf, pr)
-}
-
-/// [`fill`] on a given shard (a stream keeps to the shard it prepared).
-///
-/// # Errors
-/// See [`fill`].
-pub fn fill_on(
-    state: &AppState,
-    shard: usize,
-    alg: Algorithm,
-    buf: &mut [u8],
-    pr: bool,
-) -> Result<Duration, ApiError> {
-    let start = Instant::now();
-    let result = state.pool.fill_on_shard(shard, alg, buf, pr);
-    let elapsed = start.elapsed();
-    state.metrics.generate_duration.with_label_values(&[alg.name()]).observe(elapsed.as_secs_f64());
-    result?;
-    Ok(elapsed)
-}
-
-/// Output generated in one piece (small responses).
-pub struct Generated {
-    /// `ceil(n/8)` packed bytes, tail masked.
-    pub data: Vec<u8>,
-    /// Ones among the n bits.
-    pub ones: u64,
-    /// Generator time.
-    pub generate_time: Duration,
-}
-
-impl Drop for Generated {
-    fn drop(&mut self) {
-        self.data.zeroize();
-    }
-}
-
-/// Generates a whole response and records its bias.
-///
-/// # Errors
-/// See [`fill`].
-pub fn generate(state: &AppState, req: &BitsRequest) -> Result<Generated, ApiError> {
-    let mut data = vec![0u8; req.byte_len() as usize];
-    let generate_time = fill(state, req.alg, &mut data, req.prediction_resistance)?;
-    bits::mask_tail(&mut data, req.n_bits);
-    let ones = bits::count_ones(&data);
-    state.metrics.observe_bias(req.alg, req.n_bits, ones);
-    Ok(Generated { data, ones, generate_time })
-}
-
-/// Produces a large output chunk by chunk: memory stays at one chunk whatever `n` is, and
-/// dropping the stream (a client that went away) stops generation.
-pub struct ChunkedOutput {
-    state: AppState,
-    /// The shard every chunk comes from: the one prepared for the whole stream.
-    shard: usize,
-    req: BitsRequest,
-    encoding: Encoding,
-    chunk_bytes: usize,
-    bits_done: u64,
-    ones: u64,
-    started: bool,
-    finished: bool,
-    buf: Vec<u8>,
-}
-
-impl Drop for ChunkedOutput {
-    fn drop(&mut self) {
-        self.buf.zeroize();
-    }
-}
-
-impl ChunkedOutput {
-    /// Prepares a stream; `chunk_bytes` is rounded to a multiple of 3 (base64) and the `bits`
-    /// encoding uses an eighth of it (8 output bytes per input byte). Every chunk comes from
-    /// the calling thread's shard, which reseeds now if the whole stream would otherwise need a
-    /// reseed midway (not for `pr`: its first chunk reseeds anyway).
+    /// Random bits: whole up to `stream_threshold_bytes`, else a stream of
+    /// `stream_chunk_bytes` chunks.
     ///
     /// # Errors
-    /// 503 `entropy_unavailable` if that reseed failed: nothing was sent yet.
-    pub fn new(
-        state: AppState,
-        req: BitsRequest,
-        encoding: Encoding,
-        chunk_bytes: usize,
-    ) -> Result<Self, ApiError> {
-        let shard = state.pool.current_shard();
-        if !req.prediction_resistance {
-            state.pool.prepare_on_shard(shard, req.alg, req.byte_len())?;
+    /// 503 `entropy_unavailable` or `generator_failed`; nothing was produced.
+    pub fn bits(&self, req: BitsRequest) -> Result<BitsOutput, ApiError> {
+        if req.byte_len() <= self.0.rules.stream_threshold_bytes {
+            return self.whole(&req).map(BitsOutput::Whole);
         }
-        let chunk_bytes = if encoding == Encoding::Bits { (chunk_bytes / 8).max(3) } else { chunk_bytes };
+        let mut rest = self.stream(req, self.0.rules.stream_chunk_bytes)?;
+        let first = rest.next_chunk()?.map(|c| c.encoded).unwrap_or_default();
+        Ok(BitsOutput::Stream { first, rest })
+    }
+
+    /// Random bits in one piece, whatever their size (gRPC unary; its constructor bounds n).
+    ///
+    /// # Errors
+    /// As [`Service::bits`].
+    pub fn whole(&self, req: &BitsRequest) -> Result<Generated, ApiError> {
+        let mut data = vec![0u8; req.byte_len() as usize];
+        let generate_time = self.fill(req.alg(), &mut data, req.pr())?;
+        bits::mask_tail(&mut data, req.n_bits());
+        let ones = bits::count_ones(&data);
+        self.observe_bias(req.alg(), req.n_bits(), ones);
+        Ok(Generated { data, ones, generate_time })
+    }
+
+    /// A chunk stream of `chunk_bytes` raw bytes per chunk (rounded down to a multiple of 3,
+    /// so base64 pieces join; an eighth of it for ASCII bits). The calling thread's shard
+    /// serves every chunk, and reseeds now if the whole stream would otherwise need a reseed
+    /// midway (not for `pr`, whose first chunk reseeds anyway).
+    ///
+    /// # Errors
+    /// 503 `entropy_unavailable` if that reseed failed: nothing was sent.
+    pub fn stream(&self, req: BitsRequest, chunk_bytes: usize) -> Result<Chunks, ApiError> {
+        let chunk_bytes = if req.format() == Encoding::Bits { chunk_bytes / 8 } else { chunk_bytes };
         let chunk_bytes = (chunk_bytes / 3 * 3).max(3);
-        Ok(ChunkedOutput {
-            state,
+        let pool = &self.0.pool;
+        let shard = pool.current_shard();
+        if !req.pr() {
+            pool.prepare_on_shard(shard, req.alg(), req.byte_len())?;
+        }
+        Ok(Chunks {
+            service: self.clone(),
             shard,
             req,
-            encoding,
             chunk_bytes,
             bits_done: 0,
             ones: 0,
@@ -274,128 +129,113 @@ impl ChunkedOutput {
         })
     }
 
-    /// The next encoded piece, `None` at the end.
+    /// A token; its raw bytes are wiped once encoded.
     ///
     /// # Errors
-    /// A generator failure mid-stream; the caller must abort the response (a truncated body
-    /// is the only honest signal once the status line is out).
-    pub fn next_chunk(&mut self) -> Result<Option<Bytes>, ApiError> {
-        if self.finished {
-            return Ok(None);
-        }
-        let mut out = Vec::new();
-        if !self.started && self.encoding == Encoding::Json {
-            out.extend_from_slice(json_prefix(&self.req).as_bytes());
-        }
-        self.started = true;
-        let remaining = self.req.n_bits - self.bits_done;
-        if remaining == 0 {
-            self.finish(&mut out);
-            return Ok(Some(Bytes::from(out)));
-        }
-        let n_bits = remaining.min(self.chunk_bytes as u64 * 8);
-        self.buf.resize(bits::byte_len(n_bits) as usize, 0);
-        let pr = self.req.prediction_resistance && self.bits_done == 0;
-        fill_on(&self.state, self.shard, self.req.alg, &mut self.buf, pr)?;
-        bits::mask_tail(&mut self.buf, n_bits);
-        self.ones += bits::count_ones(&self.buf);
-        encode_chunk(self.encoding, &self.buf, n_bits, &mut out);
-        self.bits_done += n_bits;
-        if self.bits_done == self.req.n_bits {
-            self.finish(&mut out);
-        }
-        Ok(Some(Bytes::from(out)))
+    /// As [`Service::bits`].
+    pub fn token(&self, req: TokenRequest) -> Result<Secret, ApiError> {
+        self.secret(req.secret())
     }
 
-    fn finish(&mut self, out: &mut Vec<u8>) {
-        if self.encoding == Encoding::Json {
-            out.extend_from_slice(format!("\",\"ones\":{}}}", self.ones).as_bytes());
-        }
-        self.state.metrics.observe_bias(self.req.alg, self.req.n_bits, self.ones);
-        self.finished = true;
+    /// A nonce; its raw bytes are wiped once encoded.
+    ///
+    /// # Errors
+    /// As [`Service::bits`].
+    pub fn nonce(&self, req: NonceRequest) -> Result<Secret, ApiError> {
+        self.secret(req.secret())
+    }
+
+    fn secret(&self, req: &SecretRequest) -> Result<Secret, ApiError> {
+        let mut raw = vec![0u8; req.bytes() as usize];
+        self.fill(req.alg(), &mut raw, false)?;
+        let value = req.format().encode(&raw);
+        raw.zeroize();
+        self.count_output(req.alg(), req.bytes());
+        Ok(Secret { value, bytes: req.bytes(), format: req.format(), alg: req.alg() })
+    }
+
+    /// RFC 9562 UUIDs: version 4 from 122 random bits, version 7 from the Unix time in
+    /// milliseconds and 74 random bits.
+    ///
+    /// # Errors
+    /// As [`Service::bits`].
+    pub fn uuids(&self, req: UuidRequest) -> Result<Uuids, ApiError> {
+        let mut random = vec![0u8; req.count() * 16];
+        self.fill(req.alg(), &mut random, false)?;
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        let uuids = random
+            .chunks_exact(16)
+            .map(|c| {
+                let bytes: [u8; 16] = c.try_into().unwrap_or_default();
+                if req.version() == 7 {
+                    let tail: [u8; 10] = bytes[..10].try_into().unwrap_or_default();
+                    uuid::Builder::from_unix_timestamp_millis(now_ms, &tail).into_uuid()
+                } else {
+                    uuid::Builder::from_random_bytes(bytes).into_uuid()
+                }
+            })
+            .collect();
+        random.zeroize();
+        self.count_output(req.alg(), req.count() as u64 * 16);
+        Ok(Uuids { uuids, version: req.version(), alg: req.alg() })
+    }
+
+    /// Integers uniform on `[min, max]` by Lemire's widening multiply with rejection (rand's
+    /// method; no modulo bias). Words come through the same fallible pool call as bits, so a
+    /// generator that refuses ends the request with its error, never a retry loop.
+    ///
+    /// # Errors
+    /// As [`Service::bits`].
+    pub fn ints(&self, req: IntRequest) -> Result<Ints, ApiError> {
+        let start = Instant::now();
+        let mut words = self.0.pool.words(req.alg());
+        let dist = req.dist();
+        let values =
+            (0..req.count()).map(|_| dist.sample(|| words.next_u64())).collect::<Result<Vec<_>, _>>();
+        self.observe_generate(req.alg(), start.elapsed());
+        let values = values?;
+        self.count_output(req.alg(), values.len() as u64 * 8);
+        Ok(Ints { values, min: req.min(), max: req.max(), alg: req.alg() })
+    }
+
+    /// Fills `buf` from the calling thread's shard, timing the generator.
+    fn fill(&self, alg: Algorithm, buf: &mut [u8], pr: bool) -> Result<Duration, ApiError> {
+        self.fill_on(self.0.pool.current_shard(), alg, buf, pr)
+    }
+
+    /// Fills `buf` from `shard` (a stream keeps to the shard it prepared).
+    ///
+    /// # Errors
+    /// 503 `entropy_unavailable` or `generator_failed`; `buf` is then zeroed.
+    pub(crate) fn fill_on(
+        &self,
+        shard: usize,
+        alg: Algorithm,
+        buf: &mut [u8],
+        pr: bool,
+    ) -> Result<Duration, ApiError> {
+        let start = Instant::now();
+        let result = self.0.pool.fill_on_shard(shard, alg, buf, pr);
+        let elapsed = start.elapsed();
+        self.observe_generate(alg, elapsed);
+        result?;
+        Ok(elapsed)
+    }
+
+    fn observe_generate(&self, alg: Algorithm, elapsed: Duration) {
+        self.0.metrics.generate_duration.with_label_values(&[alg.name()]).observe(elapsed.as_secs_f64());
+    }
+
+    pub(crate) fn observe_bias(&self, alg: Algorithm, n_bits: u64, ones: u64) {
+        self.0.metrics.observe_bias(alg, n_bits, ones);
+    }
+
+    fn count_output(&self, alg: Algorithm, bytes: u64) {
+        self.0.metrics.output_bytes.with_label_values(&[alg.name()]).inc_by(bytes);
     }
 }
 
-fn json_prefix(req: &BitsRequest) -> String {
-    format!("{{\"alg\":\"{}\",\"n\":{},\"encoding\":\"hex\",\"data\":\"", req.alg.name(), req.n_bits)
-}
-
-/// Appends one chunk (holding `n_bits` bits) in `encoding`. Chunks other than the last are
-/// multiples of 3 bytes, so base64 pieces concatenate into one valid encoding.
-pub fn encode_chunk(encoding: Encoding, raw: &[u8], n_bits: u64, out: &mut Vec<u8>) {
-    match encoding {
-        Encoding::Binary => out.extend_from_slice(raw),
-        Encoding::Bits => {
-            let start = out.len();
-            out.resize(start + n_bits as usize, 0);
-            bits::write_ascii_bits(raw, n_bits as usize, &mut out[start..]);
-        }
-        other => out.extend_from_slice(other.encode(raw).as_bytes()),
-    }
-}
-
-/// Renders a whole small output in `encoding`.
-pub fn render(encoding: Encoding, req: &BitsRequest, generated: &Generated) -> Vec<u8> {
-    let mut out = Vec::with_capacity(generated.data.len() * 2 + 64);
-    if encoding == Encoding::Json {
-        out.extend_from_slice(json_prefix(req).as_bytes());
-    }
-    encode_chunk(encoding, &generated.data, req.n_bits, &mut out);
-    if encoding == Encoding::Json {
-        out.extend_from_slice(format!("\",\"ones\":{}}}", generated.ones).as_bytes());
-    }
-    out
-}
-
-/// `count` RFC 9562 UUIDs of `version` 4 (random) or 7 (Unix time + random).
-///
-/// # Errors
-/// See [`fill`].
-pub fn uuids(
-    state: &AppState,
-    alg: Algorithm,
-    count: usize,
-    version: u8,
-) -> Result<Vec<uuid::Uuid>, ApiError> {
-    let mut random = vec![0u8; count * 16];
-    fill(state, alg, &mut random, false)?;
-    let now_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-    let ids = random
-        .chunks_exact(16)
-        .map(|c| {
-            let bytes: [u8; 16] = c.try_into().unwrap_or_default();
-            if version == 7 {
-                let tail: [u8; 10] = bytes[..10].try_into().unwrap_or_default();
-                uuid::Builder::from_unix_timestamp_millis(now_ms, &tail).into_uuid()
-            } else {
-                uuid::Builder::from_random_bytes(bytes).into_uuid()
-            }
-        })
-        .collect();
-    random.zeroize();
-    Ok(ids)
-}
-
-/// `count` integers uniform on `[min, max]`, by Lemire's widening multiply with rejection
-/// ([`UniformI64`], rand's method): no modulo bias. Words come from the pool through the same
-/// fallible call as `/bits`, so a generator that refuses ends the request with its error.
-///
-/// # Errors
-/// `invalid_range` if `min > max`; see [`fill`].
-pub fn ints(
-    state: &AppState,
-    alg: Algorithm,
-    min: i64,
-    max: i64,
-    count: usize,
-) -> Result<Vec<i64>, ApiError> {
-    let dist = UniformI64::new_inclusive(min, max)
-        .ok_or_else(|| ApiError::invalid("invalid_range", "min", "min must not exceed max"))?;
-    let start = Instant::now();
-    let mut words = state.pool.words(alg);
-    let values = (0..count).map(|_| dist.sample(|| words.next_u64())).collect::<Result<Vec<_>, _>>();
-    state.metrics.generate_duration.with_label_values(&[alg.name()]).observe(start.elapsed().as_secs_f64());
-    Ok(values?)
-}
+#[cfg(test)]
+mod tests;

@@ -6,9 +6,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::auth::Keyring;
 use crate::config::Settings;
-use crate::drbg::{Algorithm, Pool};
+use crate::drbg::Pool;
 use crate::http::request_id::ProcessRequestIds;
 use crate::metrics::Metrics;
+use crate::service::Service;
 
 /// Shared application state, extracted by handlers with `State<AppState>`.
 #[derive(Clone, Debug)]
@@ -17,22 +18,23 @@ pub struct AppState(Arc<Inner>);
 /// What [`AppState`] holds.
 #[derive(Debug)]
 pub struct Inner {
-    /// The generator shards.
-    pub pool: Pool,
+    /// Requests in, output out: the only way transports reach the generators.
+    pub service: Service,
+    /// The generator shards (readiness and `/algorithms` read them; requests go through
+    /// `service`).
+    pub pool: Arc<Pool>,
     /// Prometheus series.
-    pub metrics: Metrics,
+    pub metrics: Arc<Metrics>,
     /// Validated settings.
     pub settings: Settings,
     /// Start-up and shutdown state for /readyz.
     pub readiness: Readiness,
-    /// Algorithms callers may choose.
-    pub enabled: Vec<Algorithm>,
-    /// Algorithm used when none is named.
-    pub default_alg: Algorithm,
     /// Accepted API keys (digests), when auth is on.
     pub api_keys: Option<Keyring>,
     /// Maker of request ids (process prefix + counter).
     pub request_ids: ProcessRequestIds,
+    /// `/openapi.json`, rendered once from the rules and the auth setting.
+    pub openapi: bytes::Bytes,
 }
 
 impl AppState {
@@ -41,9 +43,10 @@ impl AppState {
         AppState(Arc::new(inner))
     }
 
-    /// Ready to serve: self-tests passed, not shutting down, and every generator seeded (a
-    /// generator refusing because its reseed failed is retried here first).
-    pub fn is_ready(&self) -> bool {
+    /// Checks readiness — self-tests passed, not shutting down, the entropy source answers,
+    /// every generator seeded (one waiting for a reseed is retried here) — and publishes the
+    /// result to the `drbgd_ready` gauge.
+    pub fn check_ready(&self) -> bool {
         let ready = self.readiness.self_tests_passed.load(Ordering::Acquire)
             && !self.readiness.shutting_down.load(Ordering::Acquire)
             && self.pool.all_ready();

@@ -34,9 +34,40 @@ impl<S: Send + Sync> FromRequestParts<S> for Params {
 }
 
 impl Params {
-    /// A map from explicit pairs (the JSON body of `POST /bits`).
-    pub fn from_pairs(pairs: impl IntoIterator<Item = (String, String)>) -> Self {
-        Params(pairs.into_iter().collect())
+    /// The members of a JSON object body (`POST /bits`) as parameters: `n` must be a
+    /// non-negative integer, `pr` a boolean, the others strings.
+    ///
+    /// # Errors
+    /// `invalid_body` for a body that is not an object or a member of the wrong type,
+    /// `invalid_n`, `invalid_boolean`.
+    pub fn from_json(body: &serde_json::Value) -> Result<Self, ApiError> {
+        use serde_json::Value;
+        let object = body
+            .as_object()
+            .ok_or_else(|| ApiError::invalid("invalid_body", "body", "the body must be a JSON object"))?;
+        let mut map = BTreeMap::new();
+        for (key, value) in object {
+            let text = match (key.as_str(), value) {
+                ("n", Value::Number(n)) if n.is_u64() => n.to_string(),
+                // JSON has one number type: 1116.0 is the integer 1116 (as JSON Schema says).
+                ("n", Value::Number(n))
+                    if n.as_f64().is_some_and(|f| {
+                        f.fract() == 0.0 && (0.0..9.007_199_254_740_992e15).contains(&f)
+                    }) =>
+                {
+                    (n.as_f64().unwrap_or_default() as u64).to_string()
+                }
+                ("n", _) => return Err(ApiError::invalid("invalid_n", "n", "n must be a positive integer")),
+                ("pr", Value::Bool(b)) => b.to_string(),
+                ("pr", _) => {
+                    return Err(ApiError::invalid("invalid_boolean", "pr", "pr must be true or false"));
+                }
+                (_, Value::String(s)) => s.clone(),
+                _ => return Err(ApiError::invalid("invalid_body", key, format!("{key} must be a string"))),
+            };
+            map.insert(key.clone(), text);
+        }
+        Ok(Params(map))
     }
 
     /// Rejects any parameter not in `allowed`.
@@ -104,18 +135,14 @@ impl Params {
     }
 }
 
-/// The output encoding: `format` if given, else the `Accept` header, else hex.
+/// The encoding of random bits: `format` if given, else the `Accept` header, else hex.
 ///
 /// # Errors
-/// `unknown_format` for a `format` outside `allowed`.
-pub fn choose_format(
-    format: Option<&str>,
-    headers: &HeaderMap,
-    allowed: &[Encoding],
-) -> Result<Encoding, ApiError> {
+/// `unknown_format` for a `format` that is no bits encoding.
+pub fn choose_format(format: Option<&str>, headers: &HeaderMap) -> Result<Encoding, ApiError> {
     if let Some(name) = format {
-        return Encoding::parse(name).filter(|e| allowed.contains(e)).ok_or_else(|| {
-            let names: Vec<&str> = allowed.iter().map(|e| e.name()).collect();
+        return Encoding::parse(name).ok_or_else(|| {
+            let names: Vec<&str> = Encoding::ALL.iter().map(|e| e.name()).collect();
             ApiError::invalid(
                 "unknown_format",
                 "format",
@@ -123,7 +150,7 @@ pub fn choose_format(
             )
         });
     }
-    Ok(from_accept(headers).filter(|e| allowed.contains(e)).unwrap_or(allowed[0]))
+    Ok(from_accept(headers).unwrap_or(Encoding::ALL[0]))
 }
 
 /// The most preferred supported media type of the `Accept` header (q-values honoured).
@@ -169,21 +196,27 @@ mod tests {
 
     #[test]
     fn accept_negotiation_honours_q() {
-        let all = [Encoding::Hex, Encoding::Binary, Encoding::Json];
-        assert_eq!(choose_format(None, &HeaderMap::new(), &all).unwrap(), Encoding::Hex);
-        assert_eq!(choose_format(None, &accept("application/octet-stream"), &all).unwrap(), Encoding::Binary);
+        assert_eq!(choose_format(None, &HeaderMap::new()).unwrap(), Encoding::Hex);
+        assert_eq!(choose_format(None, &accept("application/octet-stream")).unwrap(), Encoding::Binary);
         assert_eq!(
-            choose_format(None, &accept("text/plain;q=0.5, application/json"), &all).unwrap(),
+            choose_format(None, &accept("text/plain;q=0.5, application/json")).unwrap(),
             Encoding::Json
         );
-        assert_eq!(choose_format(None, &accept("image/png"), &all).unwrap(), Encoding::Hex);
-        assert_eq!(
-            choose_format(Some("BINARY"), &accept("application/json"), &all).unwrap(),
-            Encoding::Binary
-        );
-        assert_eq!(
-            choose_format(Some("morse"), &HeaderMap::new(), &all).unwrap_err().code(),
-            "unknown_format"
-        );
+        assert_eq!(choose_format(None, &accept("image/png")).unwrap(), Encoding::Hex);
+        assert_eq!(choose_format(Some("BINARY"), &accept("application/json")).unwrap(), Encoding::Binary);
+        assert_eq!(choose_format(Some("morse"), &HeaderMap::new()).unwrap_err().code(), "unknown_format");
+    }
+
+    #[test]
+    fn json_bodies_become_typed_parameters() {
+        let p = Params::from_json(&serde_json::json!({"n": 8, "pr": true, "alg": "aes"})).unwrap();
+        assert_eq!((p.get("n"), p.flag("pr").unwrap(), p.get("alg")), (Some("8"), true, Some("aes")));
+        let bad = |v| Params::from_json(&v).unwrap_err().code();
+        assert_eq!(bad(serde_json::json!([1])), "invalid_body");
+        assert_eq!(bad(serde_json::json!({"n": -1})), "invalid_n");
+        assert_eq!(bad(serde_json::json!({"n": 1.5})), "invalid_n");
+        assert_eq!(Params::from_json(&serde_json::json!({"n": 1116.0})).unwrap().get("n"), Some("1116"));
+        assert_eq!(bad(serde_json::json!({"pr": "yes"})), "invalid_boolean");
+        assert_eq!(bad(serde_json::json!({"alg": 3})), "invalid_body");
     }
 }

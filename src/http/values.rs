@@ -1,58 +1,77 @@
 //! `GET /token`, `/nonce`, `/uuid`, `/int`: small values for everyday use, as plain text
-//! (one per line) or JSON when the client asks for it.
+//! (one per line) or JSON when the client asks for it. Parse into a typed request, call the
+//! service, encode.
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue};
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
-use super::params::{Params, choose_format, wants_json};
-use super::{X_DRBG_ALG, X_DRBG_BITS};
-use crate::drbg::Algorithm;
+use super::params::{Params, wants_json};
+use super::served;
 use crate::error::ApiError;
-use crate::service::{self, Encoding};
+use crate::service::{IntRequest, NonceRequest, Secret, SecretFormat, TokenRequest, UuidRequest};
 use crate::state::AppState;
 
-/// `GET /token?bytes=32&format=base64url|hex|base32&alg=`.
+/// `GET /token?bytes=32&format=base64url|hex|base32|base64&alg=`.
 pub async fn token(
     State(state): State<AppState>,
     headers: HeaderMap,
     params: Params,
 ) -> Result<Response, ApiError> {
     params.allow(&["bytes", "format", "alg"])?;
-    secret(&state, &headers, &params, 32, &service::SECRET_FORMATS)
+    let req = TokenRequest::new(
+        state.service.rules(),
+        params.u64("bytes", "invalid_bytes")?,
+        secret_format(&params)?,
+        params.get("alg"),
+    )?;
+    Ok(secret(&headers, state.service.token(req)?))
 }
 
-/// `GET /nonce?bytes=12&format=hex|base64|base64url&alg=`.
+/// `GET /nonce?bytes=12&format=hex|base64|base64url|base32&alg=`.
 pub async fn nonce(
     State(state): State<AppState>,
     headers: HeaderMap,
     params: Params,
 ) -> Result<Response, ApiError> {
     params.allow(&["bytes", "format", "alg"])?;
-    let formats = [Encoding::Hex, Encoding::Base64, Encoding::Base64Url, Encoding::Base32];
-    secret(&state, &headers, &params, 12, &formats)
+    let req = NonceRequest::new(
+        state.service.rules(),
+        params.u64("bytes", "invalid_bytes")?,
+        secret_format(&params)?,
+        params.get("alg"),
+    )?;
+    Ok(secret(&headers, state.service.nonce(req)?))
 }
 
-fn secret(
-    state: &AppState,
-    headers: &HeaderMap,
-    params: &Params,
-    default_bytes: u64,
-    formats: &[Encoding],
-) -> Result<Response, ApiError> {
-    let bytes = params.u64("bytes", "invalid_bytes")?.unwrap_or(default_bytes);
-    let alg = service::resolve_alg(state, params.get("alg"))?;
-    let format = choose_format(params.get("format"), &HeaderMap::new(), formats)?;
-    let value = service::secret(state, alg, bytes, format)?;
+fn secret_format(params: &Params) -> Result<Option<SecretFormat>, ApiError> {
+    params
+        .get("format")
+        .map(|name| {
+            SecretFormat::parse(name).ok_or_else(|| {
+                let names: Vec<&str> = SecretFormat::ALL.iter().map(|f| f.name()).collect();
+                ApiError::invalid(
+                    "unknown_format",
+                    "format",
+                    format!("format must be one of {}", names.join(", ")),
+                )
+            })
+        })
+        .transpose()
+}
+
+fn secret(headers: &HeaderMap, secret: Secret) -> Response {
+    let (alg, bits) = (secret.alg, secret.bytes * 8);
     let body = if wants_json(headers) {
+        let Secret { value, bytes, format, alg } = secret;
         Json(json!({ "value": value, "bytes": bytes, "format": format.name(), "alg": alg.name() }))
             .into_response()
     } else {
-        value.into_response()
+        secret.value.into_response()
     };
-    Ok(tag(body, alg, bytes * 8))
+    served(body, alg, bits)
 }
 
 /// `GET /uuid?count=1&version=4|7&alg=`.
@@ -62,21 +81,21 @@ pub async fn uuid(
     params: Params,
 ) -> Result<Response, ApiError> {
     params.allow(&["count", "version", "alg"])?;
-    let count = count(&state, &params)?;
-    let version = match params.get("version").unwrap_or("4") {
-        "4" => 4,
-        "7" => 7,
-        _ => return Err(ApiError::invalid("invalid_version", "version", "version must be 4 or 7")),
-    };
-    let alg = service::resolve_alg(&state, params.get("alg"))?;
-    let ids = service::uuids(&state, alg, count, version)?;
+    let req = UuidRequest::new(
+        state.service.rules(),
+        params.u64("count", "invalid_count")?,
+        params.u64("version", "invalid_version")?,
+        params.get("alg"),
+    )?;
+    let out = state.service.uuids(req)?;
+    let bits = out.uuids.len() as u64 * 122;
     let body = if wants_json(&headers) {
-        let list: Vec<String> = ids.iter().map(ToString::to_string).collect();
-        Json(json!({ "uuids": list, "version": version, "alg": alg.name() })).into_response()
+        let list: Vec<String> = out.uuids.iter().map(ToString::to_string).collect();
+        Json(json!({ "uuids": list, "version": out.version, "alg": out.alg.name() })).into_response()
     } else {
-        lines(ids.iter().map(ToString::to_string))
+        lines(out.uuids.iter().map(ToString::to_string))
     };
-    Ok(tag(body, alg, count as u64 * 122))
+    Ok(served(body, out.alg, bits))
 }
 
 /// `GET /int?min=&max=&count=&alg=`: uniform integers in `[min, max]`.
@@ -86,36 +105,28 @@ pub async fn int(
     params: Params,
 ) -> Result<Response, ApiError> {
     params.allow(&["min", "max", "count", "alg"])?;
-    let min =
-        params.i64("min")?.ok_or_else(|| ApiError::invalid("invalid_integer", "min", "min is required"))?;
-    let max =
-        params.i64("max")?.ok_or_else(|| ApiError::invalid("invalid_integer", "max", "max is required"))?;
-    let count = count(&state, &params)?;
-    let alg = service::resolve_alg(&state, params.get("alg"))?;
-    let values = service::ints(&state, alg, min, max, count)?;
+    let req = IntRequest::new(
+        state.service.rules(),
+        params.i64("min")?,
+        params.i64("max")?,
+        params.u64("count", "invalid_count")?,
+        params.get("alg"),
+    )?;
+    let out = state.service.ints(req)?;
     let body = if wants_json(&headers) {
-        Json(json!({ "values": values, "min": min, "max": max, "alg": alg.name() })).into_response()
+        Json(json!({ "values": out.values, "min": out.min, "max": out.max, "alg": out.alg.name() }))
+            .into_response()
     } else {
-        lines(values.iter().map(ToString::to_string))
+        lines(out.values.iter().map(ToString::to_string))
     };
-    Ok(tag(body, alg, 0))
-}
-
-fn count(state: &AppState, params: &Params) -> Result<usize, ApiError> {
-    service::check_count(params.u64("count", "invalid_count")?.unwrap_or(1), state.settings.limits.max_count)
+    Ok(served(body, out.alg, 0))
 }
 
 fn lines(items: impl Iterator<Item = String>) -> Response {
-    let mut text = items.collect::<Vec<_>>().join("\n");
-    text.push('\n');
-    text.into_response()
-}
-
-fn tag(mut response: Response, alg: Algorithm, bits: u64) -> Response {
-    let h = response.headers_mut();
-    h.insert(X_DRBG_ALG, HeaderValue::from_static(alg.name()));
-    if bits > 0 {
-        h.insert(X_DRBG_BITS, HeaderValue::from(bits));
+    let mut text = String::new();
+    for item in items {
+        text.push_str(&item);
+        text.push('\n');
     }
-    response
+    text.into_response()
 }

@@ -168,7 +168,7 @@ async fn startup_refuses_without_entropy() {
 async fn openapi_documents_exactly_the_routes() {
     let app = spawn_app().await;
     let doc: serde_json::Value = app.get("/openapi.json").await.json().await.unwrap();
-    assert_eq!(doc["openapi"], "3.0.3");
+    assert_eq!(doc["openapi"], "3.1.0");
     let paths: std::collections::BTreeSet<&str> =
         doc["paths"].as_object().unwrap().keys().map(String::as_str).collect();
     let routes: std::collections::BTreeSet<&str> = drbgd::http::ROUTES.iter().copied().collect();
@@ -185,6 +185,69 @@ async fn openapi_documents_exactly_the_routes() {
             assert_ne!(r.status(), 405, "{method} {path} is documented but not served");
         }
     }
+}
+
+/// The document says what this server's configuration says: its limits, its enabled
+/// algorithms with every alias, and the bearer scheme on every operation behind auth.
+#[tokio::test]
+async fn openapi_follows_the_configuration() {
+    let mut settings = test_settings();
+    settings.limits.max_bits = 5000;
+    settings.limits.max_count = 7;
+    settings.auth.enabled = true;
+    settings.auth.api_key_sha256 = vec![data_encoding::HEXLOWER.encode(&sha2::Sha256::digest(b"k"))];
+    let enabled = [drbgd::drbg::Algorithm::Aes256Ctr, drbgd::drbg::Algorithm::Blake3];
+    settings.drbg.enabled = enabled.to_vec();
+    settings.drbg.default_alg = drbgd::drbg::Algorithm::Blake3;
+    let app = spawn_with(settings, Arc::new(drbgd::drbg::entropy::OsEntropy)).await;
+    let doc: serde_json::Value = app.get("/openapi.json").await.json().await.unwrap();
+    let param = |path: &str, name: &str| {
+        doc["paths"][path]["get"]["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == name)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(param("/bits", "n")["schema"]["maximum"].as_f64(), Some(5000.0));
+    assert_eq!(param("/bytes", "n")["schema"]["maximum"].as_f64(), Some(625.0));
+    assert_eq!(param("/uuid", "count")["schema"]["maximum"].as_f64(), Some(7.0));
+    let algs: Vec<String> = param("/token", "alg")["schema"]["enum"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().into())
+        .collect();
+    for alg in enabled {
+        assert!(algs.contains(&alg.name().to_string()));
+        for alias in alg.info().aliases {
+            assert!(algs.contains(&alias.to_string()), "alias {alias} missing");
+            // ...and the server accepts what the document offers.
+            let r = app
+                .client
+                .get(app.url(&format!("/token?alg={alias}")))
+                .bearer_auth("k")
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), 200, "alias {alias}");
+        }
+    }
+    assert!(!algs.contains(&"chacha20".to_string()), "disabled algorithms are not offered");
+    assert_eq!(doc["components"]["securitySchemes"]["bearer"]["scheme"], "bearer");
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            let secured =
+                op["security"].as_array().is_some_and(|s| s.iter().any(|r| r.get("bearer").is_some()));
+            assert_eq!(secured, path != "/openapi.json", "{method} {path}");
+            if secured {
+                assert!(op["responses"]["401"].is_object(), "{method} {path} documents its 401");
+            }
+        }
+    }
+    // Problem+json is the schema of every error.
+    assert!(doc["components"]["schemas"]["Problem"]["properties"]["code"].is_object());
 }
 
 #[tokio::test]

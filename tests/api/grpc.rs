@@ -3,9 +3,10 @@
 use std::sync::Arc;
 
 use drbgd::drbg::bits;
-use drbgd::grpc::pb::randomness_client::RandomnessClient;
+use drbgd::grpc::pb::randomness_service_client::RandomnessServiceClient as RandomnessClient;
 use drbgd::grpc::pb::{
-    GetBitsRequest, GetBytesRequest, GetIntsRequest, GetTokenRequest, GetUuidsRequest, StreamBitsRequest,
+    Algorithm, Format, GetBitsRequest, GetBytesRequest, GetIntsRequest, GetNonceRequest, GetTokenRequest,
+    GetUuidsRequest, StreamBitsRequest,
 };
 use futures_util::StreamExt;
 use sha2::Digest;
@@ -31,9 +32,15 @@ fn assert_status(result: Result<impl std::fmt::Debug, tonic::Status>, code: Code
 async fn unary_methods_return_valid_output() {
     let app = spawn_app().await;
     let mut c = client(&app).await;
-    for (n, alg) in [(1u64, "chacha20"), (13, "AES"), (4096, "blake3"), (drbgd::grpc::MAX_UNARY_BITS, "")] {
+    let cases = [
+        (1u64, Algorithm::Chacha20),
+        (13, Algorithm::Aes256ctr),
+        (4096, Algorithm::Blake3),
+        (drbgd::grpc::MAX_UNARY_BITS, Algorithm::Unspecified),
+    ];
+    for (n, alg) in cases {
         let r = c
-            .get_bits(GetBitsRequest { n, alg: alg.into(), prediction_resistance: n == 13 })
+            .get_bits(GetBitsRequest { n, alg: alg as i32, prediction_resistance: n == 13 })
             .await
             .unwrap()
             .into_inner();
@@ -41,33 +48,30 @@ async fn unary_methods_return_valid_output() {
         assert_eq!(r.data.len() as u64, bits::byte_len(n));
         assert_eq!(r.ones, bits::count_ones_in_bits(&r.data, n));
         assert_eq!(bits::count_ones(&r.data), r.ones, "unused bits are zero");
-        let expected = match alg {
-            "AES" => "aes256ctr",
-            "" => "chacha20",
-            other => other,
-        };
-        assert_eq!(r.alg, expected);
+        let expected = if alg == Algorithm::Unspecified { Algorithm::Chacha20 } else { alg };
+        assert_eq!(r.alg, expected as i32, "unspecified means the server's default");
     }
     let r = c
-        .get_bytes(GetBytesRequest { n: 33, alg: "blake3".into(), prediction_resistance: false })
+        .get_bytes(GetBytesRequest { n: 33, alg: Algorithm::Blake3 as i32, prediction_resistance: false })
         .await
         .unwrap();
     assert_eq!(r.get_ref().data.len(), 33);
-    let t =
-        c.get_token(GetTokenRequest { bytes: 0, format: String::new(), alg: String::new() }).await.unwrap();
-    assert_eq!(data_encoding::BASE64URL_NOPAD.decode(t.get_ref().token.as_bytes()).unwrap().len(), 32);
-    let t =
-        c.get_token(GetTokenRequest { bytes: 16, format: "hex".into(), alg: String::new() }).await.unwrap();
+    let t = c.get_token(GetTokenRequest { bytes: 0, format: 0, alg: 0 }).await.unwrap().into_inner();
+    assert_eq!(data_encoding::BASE64URL_NOPAD.decode(t.token.as_bytes()).unwrap().len(), 32);
+    assert_eq!(t.format, Format::Base64url as i32);
+    let t = c.get_token(GetTokenRequest { bytes: 16, format: Format::Hex as i32, alg: 0 }).await.unwrap();
     assert_eq!(t.get_ref().token.len(), 32);
-    let u = c
-        .get_uuids(GetUuidsRequest { count: 10, version: 7, alg: String::new() })
-        .await
-        .unwrap()
-        .into_inner();
+    // GetNonce: 12 bytes of hex by default, as GET /nonce.
+    let nonce = c.get_nonce(GetNonceRequest { bytes: 0, format: 0, alg: 0 }).await.unwrap().into_inner();
+    assert_eq!((nonce.nonce.len(), nonce.format), (24, Format::Hex as i32));
+    let nonce =
+        c.get_nonce(GetNonceRequest { bytes: 24, format: Format::Base64 as i32, alg: 0 }).await.unwrap();
+    assert_eq!(data_encoding::BASE64.decode(nonce.get_ref().nonce.as_bytes()).unwrap().len(), 24);
+    let u = c.get_uuids(GetUuidsRequest { count: 10, version: 7, alg: 0 }).await.unwrap().into_inner();
     assert_eq!(u.uuids.len(), 10);
     assert!(u.uuids.iter().all(|id| id.as_bytes()[14] == b'7'));
     let i = c
-        .get_ints(GetIntsRequest { min: -3, max: 3, count: 500, alg: "aes256ctr".into() })
+        .get_ints(GetIntsRequest { min: -3, max: 3, count: 500, alg: Algorithm::Aes256ctr as i32 })
         .await
         .unwrap()
         .into_inner();
@@ -80,22 +84,25 @@ async fn documented_maxima_fit_a_default_client() {
     let app = spawn_app().await;
     let mut c = client(&app).await;
     let max_bytes = drbgd::grpc::MAX_UNARY_BITS / 8;
-    let r =
-        c.get_bytes(GetBytesRequest { n: max_bytes, alg: "aes".into(), prediction_resistance: false }).await;
+    let r = c
+        .get_bytes(GetBytesRequest {
+            n: max_bytes,
+            alg: Algorithm::Aes256ctr as i32,
+            prediction_resistance: false,
+        })
+        .await;
     assert_eq!(r.unwrap().into_inner().data.len() as u64, max_bytes);
-    let r =
-        c.get_bytes(GetBytesRequest { n: max_bytes + 1, alg: String::new(), prediction_resistance: false });
+    let r = c.get_bytes(GetBytesRequest { n: max_bytes + 1, alg: 0, prediction_resistance: false });
     assert_status(r.await, Code::ResourceExhausted, "n_too_large");
-    let r = c.get_uuids(GetUuidsRequest { count: 1000, version: 7, alg: String::new() }).await.unwrap();
+    let r = c.get_uuids(GetUuidsRequest { count: 1000, version: 7, alg: 0 }).await.unwrap();
     assert_eq!(r.into_inner().uuids.len(), 1000);
-    let r = c.get_ints(GetIntsRequest { min: i64::MIN, max: i64::MAX, count: 1000, alg: String::new() });
+    let r = c.get_ints(GetIntsRequest { min: i64::MIN, max: i64::MAX, count: 1000, alg: 0 });
     assert_eq!(r.await.unwrap().into_inner().values.len(), 1000);
-    let r = c.get_token(GetTokenRequest { bytes: 1024, format: "hex".into(), alg: String::new() }).await;
+    let r = c.get_token(GetTokenRequest { bytes: 1024, format: Format::Hex as i32, alg: 0 }).await;
     assert_eq!(r.unwrap().into_inner().token.len(), 2048);
     // A chunk size above 1 MiB is clamped to it: 3 MiB arrive as chunks of at most 1 MiB.
     let n = 3u64 << 23;
-    let request =
-        StreamBitsRequest { n, alg: String::new(), chunk_bytes: u32::MAX, prediction_resistance: false };
+    let request = StreamBitsRequest { n, alg: 0, chunk_bytes: u32::MAX, prediction_resistance: false };
     let mut stream = c.stream_bits(request).await.unwrap().into_inner();
     let (mut total, mut largest) = (0u64, 0usize);
     while let Some(chunk) = stream.next().await {
@@ -111,26 +118,26 @@ async fn documented_maxima_fit_a_default_client() {
 async fn errors_map_to_grpc_codes_with_machine_codes() {
     let app = spawn_app().await;
     let mut c = client(&app).await;
-    let bits = |n: u64, alg: &str| GetBitsRequest { n, alg: alg.into(), prediction_resistance: false };
-    assert_status(c.get_bits(bits(0, "")).await, Code::InvalidArgument, "invalid_n");
+    let bits = |n: u64, alg: i32| GetBitsRequest { n, alg, prediction_resistance: false };
+    assert_status(c.get_bits(bits(0, 0)).await, Code::InvalidArgument, "invalid_n");
     assert_status(
-        c.get_bits(bits(drbgd::grpc::MAX_UNARY_BITS + 1, "")).await,
+        c.get_bits(bits(drbgd::grpc::MAX_UNARY_BITS + 1, 0)).await,
         Code::ResourceExhausted,
         "n_too_large",
     );
-    assert_status(c.get_bits(bits(8, "rc4")).await, Code::InvalidArgument, "unknown_alg");
-    let r = c.get_token(GetTokenRequest { bytes: 2000, format: String::new(), alg: String::new() }).await;
+    assert_status(c.get_bits(bits(8, 77)).await, Code::InvalidArgument, "unknown_alg");
+    let r = c.get_token(GetTokenRequest { bytes: 2000, format: 0, alg: 0 }).await;
     assert_status(r, Code::InvalidArgument, "invalid_bytes");
-    let r = c.get_token(GetTokenRequest { bytes: 8, format: "morse".into(), alg: String::new() }).await;
+    let r = c.get_token(GetTokenRequest { bytes: 8, format: 99, alg: 0 }).await;
     assert_status(r, Code::InvalidArgument, "unknown_format");
-    let r = c.get_uuids(GetUuidsRequest { count: 5000, version: 4, alg: String::new() }).await;
+    let r = c.get_uuids(GetUuidsRequest { count: 5000, version: 4, alg: 0 }).await;
     assert_status(r, Code::InvalidArgument, "invalid_count");
-    let r = c.get_ints(GetIntsRequest { min: 5, max: 1, count: 1, alg: String::new() }).await;
+    let r = c.get_ints(GetIntsRequest { min: 5, max: 1, count: 1, alg: 0 }).await;
     assert_status(r, Code::InvalidArgument, "invalid_range");
     let r = c
         .stream_bits(StreamBitsRequest {
             n: 100_000_001,
-            alg: String::new(),
+            alg: 0,
             chunk_bytes: 0,
             prediction_resistance: false,
         })
@@ -143,8 +150,12 @@ async fn stream_bits_delivers_exactly_n_and_stops_on_cancel() {
     let app = spawn_app().await;
     let mut c = client(&app).await;
     let n = 10_000_003u64;
-    let req =
-        StreamBitsRequest { n, alg: "aes256ctr".into(), chunk_bytes: 65_536, prediction_resistance: false };
+    let req = StreamBitsRequest {
+        n,
+        alg: Algorithm::Aes256ctr as i32,
+        chunk_bytes: 65_536,
+        prediction_resistance: false,
+    };
     let mut stream = c.stream_bits(req).await.unwrap().into_inner();
     let (mut total_bits, mut bytes, mut chunks, mut expected_offset) = (0u64, 0u64, 0, 0u64);
     while let Some(chunk) = stream.next().await {
@@ -160,16 +171,11 @@ async fn stream_bits_delivers_exactly_n_and_stops_on_cancel() {
     assert_eq!(bytes, bits::byte_len(n));
     assert!(chunks > 10, "{chunks} chunks");
     // Cancel after the first chunk: the server stops (the next call still works at once).
-    let req = StreamBitsRequest {
-        n: 100_000_000,
-        alg: String::new(),
-        chunk_bytes: 0,
-        prediction_resistance: false,
-    };
+    let req = StreamBitsRequest { n: 100_000_000, alg: 0, chunk_bytes: 0, prediction_resistance: false };
     let mut stream = c.stream_bits(req).await.unwrap().into_inner();
     assert!(stream.next().await.unwrap().is_ok());
     drop(stream);
-    let r = c.get_bits(GetBitsRequest { n: 8, alg: String::new(), prediction_resistance: false }).await;
+    let r = c.get_bits(GetBitsRequest { n: 8, alg: 0, prediction_resistance: false }).await;
     assert!(r.is_ok());
 }
 
@@ -180,7 +186,7 @@ async fn health_follows_readiness_and_auth_is_enforced() {
     settings.auth.api_key_sha256 = vec![data_encoding::HEXLOWER.encode(&sha2::Sha256::digest(b"k3y"))];
     let mut app = spawn_with(settings, Arc::new(drbgd::drbg::entropy::OsEntropy)).await;
     let mut c = client(&app).await;
-    let req = || GetBitsRequest { n: 8, alg: String::new(), prediction_resistance: false };
+    let req = || GetBitsRequest { n: 8, alg: 0, prediction_resistance: false };
     assert_status(c.get_bits(req()).await, Code::Unauthenticated, "unauthorized");
     let mut authed = tonic::Request::new(req());
     authed.metadata_mut().insert("authorization", "Bearer k3y".parse().unwrap());
@@ -191,7 +197,7 @@ async fn health_follows_readiness_and_auth_is_enforced() {
     let check = |service: &str| HealthCheckRequest { service: service.into() };
     let mut serving = false;
     for _ in 0..100 {
-        let status = health.check(check("drbgd.v1.Randomness")).await.map(|r| r.into_inner().status);
+        let status = health.check(check("drbgd.v1.RandomnessService")).await.map(|r| r.into_inner().status);
         if status.is_ok_and(|s| s == ServingStatus::Serving as i32) {
             serving = true;
             break;
@@ -219,7 +225,7 @@ async fn dashboards_and_rules_only_use_exported_series() {
     app.get("/bits?n=4096").await.bytes().await.unwrap();
     app.get("/bits?n=0").await.bytes().await.unwrap();
     let mut c = client(&app).await;
-    c.get_bits(GetBitsRequest { n: 64, alg: String::new(), prediction_resistance: false }).await.unwrap();
+    c.get_bits(GetBitsRequest { n: 64, alg: 0, prediction_resistance: false }).await.unwrap();
     let metrics =
         app.client.get(format!("{}/metrics", app.admin)).send().await.unwrap().text().await.unwrap();
     let root = env!("CARGO_MANIFEST_DIR");

@@ -106,6 +106,12 @@ async fn headers_on_success_and_error() {
     let r = app.get("/no/such/path").await;
     assert_eq!(r.headers()["cache-control"], "no-store");
     assert_problem(r, 404, "not_found").await;
+    // A 405 is problem+json and keeps axum's Allow header.
+    let r = app.client.delete(app.url("/bits")).send().await.unwrap();
+    assert_eq!(r.headers()["allow"], "GET,HEAD,POST");
+    assert_problem(r, 405, "method_not_allowed").await;
+    let r = app.client.post(app.url("/token")).send().await.unwrap();
+    assert_eq!(r.headers()["allow"], "GET,HEAD");
 }
 
 #[tokio::test]

@@ -1,0 +1,430 @@
+//! `GET /openapi.json`, generated at start-up from the typed requests' rules and the response
+//! types: the configured limits (`n`, `bytes`, `count` maxima), every enabled algorithm with
+//! every alias it accepts, the formats of [`Encoding`] and [`SecretFormat`], the bearer
+//! security scheme on every operation that needs it (when auth is on), and the problem+json
+//! error schema. The paths are those of [`super::ROUTES`], the router's own list; an API test
+//! calls every documented operation and checks that nothing undocumented is routed.
+//!
+//! utoipa builds the document: its `ToSchema` derive describes the response structs the
+//! handlers serialize (so the schema is the code), and its builder API takes the run-time
+//! values (limits, enabled algorithms, auth) that attribute macros cannot.
+
+use axum::http::{HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use utoipa::openapi::path::{HttpMethod, OperationBuilder, ParameterBuilder, ParameterIn};
+use utoipa::openapi::request_body::RequestBodyBuilder;
+use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
+use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityRequirement, SecurityScheme};
+use utoipa::openapi::{
+    ComponentsBuilder, ContentBuilder, InfoBuilder, OpenApi, OpenApiBuilder, PathItem, PathsBuilder, Ref,
+    Required, ResponseBuilder, Schema,
+};
+use utoipa::{PartialSchema, ToSchema};
+
+use crate::service::request::{
+    DEFAULT_COUNT, DEFAULT_NONCE_BYTES, DEFAULT_TOKEN_BYTES, DEFAULT_UUID_VERSION,
+};
+use crate::service::{Encoding, Rules, SecretFormat};
+
+/// An RFC 9457 problem: every error response of the API.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Problem {
+    /// A URI naming the problem type (`https://drbgd.invalid/problems/<code>`).
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The HTTP reason phrase.
+    pub title: String,
+    /// The HTTP status.
+    pub status: u16,
+    /// The stable machine code (`invalid_n`, `entropy_unavailable`, ...).
+    pub code: String,
+    /// A human sentence.
+    pub detail: String,
+    /// The offending parameter, where there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub param: Option<String>,
+}
+
+/// `format=json` for bits: the data in hex and the count of ones.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BitsJson {
+    /// The generator.
+    pub alg: String,
+    /// Bits.
+    pub n: u64,
+    /// Always `hex`.
+    pub encoding: String,
+    /// `ceil(n/8)` bytes in lowercase hex.
+    #[schema(pattern = "^[0-9a-f]*$")]
+    pub data: String,
+    /// Ones among the n bits.
+    pub ones: u64,
+}
+
+/// A token or nonce as JSON (`Accept: application/json`).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SecretJson {
+    /// The encoded value.
+    pub value: String,
+    /// Random bytes it encodes.
+    pub bytes: u64,
+    /// Its encoding.
+    pub format: String,
+    /// The generator.
+    pub alg: String,
+}
+
+/// UUIDs as JSON.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct UuidsJson {
+    /// The UUIDs.
+    #[schema(inline, value_type = Vec<UuidString>)]
+    pub uuids: Vec<String>,
+    /// 4 or 7.
+    pub version: u8,
+    /// The generator.
+    pub alg: String,
+}
+
+/// A hyphenated lowercase UUID.
+#[derive(Debug, ToSchema)]
+#[schema(value_type = String, format = "uuid")]
+pub struct UuidString(pub String);
+
+/// Integers as JSON.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct IntsJson {
+    /// The values, each in `[min, max]`.
+    pub values: Vec<i64>,
+    /// The lower bound.
+    pub min: i64,
+    /// The upper bound.
+    pub max: i64,
+    /// The generator.
+    pub alg: String,
+}
+
+/// The document for `rules`, with the bearer scheme applied when `auth` is on.
+pub fn document(rules: &Rules, auth: bool) -> OpenApi {
+    let d = Describe { rules, auth };
+    let bits_params = |n_max: u64, n_doc: &str| {
+        vec![
+            d.integer_param("n", true, n_doc, 1, n_max, None),
+            d.alg_param(),
+            d.enum_param(
+                "format",
+                "Output encoding; absent: chosen from Accept, else hex.",
+                Encoding::ALL.map(Encoding::name).to_vec(),
+            ),
+            d.bool_param("pr", "Prediction resistance: reseed from the OS before generating."),
+        ]
+    };
+    let bits_responses = |op: OperationBuilder| {
+        let ok = ResponseBuilder::new()
+            .description("OK; streamed above the configured threshold")
+            .content("text/plain", content(string_schema()))
+            .content("application/octet-stream", content(binary_schema()))
+            .content("application/json", content(Ref::from_schema_name("BitsJson").into()));
+        d.errors(op.response("200", ok.build()), &["400", "413", "503"])
+    };
+    let get_bits = bits_responses(
+        d.op("getBits", "n random bits (packed MSB-first)")
+            .parameters(Some(bits_params(rules.max_bits, "Number of bits."))),
+    );
+    let post_bits = bits_responses(
+        d.op("postBits", "n random bits, parameters in a JSON body").request_body(Some(
+            RequestBodyBuilder::new()
+                .required(Some(Required::True))
+                .content("application/json", content(d.bits_body().into()))
+                .build(),
+        )),
+    );
+    let get_bytes = bits_responses(
+        d.op("getBytes", "n random bytes")
+            .parameters(Some(bits_params(rules.max_bits / 8, "Number of bytes."))),
+    );
+    let secret = |id: &str, summary: &str, default_bytes: u64, default_format: SecretFormat| {
+        let mut formats = SecretFormat::ALL.map(SecretFormat::name).to_vec();
+        formats.sort_by_key(|f| *f != default_format.name());
+        let op = d.op(id, summary).parameters(Some(vec![
+            d.integer_param("bytes", false, "Random bytes.", 1, rules.max_token_bytes, Some(default_bytes)),
+            d.enum_param("format", &format!("Encoding (default {}).", default_format.name()), formats),
+            d.alg_param(),
+        ]));
+        d.errors(op.response("200", d.text_or_json("SecretJson")), &["400", "503"])
+    };
+    let uuid = d.errors(
+        d.op("getUuids", "RFC 9562 UUIDs")
+            .parameters(Some(vec![
+                d.integer_param("count", false, "How many.", 1, rules.max_count, Some(DEFAULT_COUNT)),
+                d.param(
+                    "version",
+                    false,
+                    "4 (random) or 7 (Unix time + random).",
+                    ObjectBuilder::new()
+                        .schema_type(Type::Integer)
+                        .enum_values(Some([4, 7]))
+                        .default(Some(DEFAULT_UUID_VERSION.into()))
+                        .into(),
+                ),
+                d.alg_param(),
+            ]))
+            .response("200", d.text_or_json("UuidsJson")),
+        &["400", "503"],
+    );
+    let int64 = || -> Schema {
+        ObjectBuilder::new()
+            .schema_type(Type::Integer)
+            .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))
+            .into()
+    };
+    let int = d.errors(
+        d.op("getInts", "Uniform integers in [min, max] without modulo bias")
+            .parameters(Some(vec![
+                d.param("min", true, "Lower bound (inclusive).", int64()),
+                d.param("max", true, "Upper bound (inclusive).", int64()),
+                d.integer_param("count", false, "How many.", 1, rules.max_count, Some(DEFAULT_COUNT)),
+                d.alg_param(),
+            ]))
+            .response("200", d.text_or_json("IntsJson")),
+        &["400", "503"],
+    );
+    let algorithms = d.errors(
+        d.op("getAlgorithms", "The generators and their settings").response(
+            "200",
+            ResponseBuilder::new()
+                .description("OK")
+                .content("application/json", content(ObjectBuilder::new().schema_type(Type::Object).into()))
+                .build(),
+        ),
+        &["503"],
+    );
+    let openapi = OperationBuilder::new()
+        .operation_id(Some("getOpenapi"))
+        .summary(Some("This document (public, also with auth on)"))
+        .response(
+            "200",
+            ResponseBuilder::new()
+                .description("OK")
+                .content("application/json", content(ObjectBuilder::new().schema_type(Type::Object).into()))
+                .build(),
+        )
+        .response("503", problem("Service unavailable"));
+    let paths = PathsBuilder::new()
+        .path(
+            "/bits",
+            utoipa::openapi::path::PathItemBuilder::new()
+                .operation(HttpMethod::Get, get_bits.build())
+                .operation(HttpMethod::Post, post_bits.build())
+                .build(),
+        )
+        .path("/bytes", PathItem::new(HttpMethod::Get, get_bytes.build()))
+        .path(
+            "/token",
+            PathItem::new(
+                HttpMethod::Get,
+                secret(
+                    "getToken",
+                    "A token for sessions, API keys, CSRF",
+                    DEFAULT_TOKEN_BYTES,
+                    crate::service::request::DEFAULT_TOKEN_FORMAT,
+                )
+                .build(),
+            ),
+        )
+        .path(
+            "/nonce",
+            PathItem::new(
+                HttpMethod::Get,
+                secret(
+                    "getNonce",
+                    "A nonce (12 bytes for AES-GCM/ChaCha20-Poly1305, 24 for XChaCha)",
+                    DEFAULT_NONCE_BYTES,
+                    crate::service::request::DEFAULT_NONCE_FORMAT,
+                )
+                .build(),
+            ),
+        )
+        .path("/uuid", PathItem::new(HttpMethod::Get, uuid.build()))
+        .path("/int", PathItem::new(HttpMethod::Get, int.build()))
+        .path("/algorithms", PathItem::new(HttpMethod::Get, algorithms.build()))
+        .path("/openapi.json", PathItem::new(HttpMethod::Get, openapi.build()));
+    let mut components = ComponentsBuilder::new()
+        .schema("Problem", Problem::schema())
+        .schema("BitsJson", BitsJson::schema())
+        .schema("SecretJson", SecretJson::schema())
+        .schema("UuidsJson", UuidsJson::schema())
+        .schema("IntsJson", IntsJson::schema());
+    if auth {
+        let mut bearer = Http::new(HttpAuthScheme::Bearer);
+        bearer.description = Some("An API key; the server stores only its SHA-256.".into());
+        components = components.security_scheme("bearer", SecurityScheme::Http(bearer));
+    }
+    OpenApiBuilder::new()
+        .info(
+            InfoBuilder::new()
+                .title("drbgd")
+                .version(env!("CARGO_PKG_VERSION"))
+                .description(Some("Random bits, bytes, tokens, nonces, UUIDs and integers from sharded, fork-safe, self-testing DRBGs. Every response carries Cache-Control: no-store. Limits and algorithms are this server's configuration.")),
+        )
+        .paths(paths)
+        .components(Some(components.build()))
+        .build()
+}
+
+/// `GET /openapi.json`: the document rendered at start-up.
+pub async fn get(axum::extract::State(state): axum::extract::State<crate::state::AppState>) -> Response {
+    let mut response = state.openapi.clone().into_response();
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+/// Builds operations for one configuration.
+struct Describe<'a> {
+    rules: &'a Rules,
+    auth: bool,
+}
+
+impl Describe<'_> {
+    /// An operation, with the bearer scheme and its 401 when auth is on.
+    fn op(&self, id: &str, summary: &str) -> OperationBuilder {
+        let op = OperationBuilder::new().operation_id(Some(id)).summary(Some(summary));
+        if self.auth {
+            op.security(SecurityRequirement::new("bearer", Vec::<String>::new()))
+                .response("401", problem("A valid bearer API key is required"))
+        } else {
+            op
+        }
+    }
+
+    fn errors(&self, mut op: OperationBuilder, codes: &[&str]) -> OperationBuilder {
+        for code in codes {
+            let what = match *code {
+                "400" => "Invalid parameter",
+                "413" => "n above the configured limit",
+                _ => {
+                    "Unavailable: overloaded, timed out, entropy source down, generator failed or not ready (Retry-After)"
+                }
+            };
+            op = op.response(*code, problem(what));
+        }
+        op
+    }
+
+    fn param(
+        &self,
+        name: &str,
+        required: bool,
+        description: &str,
+        schema: Schema,
+    ) -> utoipa::openapi::path::Parameter {
+        ParameterBuilder::new()
+            .name(name)
+            .parameter_in(ParameterIn::Query)
+            .required(if required { Required::True } else { Required::False })
+            .description(Some(description))
+            .schema(Some(schema))
+            .build()
+    }
+
+    fn integer_param(
+        &self,
+        name: &str,
+        required: bool,
+        description: &str,
+        min: u64,
+        max: u64,
+        default: Option<u64>,
+    ) -> utoipa::openapi::path::Parameter {
+        let schema = ObjectBuilder::new()
+            .schema_type(Type::Integer)
+            .minimum(Some(min as f64))
+            .maximum(Some(max as f64))
+            .default(default.map(Into::into));
+        self.param(name, required, description, schema.into())
+    }
+
+    fn enum_param(
+        &self,
+        name: &str,
+        description: &str,
+        values: Vec<&'static str>,
+    ) -> utoipa::openapi::path::Parameter {
+        let schema = ObjectBuilder::new().schema_type(Type::String).enum_values(Some(values));
+        self.param(name, false, description, schema.into())
+    }
+
+    fn bool_param(&self, name: &str, description: &str) -> utoipa::openapi::path::Parameter {
+        self.param(name, false, description, ObjectBuilder::new().schema_type(Type::Boolean).into())
+    }
+
+    /// Every name and alias of every enabled algorithm (the server compares them ignoring case).
+    fn alg_names(&self) -> Vec<&'static str> {
+        let mut names: Vec<&'static str> = self.rules.enabled.iter().map(|a| a.name()).collect();
+        names.extend(self.rules.enabled.iter().flat_map(|a| a.info().aliases.iter().copied()));
+        names
+    }
+
+    fn alg_param(&self) -> utoipa::openapi::path::Parameter {
+        let description = format!("Generator (any case); default {}.", self.rules.default_alg.name());
+        let schema = ObjectBuilder::new().schema_type(Type::String).enum_values(Some(self.alg_names()));
+        self.param("alg", false, &description, schema.into())
+    }
+
+    fn bits_body(&self) -> Schema {
+        ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .property(
+                "n",
+                ObjectBuilder::new()
+                    .schema_type(Type::Integer)
+                    .minimum(Some(1.0))
+                    .maximum(Some(self.rules.max_bits as f64)),
+            )
+            .required("n")
+            .property(
+                "alg",
+                ObjectBuilder::new().schema_type(Type::String).enum_values(Some(self.alg_names())),
+            )
+            .property(
+                "format",
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .enum_values(Some(Encoding::ALL.map(Encoding::name))),
+            )
+            .property("pr", ObjectBuilder::new().schema_type(Type::Boolean))
+            .additional_properties(Some(utoipa::openapi::schema::AdditionalProperties::FreeForm(false)))
+            .into()
+    }
+
+    fn text_or_json(&self, schema: &str) -> utoipa::openapi::Response {
+        ResponseBuilder::new()
+            .description("OK: one value per line, or JSON with Accept: application/json")
+            .content("text/plain", content(string_schema()))
+            .content("application/json", content(Ref::from_schema_name(schema).into()))
+            .build()
+    }
+}
+
+fn problem(description: &str) -> utoipa::openapi::Response {
+    ResponseBuilder::new()
+        .description(description)
+        .content("application/problem+json", content(Ref::from_schema_name("Problem").into()))
+        .build()
+}
+
+fn content(schema: utoipa::openapi::RefOr<Schema>) -> utoipa::openapi::Content {
+    ContentBuilder::new().schema(Some(schema)).build()
+}
+
+fn string_schema() -> utoipa::openapi::RefOr<Schema> {
+    ObjectBuilder::new().schema_type(Type::String).into()
+}
+
+fn binary_schema() -> utoipa::openapi::RefOr<Schema> {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .format(Some(SchemaFormat::KnownFormat(KnownFormat::Binary)))
+        .into()
+}

@@ -1,0 +1,187 @@
+//! Output formats: [`Encoding`] for random bits (`/bits`, `/bytes`, streamed or whole) and
+//! [`SecretFormat`] for tokens and nonces. Variants are types, not flags: a token cannot be
+//! asked for in ASCII bits, and bits are never "encoded" into a string they do not fit.
+
+use crate::drbg::bits;
+
+/// How random bits are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    /// Raw packed bytes, `application/octet-stream`.
+    Binary,
+    /// Lowercase hex.
+    Hex,
+    /// RFC 4648 base64 with padding.
+    Base64,
+    /// RFC 4648 URL-safe base64 without padding.
+    Base64Url,
+    /// ASCII `0`/`1`, one character per bit (seed 000's bit strings).
+    Bits,
+    /// A JSON object with the data in hex and the count of ones.
+    Json,
+}
+
+impl Encoding {
+    /// Every bits encoding; the first is the default.
+    pub const ALL: [Encoding; 6] = [
+        Encoding::Hex,
+        Encoding::Binary,
+        Encoding::Base64,
+        Encoding::Base64Url,
+        Encoding::Bits,
+        Encoding::Json,
+    ];
+
+    /// Parses a `format` parameter (case-insensitive; `raw`/`octet-stream` and `ascii` are
+    /// aliases of `binary` and `bits`).
+    pub fn parse(name: &str) -> Option<Self> {
+        Some(match name.to_ascii_lowercase().as_str() {
+            "binary" | "raw" | "octet-stream" => Encoding::Binary,
+            "hex" => Encoding::Hex,
+            "base64" => Encoding::Base64,
+            "base64url" => Encoding::Base64Url,
+            "bits" | "ascii" => Encoding::Bits,
+            "json" => Encoding::Json,
+            _ => return None,
+        })
+    }
+
+    /// The canonical name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Encoding::Binary => "binary",
+            Encoding::Hex => "hex",
+            Encoding::Base64 => "base64",
+            Encoding::Base64Url => "base64url",
+            Encoding::Bits => "bits",
+            Encoding::Json => "json",
+        }
+    }
+
+    /// The response content type.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Encoding::Binary => "application/octet-stream",
+            Encoding::Json => "application/json",
+            _ => "text/plain; charset=utf-8",
+        }
+    }
+
+    /// Output bytes per raw byte (an upper bound, for buffer sizes).
+    pub fn expansion(self) -> usize {
+        match self {
+            Encoding::Binary => 1,
+            Encoding::Hex | Encoding::Json | Encoding::Base64 | Encoding::Base64Url => 2,
+            Encoding::Bits => 8,
+        }
+    }
+
+    /// Appends `raw` (holding `n_bits` bits) to `out`. Pieces other than the last hold a
+    /// multiple of 3 bytes, so base64 pieces concatenate into one valid encoding. For `Json`
+    /// this writes the hex of the `data` member only (see [`json_prefix`], [`json_suffix`]).
+    pub fn encode_into(self, raw: &[u8], n_bits: u64, out: &mut Vec<u8>) {
+        let text = match self {
+            Encoding::Binary => {
+                out.extend_from_slice(raw);
+                return;
+            }
+            Encoding::Bits => {
+                let start = out.len();
+                out.resize(start + n_bits as usize, 0);
+                bits::write_ascii_bits(raw, n_bits as usize, &mut out[start..]);
+                return;
+            }
+            Encoding::Hex | Encoding::Json => &data_encoding::HEXLOWER,
+            Encoding::Base64 => &data_encoding::BASE64,
+            Encoding::Base64Url => &data_encoding::BASE64URL_NOPAD,
+        };
+        let start = out.len();
+        out.resize(start + text.encode_len(raw.len()), 0);
+        text.encode_mut(raw, &mut out[start..]);
+    }
+}
+
+/// The opening of a JSON bits body, up to the hex data.
+pub fn json_prefix(alg: &str, n_bits: u64) -> String {
+    format!("{{\"alg\":\"{alg}\",\"n\":{n_bits},\"encoding\":\"hex\",\"data\":\"")
+}
+
+/// The end of a JSON bits body, after the hex data.
+pub fn json_suffix(ones: u64) -> String {
+    format!("\",\"ones\":{ones}}}")
+}
+
+/// How a token or nonce is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SecretFormat {
+    /// RFC 4648 URL-safe base64 without padding (the token default).
+    Base64Url,
+    /// Lowercase hex (the nonce default).
+    Hex,
+    /// RFC 4648 base32 without padding.
+    Base32,
+    /// RFC 4648 base64 with padding.
+    Base64,
+}
+
+impl SecretFormat {
+    /// Every secret format.
+    pub const ALL: [SecretFormat; 4] =
+        [SecretFormat::Base64Url, SecretFormat::Hex, SecretFormat::Base32, SecretFormat::Base64];
+
+    /// Parses a `format` parameter (case-insensitive).
+    pub fn parse(name: &str) -> Option<Self> {
+        SecretFormat::ALL.into_iter().find(|f| f.name().eq_ignore_ascii_case(name))
+    }
+
+    /// The canonical name.
+    pub fn name(self) -> &'static str {
+        match self {
+            SecretFormat::Base64Url => "base64url",
+            SecretFormat::Hex => "hex",
+            SecretFormat::Base32 => "base32",
+            SecretFormat::Base64 => "base64",
+        }
+    }
+
+    /// The encoded value.
+    pub fn encode(self, raw: &[u8]) -> String {
+        match self {
+            SecretFormat::Base64Url => data_encoding::BASE64URL_NOPAD.encode(raw),
+            SecretFormat::Hex => data_encoding::HEXLOWER.encode(raw),
+            SecretFormat::Base32 => data_encoding::BASE32_NOPAD.encode(raw),
+            SecretFormat::Base64 => data_encoding::BASE64.encode(raw),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for e in Encoding::ALL {
+            assert_eq!(Encoding::parse(&e.name().to_uppercase()), Some(e));
+        }
+        for f in SecretFormat::ALL {
+            assert_eq!(SecretFormat::parse(f.name()), Some(f));
+        }
+        assert_eq!(SecretFormat::parse("bits"), None);
+    }
+
+    #[test]
+    fn pieces_concatenate() {
+        let raw: Vec<u8> = (0..=255u8).collect();
+        for e in [Encoding::Hex, Encoding::Base64, Encoding::Base64Url, Encoding::Bits, Encoding::Binary] {
+            let mut whole = Vec::new();
+            e.encode_into(&raw, raw.len() as u64 * 8, &mut whole);
+            let mut pieces = Vec::new();
+            for piece in raw.chunks(99) {
+                e.encode_into(piece, piece.len() as u64 * 8, &mut pieces);
+            }
+            assert_eq!(whole, pieces, "{e:?}");
+            assert!(whole.len() <= raw.len() * e.expansion());
+        }
+    }
+}

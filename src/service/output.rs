@@ -1,0 +1,196 @@
+//! What the service hands back: bits as one chunk or as a chunk stream, secrets, UUIDs and
+//! integers — each carrying its algorithm and size as data, for the transports to encode and
+//! for the metrics and access log to read.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use zeroize::Zeroize;
+
+use super::Service;
+use super::encoding::{Encoding, SecretFormat, json_prefix, json_suffix};
+use super::request::BitsRequest;
+use crate::drbg::{Algorithm, bits};
+use crate::error::ApiError;
+
+/// Random bits generated in one piece.
+pub struct Generated {
+    /// `ceil(n/8)` packed bytes, unused tail bits zero.
+    pub data: Vec<u8>,
+    /// Ones among the n bits.
+    pub ones: u64,
+    /// Time spent in the generator.
+    pub generate_time: Duration,
+}
+
+impl Drop for Generated {
+    fn drop(&mut self) {
+        self.data.zeroize();
+    }
+}
+
+impl Generated {
+    /// The whole output in `req`'s format.
+    pub fn render(&self, req: &BitsRequest) -> Vec<u8> {
+        let format = req.format();
+        let mut out = Vec::with_capacity(self.data.len() * format.expansion() + 96);
+        if format == Encoding::Json {
+            out.extend_from_slice(json_prefix(req.alg().name(), req.n_bits()).as_bytes());
+        }
+        format.encode_into(&self.data, req.n_bits(), &mut out);
+        if format == Encoding::Json {
+            out.extend_from_slice(json_suffix(self.ones).as_bytes());
+        }
+        out
+    }
+}
+
+/// The answer to a [`BitsRequest`]: whole, or a stream whose first chunk is already generated
+/// (so a generator that refuses is an error before anything is sent).
+pub enum BitsOutput {
+    /// At most `stream_threshold_bytes`: one piece.
+    Whole(Generated),
+    /// A stream: the first encoded chunk, then the rest.
+    Stream {
+        /// The first encoded chunk.
+        first: Bytes,
+        /// The chunks after it.
+        rest: Chunks,
+    },
+}
+
+/// Never shows output bytes.
+impl std::fmt::Debug for BitsOutput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BitsOutput::Whole(g) => {
+                f.debug_struct("Whole").field("bytes", &g.data.len()).finish_non_exhaustive()
+            }
+            BitsOutput::Stream { rest, .. } => {
+                f.debug_struct("Stream").field("request", &rest.req).finish_non_exhaustive()
+            }
+        }
+    }
+}
+
+/// A large output produced chunk by chunk: memory stays at one chunk whatever `n` is, and
+/// dropping the stream (a client that went away) stops generation. Every chunk comes from the
+/// shard that was prepared for the whole stream.
+pub struct Chunks {
+    pub(super) service: Service,
+    pub(super) shard: usize,
+    pub(super) req: BitsRequest,
+    pub(super) chunk_bytes: usize,
+    pub(super) bits_done: u64,
+    pub(super) ones: u64,
+    pub(super) started: bool,
+    pub(super) finished: bool,
+    pub(super) buf: Vec<u8>,
+}
+
+impl Drop for Chunks {
+    fn drop(&mut self) {
+        self.buf.zeroize();
+    }
+}
+
+impl Chunks {
+    /// The request being served.
+    pub fn request(&self) -> &BitsRequest {
+        &self.req
+    }
+
+    /// Bits produced so far.
+    pub fn bits_done(&self) -> u64 {
+        self.bits_done
+    }
+
+    /// The next encoded chunk with the raw bits it holds and their ones, `None` at the end.
+    ///
+    /// # Errors
+    /// A generator failure mid-stream; the transport must abort the response (a truncated
+    /// body, or a gRPC error status, is the only honest signal once output was sent).
+    pub fn next_chunk(&mut self) -> Result<Option<Chunk>, ApiError> {
+        if self.finished {
+            return Ok(None);
+        }
+        let format = self.req.format();
+        let mut out = Vec::new();
+        if !self.started && format == Encoding::Json {
+            out.extend_from_slice(json_prefix(self.req.alg().name(), self.req.n_bits()).as_bytes());
+        }
+        self.started = true;
+        let remaining = self.req.n_bits() - self.bits_done;
+        let n_bits = remaining.min(self.chunk_bytes as u64 * 8);
+        let mut chunk_ones = 0;
+        if n_bits > 0 {
+            self.buf.resize(bits::byte_len(n_bits) as usize, 0);
+            let pr = self.req.pr() && self.bits_done == 0;
+            self.service.fill_on(self.shard, self.req.alg(), &mut self.buf, pr)?;
+            bits::mask_tail(&mut self.buf, n_bits);
+            chunk_ones = bits::count_ones(&self.buf);
+            self.ones += chunk_ones;
+            out.reserve(self.buf.len() * format.expansion());
+            format.encode_into(&self.buf, n_bits, &mut out);
+        }
+        let offset_bits = self.bits_done;
+        self.bits_done += n_bits;
+        if self.bits_done == self.req.n_bits() {
+            if format == Encoding::Json {
+                out.extend_from_slice(json_suffix(self.ones).as_bytes());
+            }
+            self.service.observe_bias(self.req.alg(), self.req.n_bits(), self.ones);
+            self.finished = true;
+        }
+        Ok(Some(Chunk { encoded: Bytes::from(out), offset_bits, n_bits, ones: chunk_ones }))
+    }
+}
+
+/// One piece of a stream.
+pub struct Chunk {
+    /// The chunk in the stream's format.
+    pub encoded: Bytes,
+    /// Position of its first bit in the output.
+    pub offset_bits: u64,
+    /// Bits it holds.
+    pub n_bits: u64,
+    /// Ones among them.
+    pub ones: u64,
+}
+
+/// A token or nonce, encoded (its raw bytes were wiped).
+#[derive(Debug)]
+pub struct Secret {
+    /// The encoded value.
+    pub value: String,
+    /// Raw bytes it encodes.
+    pub bytes: u64,
+    /// Its encoding.
+    pub format: SecretFormat,
+    /// The generator.
+    pub alg: Algorithm,
+}
+
+/// UUIDs with the generator that made them.
+#[derive(Debug)]
+pub struct Uuids {
+    /// The UUIDs.
+    pub uuids: Vec<uuid::Uuid>,
+    /// 4 or 7.
+    pub version: u8,
+    /// The generator.
+    pub alg: Algorithm,
+}
+
+/// Integers with their range and generator.
+#[derive(Debug)]
+pub struct Ints {
+    /// The values, each in `[min, max]`.
+    pub values: Vec<i64>,
+    /// The lower bound.
+    pub min: i64,
+    /// The upper bound.
+    pub max: i64,
+    /// The generator.
+    pub alg: Algorithm,
+}

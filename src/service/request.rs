@@ -1,0 +1,391 @@
+//! Typed requests. Each is built by one constructor that applies the [`Rules`] (limits,
+//! defaults, enabled algorithms) and returns the one error type, [`ApiError`]; transports only
+//! turn their wire format (query string, JSON body, protobuf message) into the constructor's
+//! arguments. A value of one of these types is valid by construction.
+
+use super::encoding::{Encoding, SecretFormat};
+use crate::drbg::uniform::UniformI64;
+use crate::drbg::{Algorithm, bits};
+use crate::error::ApiError;
+
+/// Token bytes when the request names none: 256 bits, the strength of every generator.
+pub const DEFAULT_TOKEN_BYTES: u64 = 32;
+/// Nonce bytes when the request names none: 96 bits, the AES-GCM and ChaCha20-Poly1305 nonce.
+pub const DEFAULT_NONCE_BYTES: u64 = 12;
+/// Token format when the request names none: URL- and cookie-safe.
+pub const DEFAULT_TOKEN_FORMAT: SecretFormat = SecretFormat::Base64Url;
+/// Nonce format when the request names none.
+pub const DEFAULT_NONCE_FORMAT: SecretFormat = SecretFormat::Hex;
+/// UUID version when the request names none (RFC 9562 random UUIDs).
+pub const DEFAULT_UUID_VERSION: u8 = 4;
+/// UUIDs or integers when the request names no count.
+pub const DEFAULT_COUNT: u64 = 1;
+/// Most bits in one unary gRPC reply (2 MiB of data): half of the 4 MiB that grpc-go,
+/// grpc-java, grpcurl, k6 and tonic accept by default, so a default client always takes the
+/// largest reply. Streams serve up to `max_bits`.
+pub const MAX_UNARY_BITS: u64 = 1 << 24;
+
+/// The limits, defaults and enabled algorithms every request is checked against, set once
+/// from the configuration.
+#[derive(Debug, Clone)]
+pub struct Rules {
+    /// Largest n for a bits request (streamed or whole).
+    pub max_bits: u64,
+    /// Largest n in one unary gRPC reply: `min(MAX_UNARY_BITS, max_bits)`.
+    pub max_unary_bits: u64,
+    /// Most bytes in a token or nonce.
+    pub max_token_bytes: u64,
+    /// Most UUIDs or integers per request.
+    pub max_count: u64,
+    /// Bits responses above this many raw bytes are streamed.
+    pub stream_threshold_bytes: u64,
+    /// Raw bytes per streamed chunk.
+    pub stream_chunk_bytes: usize,
+    /// The algorithm of requests that name none.
+    pub default_alg: Algorithm,
+    /// The algorithms callers may name.
+    pub enabled: Vec<Algorithm>,
+}
+
+impl Rules {
+    /// Resolves an optional algorithm name (any alias, any case) against the enabled set.
+    ///
+    /// # Errors
+    /// `unknown_alg` for a name that is no algorithm, `alg_disabled` for a disabled one.
+    pub fn algorithm(&self, name: Option<&str>) -> Result<Algorithm, ApiError> {
+        let Some(name) = name else { return Ok(self.default_alg) };
+        let alg: Algorithm = name.parse().map_err(|_| {
+            ApiError::invalid("unknown_alg", "alg", format!("alg must be one of {}", crate::drbg::names()))
+        })?;
+        if !self.enabled.contains(&alg) {
+            return Err(ApiError::invalid(
+                "alg_disabled",
+                "alg",
+                format!("{alg} is disabled on this server"),
+            ));
+        }
+        Ok(alg)
+    }
+
+    fn count(&self, count: Option<u64>) -> Result<usize, ApiError> {
+        match count.unwrap_or(DEFAULT_COUNT) {
+            n if (1..=self.max_count).contains(&n) => Ok(n as usize),
+            _ => Err(ApiError::invalid(
+                "invalid_count",
+                "count",
+                format!("count must be in 1..={}", self.max_count),
+            )),
+        }
+    }
+}
+
+/// Checks a required size against 1..=`max`.
+fn size(param: &'static str, n: Option<u64>, max: u64) -> Result<u64, ApiError> {
+    match n {
+        None => Err(ApiError::invalid("invalid_n", param, format!("{param} is required"))),
+        Some(0) => Err(ApiError::invalid("invalid_n", param, format!("{param} must be at least 1"))),
+        Some(n) if n > max => {
+            Err(ApiError::TooLarge { param, detail: format!("{param} must be at most {max}") })
+        }
+        Some(n) => Ok(n),
+    }
+}
+
+/// `n` random bits from `alg`, written in `format`; `pr` reseeds first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BitsRequest {
+    n_bits: u64,
+    alg: Algorithm,
+    format: Encoding,
+    pr: bool,
+}
+
+impl BitsRequest {
+    /// A request for up to `max_bits` bits (streamed above the threshold).
+    ///
+    /// # Errors
+    /// `invalid_n` (absent or 0), `n_too_large` (413), `unknown_alg`, `alg_disabled`.
+    pub fn new(
+        rules: &Rules,
+        n: Option<u64>,
+        alg: Option<&str>,
+        format: Encoding,
+        pr: bool,
+    ) -> Result<Self, ApiError> {
+        Self::within(rules, rules.max_bits, n, alg, format, pr)
+    }
+
+    /// A request answered in one gRPC message: up to [`Rules::max_unary_bits`], binary.
+    ///
+    /// # Errors
+    /// As [`BitsRequest::new`].
+    pub fn unary(rules: &Rules, n: Option<u64>, alg: Option<&str>, pr: bool) -> Result<Self, ApiError> {
+        Self::within(rules, rules.max_unary_bits, n, alg, Encoding::Binary, pr)
+    }
+
+    fn within(
+        rules: &Rules,
+        max: u64,
+        n: Option<u64>,
+        alg: Option<&str>,
+        format: Encoding,
+        pr: bool,
+    ) -> Result<Self, ApiError> {
+        let n_bits = size("n", n, max)?;
+        let alg = rules.algorithm(alg)?;
+        Ok(BitsRequest { n_bits, alg, format, pr })
+    }
+
+    /// Bits requested.
+    pub fn n_bits(&self) -> u64 {
+        self.n_bits
+    }
+
+    /// Packed bytes: `ceil(n / 8)`.
+    pub fn byte_len(&self) -> u64 {
+        bits::byte_len(self.n_bits)
+    }
+
+    /// The generator.
+    pub fn alg(&self) -> Algorithm {
+        self.alg
+    }
+
+    /// The output format.
+    pub fn format(&self) -> Encoding {
+        self.format
+    }
+
+    /// Prediction resistance: reseed from the OS before generating.
+    pub fn pr(&self) -> bool {
+        self.pr
+    }
+}
+
+/// `n` random bytes: a [`BitsRequest`] counted in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BytesRequest(BitsRequest);
+
+impl BytesRequest {
+    /// Up to `max_bits / 8` bytes.
+    ///
+    /// # Errors
+    /// As [`BitsRequest::new`].
+    pub fn new(
+        rules: &Rules,
+        n: Option<u64>,
+        alg: Option<&str>,
+        format: Encoding,
+        pr: bool,
+    ) -> Result<Self, ApiError> {
+        Self::within(rules, rules.max_bits / 8, n, alg, format, pr)
+    }
+
+    /// Up to `max_unary_bits / 8` bytes in one gRPC message.
+    ///
+    /// # Errors
+    /// As [`BitsRequest::new`].
+    pub fn unary(rules: &Rules, n: Option<u64>, alg: Option<&str>, pr: bool) -> Result<Self, ApiError> {
+        Self::within(rules, rules.max_unary_bits / 8, n, alg, Encoding::Binary, pr)
+    }
+
+    fn within(
+        rules: &Rules,
+        max: u64,
+        n: Option<u64>,
+        alg: Option<&str>,
+        format: Encoding,
+        pr: bool,
+    ) -> Result<Self, ApiError> {
+        let n_bytes = size("n", n, max)?;
+        let alg = rules.algorithm(alg)?;
+        Ok(BytesRequest(BitsRequest { n_bits: n_bytes * 8, alg, format, pr }))
+    }
+
+    /// The same request in bits.
+    pub fn into_bits(self) -> BitsRequest {
+        self.0
+    }
+}
+
+/// A secret value (token or nonce): `bytes` random bytes in `format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SecretRequest {
+    bytes: u64,
+    format: SecretFormat,
+    alg: Algorithm,
+}
+
+impl SecretRequest {
+    fn new(
+        rules: &Rules,
+        bytes: Option<u64>,
+        default_bytes: u64,
+        format: Option<SecretFormat>,
+        default_format: SecretFormat,
+        alg: Option<&str>,
+    ) -> Result<Self, ApiError> {
+        let max = rules.max_token_bytes;
+        let bytes = bytes.unwrap_or(default_bytes);
+        if !(1..=max).contains(&bytes) {
+            return Err(ApiError::invalid("invalid_bytes", "bytes", format!("bytes must be in 1..={max}")));
+        }
+        Ok(SecretRequest { bytes, format: format.unwrap_or(default_format), alg: rules.algorithm(alg)? })
+    }
+
+    /// Random bytes.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// The encoding.
+    pub fn format(&self) -> SecretFormat {
+        self.format
+    }
+
+    /// The generator.
+    pub fn alg(&self) -> Algorithm {
+        self.alg
+    }
+}
+
+/// A token: session ids, API keys, CSRF tokens. Default 32 bytes, base64url.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TokenRequest(pub(super) SecretRequest);
+
+impl TokenRequest {
+    /// # Errors
+    /// `invalid_bytes` outside 1..=`max_token_bytes`, `unknown_alg`, `alg_disabled`.
+    pub fn new(
+        rules: &Rules,
+        bytes: Option<u64>,
+        format: Option<SecretFormat>,
+        alg: Option<&str>,
+    ) -> Result<Self, ApiError> {
+        SecretRequest::new(rules, bytes, DEFAULT_TOKEN_BYTES, format, DEFAULT_TOKEN_FORMAT, alg)
+            .map(TokenRequest)
+    }
+
+    /// The validated parameters.
+    pub fn secret(&self) -> &SecretRequest {
+        &self.0
+    }
+}
+
+/// A nonce for AEADs and protocols. Default 12 bytes, hex.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NonceRequest(pub(super) SecretRequest);
+
+impl NonceRequest {
+    /// # Errors
+    /// As [`TokenRequest::new`].
+    pub fn new(
+        rules: &Rules,
+        bytes: Option<u64>,
+        format: Option<SecretFormat>,
+        alg: Option<&str>,
+    ) -> Result<Self, ApiError> {
+        SecretRequest::new(rules, bytes, DEFAULT_NONCE_BYTES, format, DEFAULT_NONCE_FORMAT, alg)
+            .map(NonceRequest)
+    }
+
+    /// The validated parameters.
+    pub fn secret(&self) -> &SecretRequest {
+        &self.0
+    }
+}
+
+/// `count` RFC 9562 UUIDs of version 4 (random) or 7 (Unix time + random).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UuidRequest {
+    count: usize,
+    version: u8,
+    alg: Algorithm,
+}
+
+impl UuidRequest {
+    /// # Errors
+    /// `invalid_count`, `invalid_version` (not 4 or 7), `unknown_alg`, `alg_disabled`.
+    pub fn new(
+        rules: &Rules,
+        count: Option<u64>,
+        version: Option<u64>,
+        alg: Option<&str>,
+    ) -> Result<Self, ApiError> {
+        let count = rules.count(count)?;
+        let version = match version.unwrap_or(u64::from(DEFAULT_UUID_VERSION)) {
+            4 => 4,
+            7 => 7,
+            _ => return Err(ApiError::invalid("invalid_version", "version", "version must be 4 or 7")),
+        };
+        Ok(UuidRequest { count, version, alg: rules.algorithm(alg)? })
+    }
+
+    /// How many.
+    pub fn count(&self) -> usize {
+        self.count
+    }
+
+    /// 4 or 7.
+    pub fn version(&self) -> u8 {
+        self.version
+    }
+
+    /// The generator.
+    pub fn alg(&self) -> Algorithm {
+        self.alg
+    }
+}
+
+/// `count` integers uniform on `[min, max]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IntRequest {
+    min: i64,
+    max: i64,
+    dist: UniformI64,
+    count: usize,
+    alg: Algorithm,
+}
+
+impl IntRequest {
+    /// # Errors
+    /// `invalid_integer` (min or max absent), `invalid_range` (min > max), `invalid_count`,
+    /// `unknown_alg`, `alg_disabled`.
+    pub fn new(
+        rules: &Rules,
+        min: Option<i64>,
+        max: Option<i64>,
+        count: Option<u64>,
+        alg: Option<&str>,
+    ) -> Result<Self, ApiError> {
+        let min = min.ok_or_else(|| ApiError::invalid("invalid_integer", "min", "min is required"))?;
+        let max = max.ok_or_else(|| ApiError::invalid("invalid_integer", "max", "max is required"))?;
+        let dist = UniformI64::new_inclusive(min, max)
+            .ok_or_else(|| ApiError::invalid("invalid_range", "min", "min must not exceed max"))?;
+        Ok(IntRequest { min, max, dist, count: rules.count(count)?, alg: rules.algorithm(alg)? })
+    }
+
+    /// The lower bound.
+    pub fn min(&self) -> i64 {
+        self.min
+    }
+
+    /// The upper bound (inclusive).
+    pub fn max(&self) -> i64 {
+        self.max
+    }
+
+    /// How many.
+    pub fn count(&self) -> usize {
+        self.count
+    }
+
+    /// The generator.
+    pub fn alg(&self) -> Algorithm {
+        self.alg
+    }
+
+    pub(super) fn dist(&self) -> &UniformI64 {
+        &self.dist
+    }
+}

@@ -1,0 +1,130 @@
+//! The service without a transport: validation by the typed constructors, whole versus
+//! streamed output, defaults, and failure while the entropy source is down.
+
+use std::sync::Arc;
+
+use super::*;
+use crate::drbg::entropy::{EntropySource, OsEntropy, ScriptedEntropy};
+use crate::drbg::{PoolConfig, bits};
+
+fn rules() -> Rules {
+    Rules {
+        max_bits: 1 << 20,
+        max_unary_bits: 1 << 16,
+        max_token_bytes: 64,
+        max_count: 100,
+        stream_threshold_bytes: 1024,
+        stream_chunk_bytes: 300,
+        default_alg: Algorithm::ChaCha20,
+        enabled: vec![Algorithm::ChaCha20, Algorithm::Aes256Ctr],
+    }
+}
+
+fn service_with(entropy: Arc<dyn EntropySource>) -> Service {
+    let pool = Pool::new(&PoolConfig { shards: 1, ..PoolConfig::default() }, entropy).unwrap();
+    let metrics = Arc::new(Metrics::new(pool.stats().clone()));
+    Service::new(Arc::new(pool), metrics, rules())
+}
+
+fn service() -> Service {
+    service_with(Arc::new(OsEntropy))
+}
+
+fn code<T: std::fmt::Debug>(r: Result<T, ApiError>) -> &'static str {
+    r.unwrap_err().code()
+}
+
+#[test]
+fn constructors_apply_the_rules_once() {
+    let r = rules();
+    let bits = |n, alg| BitsRequest::new(&r, n, alg, Encoding::Hex, false);
+    assert_eq!(code(bits(None, None)), "invalid_n");
+    assert_eq!(code(bits(Some(0), None)), "invalid_n");
+    assert_eq!(code(bits(Some((1 << 20) + 1), None)), "n_too_large");
+    assert_eq!(code(bits(Some(8), Some("rc4"))), "unknown_alg");
+    assert_eq!(code(bits(Some(8), Some("blake3"))), "alg_disabled");
+    assert_eq!(bits(Some(8), Some("AES")).unwrap().alg(), Algorithm::Aes256Ctr);
+    assert_eq!(bits(Some(8), None).unwrap().alg(), Algorithm::ChaCha20, "the configured default");
+    assert_eq!(code(BitsRequest::unary(&r, Some((1 << 16) + 1), None, false)), "n_too_large");
+    assert_eq!(code(BytesRequest::new(&r, Some((1 << 17) + 1), None, Encoding::Hex, false)), "n_too_large");
+    assert_eq!(BytesRequest::new(&r, Some(3), None, Encoding::Hex, false).unwrap().into_bits().n_bits(), 24);
+
+    let token = TokenRequest::new(&r, None, None, None).unwrap();
+    assert_eq!((token.secret().bytes(), token.secret().format()), (32, SecretFormat::Base64Url));
+    let nonce = NonceRequest::new(&r, None, None, None).unwrap();
+    assert_eq!((nonce.secret().bytes(), nonce.secret().format()), (12, SecretFormat::Hex));
+    assert_eq!(code(TokenRequest::new(&r, Some(65), None, None)), "invalid_bytes");
+    assert_eq!(code(TokenRequest::new(&r, Some(0), None, None)), "invalid_bytes");
+    assert_eq!(code(UuidRequest::new(&r, Some(101), None, None)), "invalid_count");
+    assert_eq!(code(UuidRequest::new(&r, None, Some(5), None)), "invalid_version");
+    assert_eq!(UuidRequest::new(&r, None, None, None).unwrap().count(), 1);
+    assert_eq!(code(IntRequest::new(&r, Some(5), Some(1), None, None)), "invalid_range");
+    assert_eq!(code(IntRequest::new(&r, None, Some(1), None, None)), "invalid_integer");
+}
+
+#[test]
+fn small_outputs_are_whole_and_large_ones_stream_with_the_same_bits_semantics() {
+    let s = service();
+    let small = BitsRequest::new(s.rules(), Some(8 * 1024 - 3), None, Encoding::Binary, false).unwrap();
+    let BitsOutput::Whole(g) = s.bits(small).unwrap() else { panic!("1 KiB must be whole") };
+    assert_eq!(g.data.len(), 1024);
+    assert_eq!(g.data[1023] & 0b111, 0, "unused tail bits are zero");
+    assert_eq!(g.ones, bits::count_ones(&g.data));
+
+    let n = 8 * 5000 + 5;
+    let large = BitsRequest::new(s.rules(), Some(n), None, Encoding::Json, false).unwrap();
+    let BitsOutput::Stream { first, mut rest } = s.bits(large).unwrap() else { panic!("must stream") };
+    let mut body = first.to_vec();
+    let mut pieces = 1;
+    while let Some(chunk) = rest.next_chunk().unwrap() {
+        body.extend_from_slice(&chunk.encoded);
+        pieces += 1;
+    }
+    assert!(pieces > 10, "300-byte chunks: {pieces}");
+    let doc: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    let data = data_encoding::HEXLOWER.decode(doc["data"].as_str().unwrap().as_bytes()).unwrap();
+    assert_eq!(data.len() as u64, bits::byte_len(n));
+    assert_eq!(doc["ones"].as_u64().unwrap(), bits::count_ones(&data));
+    assert_eq!((doc["alg"].as_str().unwrap(), doc["n"].as_u64().unwrap()), ("chacha20", n));
+}
+
+#[test]
+fn values_follow_their_requests() {
+    let s = service();
+    let r = s.rules().clone();
+    let t = s
+        .token(TokenRequest::new(&r, Some(48), Some(SecretFormat::Hex), Some("aes256ctr")).unwrap())
+        .unwrap();
+    assert_eq!((t.value.len(), t.alg), (96, Algorithm::Aes256Ctr));
+    let u = s.uuids(UuidRequest::new(&r, Some(50), Some(7), None).unwrap()).unwrap();
+    assert!(u.uuids.iter().all(|id| id.get_version_num() == 7));
+    let i = s.ints(IntRequest::new(&r, Some(-3), Some(3), Some(100), None).unwrap()).unwrap();
+    assert!(i.values.len() == 100 && i.values.iter().all(|v| (-3..=3).contains(v)));
+}
+
+#[test]
+fn a_generator_that_cannot_reseed_refuses_every_kind_of_output() {
+    let entropy = Arc::new(ScriptedEntropy::default());
+    let s = service_with(entropy.clone());
+    let r = s.rules().clone();
+    entropy.set_failing(true);
+    let pr = BitsRequest::new(&r, Some(256), None, Encoding::Hex, true).unwrap();
+    assert_eq!(code(s.bits(pr)), "entropy_unavailable");
+    // The single shard's chacha20 now waits for a reseed: everything from it is refused.
+    assert_eq!(
+        code(s.bits(BitsRequest::new(&r, Some(256), None, Encoding::Hex, false).unwrap())),
+        "entropy_unavailable"
+    );
+    assert_eq!(
+        code(s.bits(BitsRequest::new(&r, Some(1 << 16), None, Encoding::Hex, false).unwrap())),
+        "entropy_unavailable"
+    );
+    assert_eq!(code(s.token(TokenRequest::new(&r, None, None, None).unwrap())), "entropy_unavailable");
+    assert_eq!(code(s.uuids(UuidRequest::new(&r, None, None, None).unwrap())), "entropy_unavailable");
+    assert_eq!(
+        code(s.ints(IntRequest::new(&r, Some(1), Some(6), Some(100), None).unwrap())),
+        "entropy_unavailable"
+    );
+    entropy.set_failing(false);
+    assert!(s.ints(IntRequest::new(&r, Some(1), Some(6), Some(100), None).unwrap()).is_ok());
+}
