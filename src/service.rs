@@ -113,12 +113,15 @@ impl Service {
         let chunk_bytes = (chunk_bytes / 3 * 3).max(3);
         let pool = &self.0.pool;
         let shard = pool.current_shard();
-        if !req.pr() {
-            pool.prepare_on_shard(shard, req.alg(), req.byte_len())?;
-        }
+        let reserved = if req.pr() {
+            0
+        } else {
+            pool.prepare_on_shard(shard, req.alg(), req.byte_len(), chunk_bytes as u64)?
+        };
         Ok(Chunks {
             service: self.clone(),
             shard,
+            reserved,
             req,
             chunk_bytes,
             bits_done: 0,
@@ -202,22 +205,24 @@ impl Service {
 
     /// Fills `buf` from the calling thread's shard, timing the generator.
     fn fill(&self, alg: Algorithm, buf: &mut [u8], pr: bool) -> Result<Duration, ApiError> {
-        self.fill_on(self.0.pool.current_shard(), alg, buf, pr)
+        self.fill_reserved(self.0.pool.current_shard(), alg, buf, pr, &mut 0)
     }
 
-    /// Fills `buf` from `shard` (a stream keeps to the shard it prepared).
+    /// Fills `buf` from `shard`, drawing down the stream reservation `mine` (0 for requests
+    /// that are not streams).
     ///
     /// # Errors
     /// 503 `entropy_unavailable` or `generator_failed`; `buf` is then zeroed.
-    pub(crate) fn fill_on(
+    pub(crate) fn fill_reserved(
         &self,
         shard: usize,
         alg: Algorithm,
         buf: &mut [u8],
         pr: bool,
+        mine: &mut u64,
     ) -> Result<Duration, ApiError> {
         let start = Instant::now();
-        let result = self.0.pool.fill_on_shard(shard, alg, buf, pr);
+        let result = self.0.pool.fill_reserved_on_shard(shard, alg, buf, pr, mine);
         let elapsed = start.elapsed();
         self.observe_generate(alg, elapsed);
         result?;
@@ -226,6 +231,10 @@ impl Service {
 
     fn observe_generate(&self, alg: Algorithm, elapsed: Duration) {
         self.0.metrics.generate_duration.with_label_values(&[alg.name()]).observe(elapsed.as_secs_f64());
+    }
+
+    pub(crate) fn release(&self, shard: usize, alg: Algorithm, amount: u64) {
+        self.0.pool.release_on_shard(shard, alg, amount);
     }
 
     pub(crate) fn observe_bias(&self, alg: Algorithm, n_bits: u64, ones: u64) {

@@ -45,7 +45,7 @@ pub fn mechanism() -> &'static str {
 /// For tests of the fallback (`tests/fork_pid.rs`); both mechanisms are sound.
 #[doc(hidden)]
 pub fn force_pid_fallback() -> bool {
-    let _ = DETECTOR.set(Detector::Pid(AtomicU32::new(std::process::id())));
+    let _ = DETECTOR.set(Detector::pid());
     mechanism() == "pid"
 }
 
@@ -79,14 +79,33 @@ fn after_fork_pid(pid: &AtomicU32, generation: &AtomicU64, current: u32, between
     next
 }
 
+/// `pthread_atfork` child handler: a new generation in every child forked through libc, even
+/// one whose pid happens to equal a pid seen before (pid reuse would fool the pid check
+/// alone). Only an atomic add: async-signal-safe, as a child handler must be.
+#[cfg(unix)]
+extern "C" fn bump_in_child() {
+    GENERATION.fetch_add(1, Ordering::AcqRel);
+}
+
 impl Detector {
+    /// The pid fallback, with the atfork handler registered beside it. (A raw `clone(2)`
+    /// bypasses the handler; the pid check still catches it.)
+    fn pid() -> Self {
+        #[cfg(unix)]
+        // SAFETY: registers a handler that only touches a static atomic; no pointer is passed.
+        unsafe {
+            libc::pthread_atfork(None, None, Some(bump_in_child));
+        }
+        Detector::Pid(AtomicU32::new(std::process::id()))
+    }
+
     fn new() -> Self {
         match wipe_on_fork_page() {
             Some(page) => {
                 page.store(GENERATION.load(Ordering::Acquire), Ordering::Release);
                 Detector::WipeOnFork(page)
             }
-            None => Detector::Pid(AtomicU32::new(std::process::id())),
+            None => Detector::pid(),
         }
     }
 }

@@ -43,8 +43,12 @@ impl Default for PoolConfig {
 trait Instances: Send + Sync {
     /// Fills `out` from the instance of `shard`.
     fn fill(&self, shard: usize, out: &mut [u8], prediction_resistance: bool) -> Result<(), DrbgError>;
+    /// See [`Managed::fill_reserved`].
+    fn fill_reserved(&self, shard: usize, out: &mut [u8], pr: bool, mine: &mut u64) -> Result<(), DrbgError>;
     /// See [`Managed::prepare`].
-    fn prepare(&self, shard: usize, bytes: u64) -> Result<(), DrbgError>;
+    fn prepare(&self, shard: usize, bytes: u64, chunk_bytes: u64) -> Result<u64, DrbgError>;
+    /// See [`Managed::release`].
+    fn release(&self, shard: usize, amount: u64);
     /// Whether every shard's instance can serve (see [`Managed::ready`]).
     fn all_ready(&self) -> bool;
     /// What the kernel granted for these instances' pages.
@@ -64,8 +68,16 @@ impl<G: Drbg> Instances for Shards<G> {
         lock(&self.0[shard].0).fill(out, prediction_resistance)
     }
 
-    fn prepare(&self, shard: usize, bytes: u64) -> Result<(), DrbgError> {
-        lock(&self.0[shard].0).prepare(bytes)
+    fn fill_reserved(&self, shard: usize, out: &mut [u8], pr: bool, mine: &mut u64) -> Result<(), DrbgError> {
+        lock(&self.0[shard].0).fill_reserved(out, pr, mine)
+    }
+
+    fn prepare(&self, shard: usize, bytes: u64, chunk_bytes: u64) -> Result<u64, DrbgError> {
+        lock(&self.0[shard].0).prepare(bytes, chunk_bytes)
+    }
+
+    fn release(&self, shard: usize, amount: u64) {
+        lock(&self.0[shard].0).release(amount);
     }
 
     fn all_ready(&self) -> bool {
@@ -191,16 +203,50 @@ impl Pool {
         thread_ticket() % self.shards
     }
 
-    /// Reseeds `alg` on `shard` now if the next `bytes` would otherwise need a reseed (see
-    /// [`Managed::prepare`]).
+    /// Sets aside the reseed budget of a stream of `bytes` in `chunk_bytes` chunks on
+    /// `shard`, reseeding first if needed (see [`Managed::prepare`]); returns the reservation.
     ///
     /// # Errors
     /// [`DrbgError::EntropyUnavailable`] if that reseed failed.
     ///
     /// # Panics
     /// If `shard >= shard_count()`.
-    pub fn prepare_on_shard(&self, shard: usize, alg: Algorithm, bytes: u64) -> Result<(), DrbgError> {
-        self.algorithms[alg.index()].prepare(shard, bytes)
+    pub fn prepare_on_shard(
+        &self,
+        shard: usize,
+        alg: Algorithm,
+        bytes: u64,
+        chunk_bytes: u64,
+    ) -> Result<u64, DrbgError> {
+        self.algorithms[alg.index()].prepare(shard, bytes, chunk_bytes)
+    }
+
+    /// [`Pool::fill_on_shard`] for a stream drawing down its reservation `mine`.
+    ///
+    /// # Errors
+    /// See [`Managed::fill`].
+    ///
+    /// # Panics
+    /// If `shard >= shard_count()`.
+    pub fn fill_reserved_on_shard(
+        &self,
+        shard: usize,
+        alg: Algorithm,
+        out: &mut [u8],
+        prediction_resistance: bool,
+        mine: &mut u64,
+    ) -> Result<(), DrbgError> {
+        self.algorithms[alg.index()].fill_reserved(shard, out, prediction_resistance, mine)
+    }
+
+    /// Gives back what is left of a stream's reservation.
+    ///
+    /// # Panics
+    /// If `shard >= shard_count()`.
+    pub fn release_on_shard(&self, shard: usize, alg: Algorithm, amount: u64) {
+        if amount > 0 {
+            self.algorithms[alg.index()].release(shard, amount);
+        }
     }
 
     /// Fills `out` from shard `shard` (streams, tests and benchmarks).

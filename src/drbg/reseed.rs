@@ -22,6 +22,10 @@ pub const DEFAULT_REKEY_AFTER_BYTES: u64 = 1 << 20;
 pub const DEFAULT_REKEY_AFTER_SECONDS: u64 = 60;
 /// Smallest accepted byte threshold: below one 4 KiB page the reseed cost dominates.
 pub const MIN_REKEY_AFTER_BYTES: u64 = 4096;
+/// A stream is not started on a key that expires within this: it would need an age reseed
+/// midway, which an entropy outage would turn into a cut body. 5 s covers a stream of the
+/// default maximum (12.5 MB) to any client reading 2.5 MB/s or faster.
+const AGE_MARGIN: std::time::Duration = std::time::Duration::from_secs(5);
 /// Bytes compared by the continuous health test.
 const SAMPLE_LEN: usize = 16;
 
@@ -64,6 +68,9 @@ pub struct Managed<G> {
     policy: ReseedPolicy,
     /// Bytes left before the threshold reseed.
     budget: u64,
+    /// Part of `budget` set aside for streams that have sent their status line (see
+    /// [`Managed::prepare`]); other fills may only use the rest.
+    reserved: u64,
     /// When the key expires.
     deadline: Instant,
     fork_generation: u64,
@@ -105,6 +112,7 @@ impl<G: Drbg> Managed<G> {
             personalization,
             policy,
             budget: 0,
+            reserved: 0,
             deadline: Instant::now_without_cache_update(),
             fork_generation: fork::generation(),
             pending: None,
@@ -126,21 +134,49 @@ impl<G: Drbg> Managed<G> {
         }
     }
 
-    /// Makes sure the next `bytes` of output (spread over any number of fill calls) need no
-    /// reseed: reseeds now if one is due, or if the remaining byte budget is smaller than
-    /// `bytes` plus the health-test samples. A stream that prepares before committing its
-    /// status line can then finish even if the entropy source fails meanwhile (unless it is
-    /// longer than a whole reseed interval, or outlives the key's age).
+    /// Sets aside enough of the reseed budget for a stream of `bytes` in chunks of
+    /// `chunk_bytes` (each chunk also costs a health-test sample), reseeding first if a reseed
+    /// is due, the key expires within [`AGE_MARGIN`], or the unreserved budget is short. Returns
+    /// the amount set aside, which the stream passes to [`Managed::fill_reserved`] and gives
+    /// back with [`Managed::release`]. Other requests cannot use it: during an entropy outage
+    /// they are refused while a prepared stream finishes. A stream longer than one reseed
+    /// interval gets what fits and needs a reseed midway.
     ///
     /// # Errors
     /// [`DrbgError::EntropyUnavailable`] when the needed reseed could not get entropy.
-    pub fn prepare(&mut self, bytes: u64) -> Result<(), DrbgError> {
-        let need = bytes.saturating_add(bytes / 1024 + 4 * SAMPLE_LEN as u64);
-        match self.reseed_due() {
-            Some(reason) => self.reseed(reason),
-            None if self.budget < need => self.reseed(ReseedReason::Threshold),
-            None => Ok(()),
+    pub fn prepare(&mut self, bytes: u64, chunk_bytes: u64) -> Result<u64, DrbgError> {
+        let chunks = bytes.div_ceil(chunk_bytes.max(1));
+        let need = bytes.saturating_add((chunks + 1).saturating_mul(SAMPLE_LEN as u64));
+        let expiring = Instant::now_without_cache_update() + AGE_MARGIN.into() >= self.deadline;
+        match self.reseed_due(0) {
+            Some(reason) => self.reseed(reason)?,
+            None if expiring => self.reseed(ReseedReason::Age)?,
+            None if self.unreserved(0) < need => self.reseed(ReseedReason::Threshold)?,
+            None => {}
         }
+        let grant = need.min(self.unreserved(0));
+        self.reserved += grant;
+        Ok(grant)
+    }
+
+    /// Gives back what is left of a reservation (a stream that ended or was dropped).
+    pub fn release(&mut self, amount: u64) {
+        self.reserved = self.reserved.saturating_sub(amount);
+    }
+
+    /// Budget a fill may use: all but the reservations of others (`mine` is its own).
+    #[inline]
+    fn unreserved(&self, mine: u64) -> u64 {
+        self.budget.saturating_sub(self.reserved.saturating_sub(mine))
+    }
+
+    /// Counts `bytes` of output against the budget and against `mine` first.
+    #[inline]
+    fn consume(&mut self, bytes: u64, mine: &mut u64) {
+        self.budget = self.budget.saturating_sub(bytes);
+        let used = bytes.min(*mine);
+        *mine -= used;
+        self.reserved = self.reserved.saturating_sub(used);
     }
 
     fn reseed_pending(&self) -> Option<ReseedReason> {
@@ -161,43 +197,77 @@ impl<G: Drbg> Managed<G> {
     /// when a due reseed could not get entropy (the generator never serves from a stale state),
     /// [`DrbgError::HealthTestFailed`] when the output failed the continuous test.
     pub fn fill(&mut self, out: &mut [u8], prediction_resistance: bool) -> Result<(), DrbgError> {
-        let result = self.fill_checked(out, prediction_resistance);
+        self.fill_reserved(out, prediction_resistance, &mut 0)
+    }
+
+    /// [`Managed::fill`] for a stream holding the reservation `mine` (from
+    /// [`Managed::prepare`]), which it draws down.
+    ///
+    /// # Errors
+    /// As [`Managed::fill`].
+    pub fn fill_reserved(
+        &mut self,
+        out: &mut [u8],
+        prediction_resistance: bool,
+        mine: &mut u64,
+    ) -> Result<(), DrbgError> {
+        let result = self.fill_checked(out, prediction_resistance, mine);
         if result.is_err() {
             out.zeroize();
         }
         result
     }
 
-    fn fill_checked(&mut self, out: &mut [u8], prediction_resistance: bool) -> Result<(), DrbgError> {
+    fn fill_checked(
+        &mut self,
+        out: &mut [u8],
+        prediction_resistance: bool,
+        mine: &mut u64,
+    ) -> Result<(), DrbgError> {
         if prediction_resistance {
             self.reseed(ReseedReason::PredictionResistance)?;
         }
+        // Canaries: a mechanism that failed to write the buffer leaves zeros where the
+        // health test looks (a reused buffer would otherwise show the previous output).
+        let len = out.len();
+        if len >= SAMPLE_LEN {
+            out[..SAMPLE_LEN].fill(0);
+            out[len - SAMPLE_LEN..].fill(0);
+        }
         let mut done = 0;
         while done < out.len() {
-            if let Some(reason) = self.reseed_due() {
+            if let Some(reason) = self.reseed_due(*mine) {
                 self.reseed(reason)?;
             }
-            let take = (out.len() - done).min(usize::try_from(self.budget).unwrap_or(usize::MAX));
+            let available = self.unreserved(*mine);
+            let take = (out.len() - done).min(usize::try_from(available).unwrap_or(usize::MAX));
             let drbg = self.drbg.as_mut().ok_or(DrbgError::EntropyUnavailable)?;
             if drbg.generate(&mut out[done..done + take], &[]).is_err() {
                 // The mechanism's own reseed interval: reseed, then retry this piece.
                 self.budget = 0;
                 continue;
             }
-            self.budget -= take as u64;
+            self.consume(take as u64, mine);
             done += take;
         }
-        self.check_health(out)
+        self.check_health(out, mine)
     }
 
     #[inline]
-    fn reseed_due(&self) -> Option<ReseedReason> {
-        use ReseedReason::{Age, Fork, Threshold};
-        if let Some(reason) = self.reseed_pending() {
+    fn reseed_due(&self, mine: u64) -> Option<ReseedReason> {
+        use ReseedReason::{Age, Fork, PredictionResistance, Threshold};
+        let pending = self.reseed_pending();
+        // A failed threshold or prediction-resistance reseed leaves the state sound, only out
+        // of unreserved budget: a stream may still spend what was set aside for it. Any other
+        // pending reseed (unseeded, forked, expired) stops everyone.
+        let budget_only = matches!(pending, Some(Threshold | PredictionResistance)) && self.drbg.is_some();
+        if let Some(reason) = pending
+            && !(budget_only && mine > 0)
+        {
             Some(reason)
         } else if fork::generation() != self.fork_generation {
             Some(Fork)
-        } else if self.budget == 0 {
+        } else if self.unreserved(mine) == 0 {
             Some(Threshold)
         } else if Instant::now_without_cache_update() >= self.deadline {
             Some(Age)
@@ -212,8 +282,13 @@ impl<G: Drbg> Managed<G> {
     /// last *sample*, nothing derived from served output, so a state captured later narrows
     /// no token down (the sample is an independent block of the generator's stream; for
     /// CTR_DRBG it is a separate Generate, after the Update that ended the served one).
-    fn check_health(&mut self, out: &[u8]) -> Result<(), DrbgError> {
-        let zero_output = out.first_chunk::<SAMPLE_LEN>().is_some_and(|b| b.iter().all(|x| *x == 0));
+    fn check_health(&mut self, out: &[u8], mine: &mut u64) -> Result<(), DrbgError> {
+        let zero = |b: &[u8]| b.iter().all(|x| *x == 0);
+        let zero_output =
+            out.len() >= SAMPLE_LEN && (zero(&out[..SAMPLE_LEN]) || zero(&out[out.len() - SAMPLE_LEN..]));
+        if zero_output {
+            return Err(self.health_failed());
+        }
         let drbg = self.drbg.as_mut().ok_or(DrbgError::EntropyUnavailable)?;
         let mut sample = [0u8; SAMPLE_LEN];
         if drbg.generate(&mut sample, &[]).is_err() {
@@ -222,17 +297,22 @@ impl<G: Drbg> Managed<G> {
             self.budget = 0;
             return Ok(());
         }
-        self.budget = self.budget.saturating_sub(SAMPLE_LEN as u64);
+        self.consume(SAMPLE_LEN as u64, mine);
         let fingerprint = fingerprint(&sample, self.fingerprint_key);
-        let stuck = zero_output || fingerprint == self.last_fingerprint || sample.iter().all(|b| *b == 0);
+        let stuck = fingerprint == self.last_fingerprint || zero(&sample);
         sample.zeroize();
         self.last_fingerprint = fingerprint;
         if stuck {
-            self.drbg = None;
-            self.stats.health_failed(G::ALGORITHM);
-            return Err(DrbgError::HealthTestFailed);
+            return Err(self.health_failed());
         }
         Ok(())
+    }
+
+    #[cold]
+    fn health_failed(&mut self) -> DrbgError {
+        self.drbg = None;
+        self.stats.health_failed(G::ALGORITHM);
+        DrbgError::HealthTestFailed
     }
 
     /// Draws fresh entropy and reseeds (or instantiates), then draws the next jittered
@@ -460,21 +540,42 @@ mod tests {
     fn prepare_reseeds_only_when_the_budget_is_short() {
         let policy = ReseedPolicy { rekey_after_bytes: 4096, jitter: false, ..ReseedPolicy::default() };
         let (mut m, stats) = managed::<ChaCha20Drbg>(Arc::new(OsEntropy), policy);
-        m.prepare(1000).unwrap();
+        let grant = m.prepare(1000, 100).unwrap();
+        assert_eq!(
+            grant,
+            1000 + 11 * SAMPLE_LEN as u64,
+            "the output plus one sample per chunk and one spare"
+        );
         assert_eq!(stats.reseeds(Algorithm::ChaCha20, ReseedReason::Threshold), 0, "budget suffices");
+        m.release(grant);
         m.fill(&mut [0u8; 3000], false).unwrap();
-        m.prepare(2000).unwrap();
+        m.prepare(2000, 2000).unwrap();
         assert_eq!(stats.reseeds(Algorithm::ChaCha20, ReseedReason::Threshold), 1, "reseeded ahead");
-        // Prepared: 2000 bytes in many small fills now need no entropy at all.
+    }
+
+    /// A prepared stream finishes during an entropy outage even while other requests on the
+    /// same shard exhaust everything else: they are refused, the stream is not.
+    #[test]
+    fn a_reservation_is_kept_for_its_stream() {
+        let policy = ReseedPolicy { rekey_after_bytes: 8192, jitter: false, ..ReseedPolicy::default() };
         let source = Arc::new(ScriptedEntropy::default());
         let (mut m, _) = managed::<ChaCha20Drbg>(source.clone(), policy);
-        m.fill(&mut [0u8; 3000], false).unwrap();
-        m.prepare(2000).unwrap();
+        let mut mine = m.prepare(4000, 400).unwrap();
         source.set_failing(true);
-        for _ in 0..20 {
-            m.fill(&mut [0u8; 100], false).unwrap();
+        let mut others = 0;
+        while m.fill(&mut [0u8; 32], false).is_ok() {
+            others += 1;
         }
-        assert_eq!(m.prepare(4000), Err(DrbgError::EntropyUnavailable));
+        assert!(others > 50 && others < 100, "{others} other fills before the unreserved budget ran out");
+        for _ in 0..10 {
+            m.fill_reserved(&mut [0u8; 400], false, &mut mine).unwrap();
+        }
+        assert!(mine < 400, "{mine} left");
+        m.release(mine);
+        assert_eq!(m.fill(&mut [0u8; 32], false), Err(DrbgError::EntropyUnavailable));
+        assert_eq!(m.prepare(100, 100), Err(DrbgError::EntropyUnavailable), "no budget left to set aside");
+        source.set_failing(false);
+        m.fill(&mut [0u8; 32], false).unwrap();
     }
 
     #[test]

@@ -48,6 +48,8 @@ impl<T> SecretSlice<T> {
             let heap = (0..len).map(f).collect::<Result<Box<[T]>, E>>()?;
             return Ok(SecretSlice { storage: Storage::Heap(heap), protection: Protection::default() });
         };
+        // Protected before anything secret is written into the pages.
+        let protection = mapping.protect();
         let mut built = 0;
         while built < len {
             match f(built) {
@@ -63,7 +65,6 @@ impl<T> SecretSlice<T> {
             }
             built += 1;
         }
-        let protection = mapping.protect();
         let storage = Storage::Mapped { ptr: mapping.ptr, len, map_len: mapping.map_len };
         Ok(SecretSlice { storage, protection })
     }

@@ -79,6 +79,8 @@ impl std::fmt::Debug for BitsOutput {
 pub struct Chunks {
     pub(super) service: Service,
     pub(super) shard: usize,
+    /// What is left of the reseed budget set aside for this stream.
+    pub(super) reserved: u64,
     pub(super) req: BitsRequest,
     pub(super) chunk_bytes: usize,
     pub(super) bits_done: u64,
@@ -91,6 +93,7 @@ pub struct Chunks {
 impl Drop for Chunks {
     fn drop(&mut self) {
         self.buf.zeroize();
+        self.service.release(self.shard, self.req.alg(), std::mem::take(&mut self.reserved));
     }
 }
 
@@ -126,7 +129,7 @@ impl Chunks {
         if n_bits > 0 {
             self.buf.resize(bits::byte_len(n_bits) as usize, 0);
             let pr = self.req.pr() && self.bits_done == 0;
-            self.service.fill_on(self.shard, self.req.alg(), &mut self.buf, pr)?;
+            self.service.fill_reserved(self.shard, self.req.alg(), &mut self.buf, pr, &mut self.reserved)?;
             bits::mask_tail(&mut self.buf, n_bits);
             chunk_ones = bits::count_ones(&self.buf);
             self.ones += chunk_ones;
