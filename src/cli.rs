@@ -145,13 +145,16 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string_pretty(&settings)?);
         return Ok(());
     }
-    crate::telemetry::init(&settings.log);
+    let _log = crate::telemetry::init(&settings.log);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    runtime.block_on(async {
+    let result = runtime.block_on(async {
         let app = crate::app::App::build(settings).await?;
         tracing::info!(api = %app.api_addr(), admin = %app.admin_addr(), "drbgd serving");
         app.run_until_stopped(crate::shutdown::signal()).await
-    })
+    });
+    // The runtime's tasks end before the log guard flushes the last lines.
+    drop(runtime);
+    result
 }
 
 /// `GET /livez` over a plain TCP connection: exit 0 on a 200.

@@ -127,14 +127,25 @@ impl Chunks {
         let n_bits = remaining.min(self.chunk_bytes as u64 * 8);
         let mut chunk_ones = 0;
         if n_bits > 0 {
-            self.buf.resize(bits::byte_len(n_bits) as usize, 0);
             let pr = self.req.pr() && self.bits_done == 0;
-            self.service.fill_reserved(self.shard, self.req.alg(), &mut self.buf, pr, &mut self.reserved)?;
-            bits::mask_tail(&mut self.buf, n_bits);
-            chunk_ones = bits::count_ones(&self.buf);
+            let len = bits::byte_len(n_bits) as usize;
+            // Binary: generated straight into the bytes that go to the socket (no copy).
+            // Other formats: into the wiped scratch buffer, then encoded.
+            let raw = if format == Encoding::Binary {
+                out.resize(len, 0);
+                &mut out[..]
+            } else {
+                self.buf.resize(len, 0);
+                &mut self.buf[..]
+            };
+            self.service.fill_reserved(self.shard, self.req.alg(), raw, pr, &mut self.reserved)?;
+            bits::mask_tail(raw, n_bits);
+            chunk_ones = bits::count_ones(raw);
             self.ones += chunk_ones;
-            out.reserve(self.buf.len() * format.expansion());
-            format.encode_into(&self.buf, n_bits, &mut out);
+            if format != Encoding::Binary {
+                out.reserve(self.buf.len() * format.expansion());
+                format.encode_into(&self.buf, n_bits, &mut out);
+            }
         }
         let offset_bits = self.bits_done;
         self.bits_done += n_bits;
