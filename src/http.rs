@@ -46,16 +46,18 @@ pub fn router(state: AppState, grpc: Router) -> Router {
         .route("/nonce", get(values::nonce))
         .route("/uuid", get(values::uuid))
         .route("/int", get(values::int))
-        .route("/algorithms", get(meta::algorithms))
-        // A 405 as problem+json; axum still sets the Allow header.
-        .method_not_allowed_fallback(method_not_allowed);
+        .route("/algorithms", get(meta::algorithms));
     // Bearer keys on every route but /openapi.json; no layer at all when auth is off.
     let rest = if state.api_keys.is_some() {
         rest.route_layer(middleware::from_fn_with_state(state.clone(), crate::auth::require_key))
     } else {
         rest
     };
-    let rest = rest.route("/openapi.json", get(openapi::get)).with_state(state.clone());
+    let rest = rest
+        .route("/openapi.json", get(openapi::get))
+        // A 405 as problem+json on every route (added after all of them); axum keeps Allow.
+        .method_not_allowed_fallback(method_not_allowed)
+        .with_state(state.clone());
     let api = rest
         // gRPC brings its own auth (an interceptor answering UNAUTHENTICATED).
         .merge(grpc)

@@ -66,6 +66,9 @@ struct ConnState {
     h2: AtomicBool,
     /// The connection should end: HTTP/1 responses say `Connection: close`.
     closing: AtomicBool,
+    /// Woken when the first HTTP/2 request arrives on a connection already closing, so it
+    /// gets its GOAWAY then.
+    h2_seen_late: tokio::sync::Notify,
 }
 
 /// Serves `router` on `listener`, following `phase`. Returns whether the drain finished within
@@ -169,8 +172,11 @@ impl Connection {
         let (seen, closing) = (state.clone(), state.clone());
         let service = ServiceBuilder::new()
             .map_request(move |request: Request<hyper::body::Incoming>| {
-                if request.version() == Version::HTTP_2 {
-                    seen.h2.store(true, Ordering::Relaxed);
+                if request.version() == Version::HTTP_2
+                    && !seen.h2.swap(true, Ordering::Relaxed)
+                    && seen.closing.load(Ordering::Relaxed)
+                {
+                    seen.h2_seen_late.notify_one();
                 }
                 request
             })
@@ -205,6 +211,10 @@ impl Connection {
             }
             tokio::select! {
                 _ = connection.as_mut() => return,
+                () = state.h2_seen_late.notified(), if !goaway_sent => {
+                    connection.as_mut().graceful_shutdown();
+                    goaway_sent = true;
+                }
                 changed = phase.changed() => {
                     if changed.is_err() {
                         // The sender is gone: nothing will say Stopped, so stop now.

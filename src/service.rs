@@ -233,6 +233,16 @@ impl Service {
         self.0.metrics.generate_duration.with_label_values(&[alg.name()]).observe(elapsed.as_secs_f64());
     }
 
+    pub(crate) fn prepare(
+        &self,
+        shard: usize,
+        alg: Algorithm,
+        bytes: u64,
+        chunk_bytes: usize,
+    ) -> Result<u64, ApiError> {
+        Ok(self.0.pool.prepare_on_shard(shard, alg, bytes, chunk_bytes as u64)?)
+    }
+
     pub(crate) fn release(&self, shard: usize, alg: Algorithm, amount: u64) {
         self.0.pool.release_on_shard(shard, alg, amount);
     }

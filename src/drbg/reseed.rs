@@ -150,11 +150,22 @@ impl<G: Drbg> Managed<G> {
         let expiring = Instant::now_without_cache_update() + AGE_MARGIN.into() >= self.deadline;
         match self.reseed_due(0) {
             Some(reason) => self.reseed(reason)?,
-            None if expiring => self.reseed(ReseedReason::Age)?,
+            None if expiring => {
+                // Early: if it fails, only this stream is refused; the key is still valid, so
+                // streams already running and other requests go on until the real deadline.
+                let pending = self.pending;
+                if let Err(e) = self.reseed(ReseedReason::Age) {
+                    self.pending = pending;
+                    return Err(e);
+                }
+            }
             None if self.unreserved(0) < need => self.reseed(ReseedReason::Threshold)?,
             None => {}
         }
-        let grant = need.min(self.unreserved(0));
+        // All reservations together stay below half the base threshold, so every fresh
+        // threshold (base or more) leaves at least half of it to everyone else.
+        let cap = (self.policy.rekey_after_bytes / 2).saturating_sub(self.reserved);
+        let grant = need.min(self.unreserved(0)).min(cap);
         self.reserved += grant;
         Ok(grant)
     }
@@ -233,13 +244,21 @@ impl<G: Drbg> Managed<G> {
         if len >= SAMPLE_LEN {
             out[..SAMPLE_LEN].fill(0);
             out[len - SAMPLE_LEN..].fill(0);
+        } else {
+            out.fill(0);
         }
         let mut done = 0;
         while done < out.len() {
+            let mut available = self.unreserved(*mine);
             if let Some(reason) = self.reseed_due(*mine) {
                 self.reseed(reason)?;
+                // A fresh threshold always leaves an unreserved part (reservations are capped at
+                // half the base); should it not, spend the budget rather than reseed in a loop.
+                available = match self.unreserved(*mine) {
+                    0 => self.budget.max(1),
+                    n => n,
+                };
             }
-            let available = self.unreserved(*mine);
             let take = (out.len() - done).min(usize::try_from(available).unwrap_or(usize::MAX));
             let drbg = self.drbg.as_mut().ok_or(DrbgError::EntropyUnavailable)?;
             if drbg.generate(&mut out[done..done + take], &[]).is_err() {
@@ -284,8 +303,14 @@ impl<G: Drbg> Managed<G> {
     /// CTR_DRBG it is a separate Generate, after the Update that ended the served one).
     fn check_health(&mut self, out: &[u8], mine: &mut u64) -> Result<(), DrbgError> {
         let zero = |b: &[u8]| b.iter().all(|x| *x == 0);
-        let zero_output =
-            out.len() >= SAMPLE_LEN && (zero(&out[..SAMPLE_LEN]) || zero(&out[out.len() - SAMPLE_LEN..]));
+        // 16-byte windows at both ends (canary-zeroed before generating); outputs of 8 to 15
+        // bytes whole (a 12-byte nonce of zeros is as wrong as a 16-byte block of zeros; the
+        // false-alarm rate is at most 2^-64).
+        let zero_output = if out.len() >= SAMPLE_LEN {
+            zero(&out[..SAMPLE_LEN]) || zero(&out[out.len() - SAMPLE_LEN..])
+        } else {
+            out.len() >= 8 && zero(out)
+        };
         if zero_output {
             return Err(self.health_failed());
         }
@@ -560,14 +585,14 @@ mod tests {
         let policy = ReseedPolicy { rekey_after_bytes: 8192, jitter: false, ..ReseedPolicy::default() };
         let source = Arc::new(ScriptedEntropy::default());
         let (mut m, _) = managed::<ChaCha20Drbg>(source.clone(), policy);
-        let mut mine = m.prepare(4000, 400).unwrap();
+        let mut mine = m.prepare(3600, 400).unwrap();
         source.set_failing(true);
         let mut others = 0;
         while m.fill(&mut [0u8; 32], false).is_ok() {
             others += 1;
         }
         assert!(others > 50 && others < 100, "{others} other fills before the unreserved budget ran out");
-        for _ in 0..10 {
+        for _ in 0..9 {
             m.fill_reserved(&mut [0u8; 400], false, &mut mine).unwrap();
         }
         assert!(mine < 400, "{mine} left");
@@ -576,6 +601,58 @@ mod tests {
         assert_eq!(m.prepare(100, 100), Err(DrbgError::EntropyUnavailable), "no budget left to set aside");
         source.set_failing(false);
         m.fill(&mut [0u8; 32], false).unwrap();
+    }
+
+    /// A stream asking for more than the whole budget gets at most half the base, so the next
+    /// ordinary fill on the shard still has budget after one reseed (no reseed loop), also
+    /// without jitter.
+    #[test]
+    fn reservations_never_starve_other_requests() {
+        let policy = ReseedPolicy { rekey_after_bytes: 8192, jitter: false, ..ReseedPolicy::default() };
+        let (mut m, stats) = managed::<ChaCha20Drbg>(Arc::new(OsEntropy), policy);
+        let first = m.prepare(1 << 20, 4096).unwrap();
+        assert_eq!(first, 4096, "capped at half the base threshold");
+        assert_eq!(m.prepare(1 << 20, 4096).unwrap(), 0, "the cap is for all streams together");
+        let before = stats.reseeds(Algorithm::ChaCha20, ReseedReason::Threshold);
+        m.fill(&mut [0u8; 16 * 1024], false).unwrap();
+        let reseeds = stats.reseeds(Algorithm::ChaCha20, ReseedReason::Threshold) - before;
+        assert!(reseeds <= 5, "{reseeds} reseeds for 16 KiB at 4 KiB unreserved each");
+    }
+
+    #[test]
+    fn a_failed_early_age_reseed_refuses_only_the_new_stream() {
+        let policy = ReseedPolicy { rekey_after: Duration::from_secs(3), ..ReseedPolicy::default() };
+        let source = Arc::new(ScriptedEntropy::default());
+        let (mut m, _) = managed::<ChaCha20Drbg>(source.clone(), policy);
+        source.set_failing(true);
+        assert_eq!(m.prepare(1000, 1000), Err(DrbgError::EntropyUnavailable), "key expires within 5 s");
+        m.fill(&mut [0u8; 32], false).expect("the key is still valid for everyone else");
+    }
+
+    #[test]
+    fn short_all_zero_outputs_fail_the_health_test() {
+        /// Writes only its health samples: the caller's buffer keeps the canary zeros.
+        #[derive(Debug)]
+        struct Lazy(u8);
+        impl Drbg for Lazy {
+            const ALGORITHM: Algorithm = Algorithm::Blake3;
+            const ENTROPY_LEN: usize = 32;
+            const NONCE_LEN: usize = 16;
+            fn instantiate(_: &[u8], _: &[u8], _: &[u8]) -> Self {
+                Lazy(0)
+            }
+            fn reseed(&mut self, _: &[u8], _: &[u8]) {}
+            fn generate(&mut self, out: &mut [u8], _: &[u8]) -> Result<(), ReseedRequired> {
+                self.0 = self.0.wrapping_add(1);
+                if out.len() == SAMPLE_LEN || out.len() == 8 {
+                    out.fill(self.0);
+                }
+                Ok(())
+            }
+        }
+        let (mut m, _) = managed::<Lazy>(Arc::new(OsEntropy), ReseedPolicy::default());
+        let mut nonce = [0xAAu8; 12];
+        assert_eq!(m.fill(&mut nonce, false), Err(DrbgError::HealthTestFailed));
     }
 
     #[test]

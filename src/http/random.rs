@@ -24,16 +24,17 @@ pub async fn get_bits(
     headers: HeaderMap,
     params: Params,
 ) -> Result<Response, ApiError> {
-    params.allow(PARAMS)?;
-    let format = choose_format(params.get("format"), &headers)?;
-    let req = BitsRequest::new(
-        state.service.rules(),
-        params.u64("n", "invalid_n")?,
-        params.get("alg"),
-        format,
-        params.flag("pr")?,
-    )?;
-    respond(&state, req)
+    respond(&state, bits_request(&state, &headers, &params)?)
+}
+
+/// `POST /bits` with `{"n": 256, "alg": "...", "format": "...", "pr": false}`.
+pub async fn post_bits(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Result<Json<Value>, JsonRejection>,
+) -> Result<Response, ApiError> {
+    let Json(body) = body.map_err(|e| ApiError::invalid("invalid_body", "body", e.body_text()))?;
+    respond(&state, bits_request(&state, &headers, &Params::from_json(&body)?)?)
 }
 
 /// `GET /bytes?n=&alg=&format=&pr=`: the same, counted in bytes.
@@ -44,34 +45,16 @@ pub async fn get_bytes(
 ) -> Result<Response, ApiError> {
     params.allow(PARAMS)?;
     let format = choose_format(params.get("format"), &headers)?;
-    let req = BytesRequest::new(
-        state.service.rules(),
-        params.u64("n", "invalid_n")?,
-        params.get("alg"),
-        format,
-        params.flag("pr")?,
-    )?;
-    respond(&state, req.into_bits())
+    let (n, alg, pr) = (params.u64("n", "invalid_n")?, params.get("alg"), params.flag("pr")?);
+    respond(&state, BytesRequest::new(state.service.rules(), n, alg, format, pr)?.into_bits())
 }
 
-/// `POST /bits` with `{"n": 256, "alg": "...", "format": "...", "pr": false}`.
-pub async fn post_bits(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    body: Result<Json<Value>, JsonRejection>,
-) -> Result<Response, ApiError> {
-    let Json(body) = body.map_err(|e| ApiError::invalid("invalid_body", "body", e.body_text()))?;
-    let params = Params::from_json(&body)?;
+/// The bits request of a query string or JSON body.
+fn bits_request(state: &AppState, headers: &HeaderMap, params: &Params) -> Result<BitsRequest, ApiError> {
     params.allow(PARAMS)?;
-    let format = choose_format(params.get("format"), &headers)?;
-    let req = BitsRequest::new(
-        state.service.rules(),
-        params.u64("n", "invalid_n")?,
-        params.get("alg"),
-        format,
-        params.flag("pr")?,
-    )?;
-    respond(&state, req)
+    let format = choose_format(params.get("format"), headers)?;
+    let (n, alg, pr) = (params.u64("n", "invalid_n")?, params.get("alg"), params.flag("pr")?);
+    BitsRequest::new(state.service.rules(), n, alg, format, pr)
 }
 
 fn respond(state: &AppState, req: BitsRequest) -> Result<Response, ApiError> {

@@ -139,6 +139,12 @@ impl Chunks {
                 &mut self.buf[..]
             };
             self.service.fill_reserved(self.shard, self.req.alg(), raw, pr, &mut self.reserved)?;
+            if pr {
+                // Right after the prediction-resistance reseed: set the rest of the stream's
+                // budget aside now (it could not be before the reseed replaced the budget).
+                let rest = bits::byte_len(self.req.n_bits() - n_bits);
+                self.reserved = self.service.prepare(self.shard, self.req.alg(), rest, self.chunk_bytes)?;
+            }
             bits::mask_tail(raw, n_bits);
             chunk_ones = bits::count_ones(raw);
             self.ones += chunk_ones;
@@ -172,8 +178,7 @@ pub struct Chunk {
     pub ones: u64,
 }
 
-/// A token or nonce, encoded (its raw bytes were wiped).
-#[derive(Debug)]
+/// A token or nonce, encoded (its raw bytes were wiped). `Debug` shows no value.
 pub struct Secret {
     /// The encoded value.
     pub value: String,
@@ -183,6 +188,16 @@ pub struct Secret {
     pub format: SecretFormat,
     /// The generator.
     pub alg: Algorithm,
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Secret")
+            .field("bytes", &self.bytes)
+            .field("format", &self.format)
+            .field("alg", &self.alg)
+            .finish_non_exhaustive()
+    }
 }
 
 /// UUIDs with the generator that made them.
