@@ -45,6 +45,11 @@ def client():
             if r.getheader("connection", "").lower() == "close":
                 conn.close()
                 conn = None
+        except ConnectionRefusedError as e:
+            # Refused: the listener was closed when the connect reached it, whenever this
+            # thread happened to take its start time (threads can be descheduled in between).
+            ok, why, start = False, type(e).__name__, time.monotonic()
+            conn = None
         except (OSError, http.client.HTTPException) as e:
             ok, why = False, type(e).__name__
             if conn is not None:

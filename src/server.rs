@@ -33,6 +33,9 @@ const H2_PING_INTERVAL: Duration = Duration::from_secs(30);
 /// peer cannot hold a connection slot, or the drain, for ever.
 const H2_PING_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long a connection that has not yet sent a request is given at [`Phase::Stopped`].
+const FIRST_REQUEST_GRACE: Duration = Duration::from_millis(500);
+
 /// Where a listener is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Phase {
@@ -64,6 +67,8 @@ pub struct ServeOptions {
 struct ConnState {
     /// The connection has carried an HTTP/2 request.
     h2: AtomicBool,
+    /// The connection has handed a request to the service.
+    served: AtomicBool,
     /// The connection should end: HTTP/1 responses say `Connection: close`.
     closing: AtomicBool,
     /// Woken when the first HTTP/2 request arrives on a connection already closing, so it
@@ -172,6 +177,7 @@ impl Connection {
         let (seen, closing) = (state.clone(), state.clone());
         let service = ServiceBuilder::new()
             .map_request(move |request: Request<hyper::body::Incoming>| {
+                seen.served.store(true, Ordering::Relaxed);
                 if request.version() == Version::HTTP_2
                     && !seen.h2.swap(true, Ordering::Relaxed)
                     && seen.closing.load(Ordering::Relaxed)
@@ -199,6 +205,16 @@ impl Connection {
             let now = *phase.borrow_and_update();
             if now == Phase::Stopped {
                 state.closing.store(true, Ordering::Relaxed);
+                // A connection accepted just before the listener closed may not have had its
+                // first request read yet; closing it now would drop that request. Give it a
+                // moment to arrive (it is then in flight and finishes under the drain).
+                let mut waited = Duration::ZERO;
+                while !state.served.load(Ordering::Relaxed) && waited < FIRST_REQUEST_GRACE {
+                    tokio::select! {
+                        _ = connection.as_mut() => return,
+                        () = tokio::time::sleep(Duration::from_millis(10)) => waited += Duration::from_millis(10),
+                    }
+                }
                 if !goaway_sent {
                     connection.as_mut().graceful_shutdown();
                 }
