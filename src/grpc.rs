@@ -143,8 +143,14 @@ impl RandomnessAdapter {
 /// The wire enum of an algorithm (`ALGORITHM_AES256CTR` for `aes256ctr`): derived from the
 /// canonical names, so no second list of algorithms exists here.
 fn wire_alg(alg: Algorithm) -> i32 {
-    pb::Algorithm::from_str_name(&format!("ALGORITHM_{}", alg.name().to_ascii_uppercase()))
-        .map_or(pb::Algorithm::Unspecified as i32, |a| a as i32)
+    // Worked out once from the names, not per reply.
+    static WIRE: std::sync::OnceLock<[i32; Algorithm::COUNT]> = std::sync::OnceLock::new();
+    WIRE.get_or_init(|| {
+        Algorithm::ALL.map(|a| {
+            pb::Algorithm::from_str_name(&format!("ALGORITHM_{}", a.name().to_ascii_uppercase()))
+                .map_or(pb::Algorithm::Unspecified as i32, |w| w as i32)
+        })
+    })[alg.index()]
 }
 
 /// The algorithm name a wire enum stands for; `None` for unspecified (the default).
@@ -183,8 +189,14 @@ fn secret_format(value: i32) -> Result<Option<SecretFormat>, ApiError> {
 }
 
 fn wire_format(format: SecretFormat) -> i32 {
-    pb::Format::from_str_name(&format!("FORMAT_{}", format.name().to_ascii_uppercase()))
-        .map_or(pb::Format::Unspecified as i32, |f| f as i32)
+    static WIRE: std::sync::OnceLock<[(SecretFormat, i32); 4]> = std::sync::OnceLock::new();
+    let table = WIRE.get_or_init(|| {
+        SecretFormat::ALL.map(|f| {
+            let wire = pb::Format::from_str_name(&format!("FORMAT_{}", f.name().to_ascii_uppercase()));
+            (f, wire.map_or(pb::Format::Unspecified as i32, |w| w as i32))
+        })
+    });
+    table.iter().find(|(f, _)| *f == format).map_or(pb::Format::Unspecified as i32, |(_, w)| *w)
 }
 
 /// proto3 numbers default to 0: 0 means "the default".

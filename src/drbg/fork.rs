@@ -45,7 +45,8 @@ pub fn mechanism() -> &'static str {
 /// For tests of the fallback (`tests/fork_pid.rs`); both mechanisms are sound.
 #[doc(hidden)]
 pub fn force_pid_fallback() -> bool {
-    let _ = DETECTOR.set(Detector::pid());
+    // Built (and its atfork handler registered) only if no detector exists yet.
+    DETECTOR.get_or_init(Detector::pid);
     mechanism() == "pid"
 }
 

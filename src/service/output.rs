@@ -103,11 +103,6 @@ impl Chunks {
         &self.req
     }
 
-    /// Bits produced so far.
-    pub fn bits_done(&self) -> u64 {
-        self.bits_done
-    }
-
     /// The next encoded chunk with the raw bits it holds and their ones, `None` at the end.
     ///
     /// # Errors
