@@ -10,13 +10,13 @@ use std::time::Duration;
 use anyhow::Context;
 use tokio::net::TcpListener;
 
-use crate::auth::Keyring;
-use crate::config::Settings;
+use crate::callers::Callers;
+use crate::config::{ConfigSource, Settings};
 use crate::drbg::entropy::{EntropySource, OsEntropy};
 use crate::drbg::{Pool, selftest};
 use crate::http::request_id::ProcessRequestIds;
 use crate::metrics::Metrics;
-use crate::reload::Watched;
+use crate::reload::{Reloader, Watched};
 use crate::server::{Phase, ServeOptions, serve};
 use crate::service::{Rules, Service};
 use crate::state::{AppState, Inner, Readiness};
@@ -31,6 +31,9 @@ pub struct App {
     api: TcpListener,
     admin: TcpListener,
     state: AppState,
+    /// Where the settings came from, read again to reload the callers (`None`: the settings
+    /// the app was built with, and the keys file).
+    source: Option<ConfigSource>,
 }
 
 impl App {
@@ -83,7 +86,7 @@ impl App {
             .context("render the OpenAPI document")?;
         let service = Service::new(pool.clone(), metrics.clone(), rules);
         let state = AppState::new(Inner {
-            api_keys: Keyring::from_settings(&settings)?,
+            callers: Callers::from_settings(&settings, metrics.clone())?,
             service,
             pool,
             metrics,
@@ -93,7 +96,20 @@ impl App {
             openapi: openapi.into(),
         });
         state.readiness.self_tests_passed.store(true, Ordering::Release);
-        Ok(App { tls, api, admin, state })
+        Ok(App { tls, api, admin, state, source: None })
+    }
+
+    /// Reload the callers from `source` (the file and CLI flags the settings came from) rather
+    /// than from the settings the app was built with.
+    #[must_use]
+    pub fn with_config_source(mut self, source: ConfigSource) -> Self {
+        self.source = Some(source);
+        self
+    }
+
+    /// Runs every reload (callers and TLS) at once: what SIGHUP does.
+    pub fn reloader(&self) -> Reloader {
+        Reloader::new(&self.watched(), self.state.metrics.reloads.clone())
     }
 
     /// Whether the API listener serves TLS.
@@ -180,23 +196,53 @@ impl App {
         Ok(())
     }
 
-    /// The mounted files to reload on change: the TLS certificate and key, the API keys file.
+    /// What reloads, and on which files' change: TLS (certificate, key, client CAs) and the
+    /// callers (the config file and the API keys file). A callers reload loads the settings
+    /// again and takes `[callers]` and `[auth]` from them; other sections need a restart.
     fn watched(&self) -> Vec<Watched> {
         let mut watched = Vec::new();
         if let Some(tls) = &self.tls {
             watched.push(tls.watched());
         }
-        if let Some((file, loaded)) = self.state.api_keys.as_ref().and_then(crate::auth::Keyring::file) {
-            let state = self.state.clone();
-            watched.push(Watched {
-                what: "api_keys",
-                files: vec![file],
-                loaded,
-                reload: Box::new(move || {
-                    state.api_keys.as_ref().map_or(Ok(()), crate::auth::Keyring::reload)
-                }),
-            });
-        }
+        let settings = &self.state.settings;
+        let files: Vec<_> = self
+            .source
+            .as_ref()
+            .and_then(|s| s.file.clone())
+            .into_iter()
+            .chain(settings.api_keys_file())
+            .collect();
+        let (state, source) = (self.state.clone(), self.source.clone());
+        watched.push(Watched {
+            what: "callers",
+            loaded: crate::reload::fingerprint(&files),
+            files,
+            reload: Arc::new(move || {
+                let fresh = match &source {
+                    Some(source) => source.load()?,
+                    None => state.settings.clone(),
+                };
+                if !same_outside_callers(&fresh, &state.settings) {
+                    tracing::warn!(
+                        "the configuration changed outside [callers] and [auth]: those changes need a restart"
+                    );
+                }
+                state.callers.reload(&fresh)
+            }),
+        });
         watched
     }
+}
+
+/// Whether `a` and `b` differ only in what a reload applies (`[callers]`, `[auth]`).
+fn same_outside_callers(a: &Settings, b: &Settings) -> bool {
+    let strip = |s: &Settings| {
+        let mut v = serde_json::to_value(s).unwrap_or_default();
+        if let Some(o) = v.as_object_mut() {
+            o.remove("callers");
+            o.remove("auth");
+        }
+        v
+    };
+    strip(a) == strip(b)
 }

@@ -140,7 +140,8 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     if let Some(v) = args.log_format {
         set("log", "format", serde_json::to_value(v)?);
     }
-    let settings = crate::config::Settings::load(args.config.as_deref(), overrides)?;
+    let source = crate::config::ConfigSource { file: args.config.clone(), overrides };
+    let settings = source.load()?;
     if args.print_config {
         println!("{}", serde_json::to_string_pretty(&settings)?);
         return Ok(());
@@ -148,7 +149,11 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     let _log = crate::telemetry::init(&settings.log);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let result = runtime.block_on(async {
-        let app = crate::app::App::build(settings).await?;
+        let app = crate::app::App::build(settings).await?.with_config_source(source);
+        let reloader = app.reloader();
+        crate::shutdown::on_hangup(move || {
+            reloader.reload_all();
+        })?;
         tracing::info!(api = %app.api_addr(), admin = %app.admin_addr(), "drbgd serving");
         app.run_until_stopped(crate::shutdown::signal()).await
     });

@@ -34,6 +34,10 @@ pub struct Settings {
     pub tls: TlsSettings,
     /// Logging.
     pub log: LogSettings,
+    /// Named callers: `[callers.<name>]` with credentials, policy and quota (see
+    /// [`crate::callers`]). None by default.
+    #[serde(default)]
+    pub callers: std::collections::BTreeMap<String, crate::callers::settings::CallerSettings>,
 }
 
 /// `[server]`.
@@ -244,6 +248,22 @@ pub struct TlsSettings {
     pub cert_file: String,
     /// PEM private key.
     pub key_file: String,
+    /// Client certificates (mTLS): `off`, `optional` (verified when presented) or `required`.
+    pub client_auth: ClientAuth,
+    /// PEM bundle of the CAs that client certificates must chain to.
+    pub client_ca_file: String,
+}
+
+/// `tls.client_auth`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ClientAuth {
+    /// No client certificates asked for.
+    Off,
+    /// Asked for; a presented one must verify, and its identity names the caller.
+    Optional,
+    /// Every connection must present a certificate that verifies.
+    Required,
 }
 
 /// `[log]`.
@@ -254,6 +274,8 @@ pub struct LogSettings {
     pub format: LogFormat,
     /// tracing filter.
     pub level: String,
+    /// One JSON audit line per API request (target `drbgd::audit`).
+    pub audit: bool,
 }
 
 /// `log.format`.
@@ -281,6 +303,27 @@ pub enum ConfigError {
         /// What is wrong.
         reason: String,
     },
+}
+
+/// Where the settings came from, to load them again on reload: the file and the CLI
+/// overrides (the environment is read again too).
+#[derive(Debug, Clone, Default)]
+pub struct ConfigSource {
+    /// The `--config` file.
+    pub file: Option<PathBuf>,
+    /// CLI flags as a nested map.
+    pub overrides: serde_json::Value,
+}
+
+impl ConfigSource {
+    /// Loads and validates the settings.
+    ///
+    /// # Errors
+    /// See [`Settings::load`].
+    pub fn load(&self) -> Result<Settings, ConfigError> {
+        let overrides = if self.overrides.is_null() { serde_json::json!({}) } else { self.overrides.clone() };
+        Settings::load(self.file.as_deref(), overrides)
+    }
 }
 
 impl Settings {
@@ -354,6 +397,11 @@ impl Settings {
         }
         if self.tls.enabled && (self.tls.cert_file.is_empty() || self.tls.key_file.is_empty()) {
             return invalid("tls.cert_file", "TLS needs cert_file and key_file");
+        }
+        if self.tls.client_auth != ClientAuth::Off
+            && (!self.tls.enabled || self.tls.client_ca_file.is_empty())
+        {
+            return invalid("tls.client_auth", "client certificates need tls.enabled and tls.client_ca_file");
         }
         Ok(())
     }

@@ -32,6 +32,27 @@ pub enum ApiError {
     /// 401: missing or wrong bearer API key.
     #[error("a valid bearer API key is required")]
     Unauthorized,
+    /// 403: the caller is known but its policy does not allow this (`route_not_allowed`,
+    /// `alg_not_allowed`, `n_not_allowed`, `pr_not_allowed`), or a verified client
+    /// certificate names no caller (`unknown_client`).
+    #[error("{detail}")]
+    Forbidden {
+        /// Stable machine code.
+        code: &'static str,
+        /// A human sentence.
+        detail: String,
+    },
+    /// 429 + Retry-After: over the caller's quota (`rate_limited`) or its share of the
+    /// concurrency limit (`concurrency_limited`); nothing was generated.
+    #[error("{detail}")]
+    RateLimited {
+        /// Stable machine code.
+        code: &'static str,
+        /// Whole seconds until a retry can pass.
+        retry_after: u64,
+        /// A human sentence.
+        detail: String,
+    },
     /// 503 + Retry-After: the concurrency limit is reached; the request was not started.
     #[error("the server is at its concurrency limit; retry shortly")]
     Overloaded,
@@ -64,10 +85,22 @@ impl ApiError {
         ApiError::InvalidParameter { code, param: param.to_string(), detail: detail.into() }
     }
 
+    /// A 403 with `code`.
+    pub fn forbidden(code: &'static str, detail: String) -> Self {
+        ApiError::Forbidden { code, detail }
+    }
+
+    /// A 429 with `code`, retry after `retry_after` seconds.
+    pub fn rate_limited(code: &'static str, retry_after: u64, detail: String) -> Self {
+        ApiError::RateLimited { code, retry_after, detail }
+    }
+
     /// The stable machine code.
     pub fn code(&self) -> &'static str {
         match self {
-            ApiError::InvalidParameter { code, .. } => code,
+            ApiError::InvalidParameter { code, .. }
+            | ApiError::Forbidden { code, .. }
+            | ApiError::RateLimited { code, .. } => code,
             ApiError::TooLarge { .. } => "n_too_large",
             ApiError::Unauthorized => "unauthorized",
             ApiError::Overloaded => "overloaded",
@@ -87,6 +120,8 @@ impl ApiError {
             ApiError::InvalidParameter { .. } => StatusCode::BAD_REQUEST,
             ApiError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden { .. } => StatusCode::FORBIDDEN,
+            ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::NotFound => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
@@ -102,8 +137,11 @@ impl ApiError {
     pub fn grpc_code(&self) -> tonic::Code {
         match self {
             ApiError::InvalidParameter { .. } => tonic::Code::InvalidArgument,
-            ApiError::TooLarge { .. } | ApiError::Overloaded => tonic::Code::ResourceExhausted,
+            ApiError::TooLarge { .. } | ApiError::Overloaded | ApiError::RateLimited { .. } => {
+                tonic::Code::ResourceExhausted
+            }
             ApiError::Unauthorized => tonic::Code::Unauthenticated,
+            ApiError::Forbidden { .. } => tonic::Code::PermissionDenied,
             ApiError::NotFound => tonic::Code::NotFound,
             ApiError::MethodNotAllowed => tonic::Code::Unimplemented,
             ApiError::Internal => tonic::Code::Internal,
@@ -123,14 +161,23 @@ impl ApiError {
         }
     }
 
-    /// Whether clients should retry later (503s carry Retry-After).
-    pub fn retryable(&self) -> bool {
-        self.status() == StatusCode::SERVICE_UNAVAILABLE
+    /// Seconds a client should wait before retrying (`Retry-After`), for 503s and 429s.
+    pub fn retry_after(&self) -> Option<u64> {
+        match self {
+            ApiError::RateLimited { retry_after, .. } => Some(*retry_after),
+            _ if self.status() == StatusCode::SERVICE_UNAVAILABLE => Some(1),
+            _ => None,
+        }
     }
 
-    /// The gRPC status: message `"<code>: <sentence>"`, so the machine code survives.
+    /// The gRPC status: message `"<code>: <sentence>"`, so the machine code survives, and
+    /// the `retry-after` metadata (seconds) where HTTP would send `Retry-After`.
     pub fn to_status(&self) -> tonic::Status {
-        tonic::Status::new(self.grpc_code(), format!("{}: {self}", self.code()))
+        let mut status = tonic::Status::new(self.grpc_code(), format!("{}: {self}", self.code()));
+        if let Some(secs) = self.retry_after() {
+            status.metadata_mut().insert("retry-after", secs.into());
+        }
+        status
     }
 }
 
@@ -160,8 +207,8 @@ impl IntoResponse for ApiError {
         let mut response = (status, body.to_string()).into_response();
         let headers = response.headers_mut();
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/problem+json"));
-        if self.retryable() {
-            headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        if let Some(secs) = self.retry_after() {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
         if matches!(self, ApiError::Unauthorized) {
             headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));

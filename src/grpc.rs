@@ -5,12 +5,15 @@
 //! defaults and errors are the HTTP ones.
 
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::Stream;
 use tonic::{Request, Response, Status};
 use tonic_health::ServingStatus;
 
+use crate::callers::headers::{RATELIMIT, RATELIMIT_POLICY, current_field};
+use crate::callers::{Admission, Caller, ClientIdentity, Denied, Route};
 use crate::drbg::Algorithm;
 use crate::error::ApiError;
 use crate::service::{
@@ -42,8 +45,9 @@ pub const SERVICE_NAME: &str = "drbgd.v1.RandomnessService";
 /// How often the health service re-reads readiness.
 const HEALTH_POLL: Duration = Duration::from_millis(250);
 
-/// The gRPC routes (Randomness behind API-key auth, health, reflection), ready to merge into
-/// the API router. Spawns the task that keeps health in step with readiness.
+/// The gRPC routes (Randomness, health, reflection), ready to merge into the API router. Spawns
+/// the task that keeps health in step with readiness. Randomness admits its caller per method
+/// (the method's route is known there), with the same rules as HTTP.
 ///
 /// # Panics
 /// If the embedded descriptor sets are invalid (a build error, caught by the API tests).
@@ -60,12 +64,8 @@ pub fn router(state: AppState) -> axum::Router {
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
         .build_v1alpha()
         .expect("valid descriptors");
-    let auth_state = state.clone();
     let randomness = RandomnessServiceServer::new(RandomnessAdapter { state })
         .max_encoding_message_size(MAX_MESSAGE_BYTES);
-    let randomness = tonic::service::interceptor::InterceptedService::new(randomness, move |req| {
-        authorize(&auth_state, req)
-    });
     tonic::service::Routes::new(randomness)
         .add_service(health)
         .add_service(reflection)
@@ -86,16 +86,6 @@ async fn follow_readiness(state: AppState, reporter: tonic_health::server::Healt
     }
 }
 
-#[allow(clippy::result_large_err)] // tonic's interceptor signature
-fn authorize(state: &AppState, req: Request<()>) -> Result<Request<()>, Status> {
-    match &state.api_keys {
-        Some(keys) if !keys.accepts_header(req.metadata().get("authorization").map(|v| v.as_bytes())) => {
-            Err(ApiError::Unauthorized.to_status())
-        }
-        _ => Ok(req),
-    }
-}
-
 /// The `RandomnessService` implementation: messages in, typed requests to the service, replies
 /// out.
 #[derive(Debug, Clone)]
@@ -106,23 +96,91 @@ pub struct RandomnessAdapter {
 type Reply<T> = Result<Response<T>, Status>;
 
 impl RandomnessAdapter {
-    /// Runs a unary call, recording latency by method, algorithm and code.
-    fn unary<T>(
+    /// Names the caller of `request` and admits it to `route` (`None`: no route permission or
+    /// quota needed), or answers the refusal (counted, observed and audited here).
+    #[allow(clippy::result_large_err)] // tonic's Status
+    fn admit<T>(
         &self,
+        request: &Request<T>,
         method: &'static str,
-        call: impl FnOnce() -> Result<(T, Algorithm), ApiError>,
+        route: Option<Route>,
+    ) -> Result<Admission, Status> {
+        let start = Instant::now();
+        let bearer = request.metadata().get("authorization").map(|v| v.as_bytes());
+        let client = request.extensions().get::<Arc<ClientIdentity>>().map(|c| &**c);
+        match self.state.callers.admit(bearer, client, route) {
+            Ok(admission) => Ok(admission),
+            Err(Denied { caller, error }) => {
+                let name = caller.as_deref().map_or(crate::callers::registry::UNKNOWN, Caller::name);
+                self.finish_with_alg(method, name, request_id(request), "none", 0, Some(&error), start);
+                let mut status = error.to_status();
+                if let Some(caller) = &caller {
+                    rate_limit_metadata(status.metadata_mut(), caller);
+                }
+                Err(status)
+            }
+        }
+    }
+
+    /// Runs a unary call for an admitted caller: latency by method, algorithm and code, the
+    /// audit line, the rate-limit metadata.
+    fn unary<Q, T>(
+        &self,
+        request: Request<Q>,
+        method: &'static str,
+        route: Route,
+        call: impl FnOnce(&Arc<Caller>, Q) -> Result<(T, Algorithm, u64), ApiError>,
     ) -> Reply<T> {
         let start = Instant::now();
-        let result = call();
-        let (alg, code) = match &result {
-            Ok((_, alg)) => (alg.name(), tonic::Code::Ok),
-            Err(e) => {
-                self.state.metrics.errors.with_label_values(&[e.code()]).inc();
-                ("none", e.grpc_code())
-            }
+        let admission = self.admit(&request, method, Some(route))?;
+        let id = request_id(&request).to_string();
+        let caller = &admission.caller;
+        let result = call(caller, request.into_inner());
+        let (alg, n) = result.as_ref().map_or(("none", 0), |(_, alg, n)| (alg.name(), *n));
+        self.finish_with_alg(method, caller.name(), &id, alg, n, result.as_ref().err(), start);
+        let mut reply = match result {
+            Ok((t, _, _)) => Ok(Response::new(t)),
+            Err(e) => Err(e.to_status()),
         };
+        match &mut reply {
+            Ok(r) => rate_limit_metadata(r.metadata_mut(), caller),
+            Err(s) => rate_limit_metadata(s.metadata_mut(), caller),
+        }
+        reply
+    }
+
+    /// Records a finished call: latency, errors by code, the audit line.
+    #[allow(clippy::too_many_arguments)]
+    fn finish_with_alg(
+        &self,
+        method: &'static str,
+        caller: &str,
+        request_id: &str,
+        alg: &'static str,
+        n: u64,
+        error: Option<&ApiError>,
+        start: Instant,
+    ) {
+        let code = error.map_or(tonic::Code::Ok, ApiError::grpc_code);
+        if let Some(e) = error {
+            self.state.metrics.errors.with_label_values(&[e.code()]).inc();
+        }
         self.observe(method, alg, code, start);
-        result.map(|(t, _)| Response::new(t)).map_err(|e| e.to_status())
+        if self.state.settings.log.audit {
+            let status = code as u16;
+            let code = error.map_or("", ApiError::code);
+            crate::telemetry::Audit {
+                transport: "grpc",
+                request_id,
+                caller,
+                route: method,
+                alg,
+                n,
+                status,
+                code,
+            }
+            .log();
+        }
     }
 
     fn observe(&self, method: &'static str, alg: &'static str, code: tonic::Code, start: Instant) {
@@ -134,8 +192,8 @@ impl RandomnessAdapter {
     }
 
     /// One unary bits reply; the output is moved, not copied, into the message.
-    fn bits(&self, req: &BitsRequest) -> Result<(Vec<u8>, u64), ApiError> {
-        let mut generated = self.state.service.whole(req)?;
+    fn bits(&self, caller: &Arc<Caller>, req: &BitsRequest) -> Result<(Vec<u8>, u64), ApiError> {
+        let mut generated = self.state.service.whole(caller, req)?;
         Ok((std::mem::take(&mut generated.data), generated.ones))
     }
 }
@@ -223,37 +281,35 @@ type ChunkStream = Pin<Box<dyn Stream<Item = Result<pb::StreamBitsResponse, Stat
 #[tonic::async_trait]
 impl Randomness for RandomnessAdapter {
     async fn get_bits(&self, request: Request<pb::GetBitsRequest>) -> Reply<pb::GetBitsResponse> {
-        let r = request.into_inner();
-        self.unary("GetBits", || {
+        self.unary(request, "GetBits", Route::Bits, |caller, r| {
             let alg = alg_name(r.alg)?;
-            let req = BitsRequest::unary(
-                self.state.service.rules(),
-                Some(r.n),
-                alg.as_deref(),
-                r.prediction_resistance,
-            )?;
-            let (data, ones) = self.bits(&req)?;
-            Ok((pb::GetBitsResponse { data, n: req.n_bits(), alg: wire_alg(req.alg()), ones }, req.alg()))
+            let rules = self.state.service.rules();
+            let req = BitsRequest::unary(rules, Some(r.n), alg.as_deref(), r.prediction_resistance)?;
+            let (data, ones) = self.bits(caller, &req)?;
+            let reply = pb::GetBitsResponse { data, n: req.n_bits(), alg: wire_alg(req.alg()), ones };
+            Ok((reply, req.alg(), req.n_bits()))
         })
     }
 
     async fn get_bytes(&self, request: Request<pb::GetBytesRequest>) -> Reply<pb::GetBytesResponse> {
-        let r = request.into_inner();
-        self.unary("GetBytes", || {
+        self.unary(request, "GetBytes", Route::Bytes, |caller, r| {
             let alg = alg_name(r.alg)?;
             let rules = self.state.service.rules();
             let req =
                 BytesRequest::unary(rules, Some(r.n), alg.as_deref(), r.prediction_resistance)?.into_bits();
-            let (data, ones) = self.bits(&req)?;
-            Ok((pb::GetBytesResponse { data, n: req.byte_len(), alg: wire_alg(req.alg()), ones }, req.alg()))
+            let (data, ones) = self.bits(caller, &req)?;
+            let reply = pb::GetBytesResponse { data, n: req.byte_len(), alg: wire_alg(req.alg()), ones };
+            Ok((reply, req.alg(), req.n_bits()))
         })
     }
 
     type StreamBitsStream = ChunkStream;
 
     async fn stream_bits(&self, request: Request<pb::StreamBitsRequest>) -> Reply<Self::StreamBitsStream> {
-        let r = request.into_inner();
         let start = Instant::now();
+        let admission = self.admit(&request, "StreamBits", Some(Route::Bits))?;
+        let id = request_id(&request).to_string();
+        let r = request.into_inner();
         let service = &self.state.service;
         let chunk = match r.chunk_bytes as usize {
             0 => service.rules().stream_chunk_bytes,
@@ -268,83 +324,124 @@ impl Randomness for RandomnessAdapter {
                 crate::service::Encoding::Binary,
                 r.prediction_resistance,
             )?;
-            service.stream(req, chunk)
+            service.stream(&admission.caller, req, chunk)
         });
+        let caller = admission.caller.clone();
         let chunks = match prepared {
             Ok(chunks) => chunks,
             Err(e) => {
-                self.state.metrics.errors.with_label_values(&[e.code()]).inc();
-                self.observe("StreamBits", "none", e.grpc_code(), start);
-                return Err(e.to_status());
+                self.finish_with_alg("StreamBits", caller.name(), &id, "none", 0, Some(&e), start);
+                let mut status = e.to_status();
+                rate_limit_metadata(status.metadata_mut(), &caller);
+                return Err(status);
             }
         };
-        let stream = ChunkStreamState { chunks, adapter: self.clone(), start, done: false };
-        Ok(Response::new(Box::pin(futures_util::stream::unfold(stream, ChunkStreamState::next))))
+        let stream = ChunkStreamState { chunks, adapter: self.clone(), start, done: false, admission, id };
+        let mut response: Response<ChunkStream> =
+            Response::new(Box::pin(futures_util::stream::unfold(stream, ChunkStreamState::next)));
+        rate_limit_metadata(response.metadata_mut(), &caller);
+        Ok(response)
     }
 
     async fn get_token(&self, request: Request<pb::GetTokenRequest>) -> Reply<pb::GetTokenResponse> {
-        let r = request.into_inner();
-        self.unary("GetToken", || {
+        self.unary(request, "GetToken", Route::Token, |caller, r| {
             let alg = alg_name(r.alg)?;
-            let req = TokenRequest::new(
-                self.state.service.rules(),
-                given(r.bytes),
-                secret_format(r.format)?,
-                alg.as_deref(),
-            )?;
-            let Secret { value, format, alg, .. } = self.state.service.token(req)?;
-            Ok((pb::GetTokenResponse { token: value, format: wire_format(format), alg: wire_alg(alg) }, alg))
+            let rules = self.state.service.rules();
+            let req = TokenRequest::new(rules, given(r.bytes), secret_format(r.format)?, alg.as_deref())?;
+            let Secret { value, format, alg, bytes } = self.state.service.token(caller, req)?;
+            let reply =
+                pb::GetTokenResponse { token: value, format: wire_format(format), alg: wire_alg(alg) };
+            Ok((reply, alg, bytes * 8))
         })
     }
 
     async fn get_nonce(&self, request: Request<pb::GetNonceRequest>) -> Reply<pb::GetNonceResponse> {
-        let r = request.into_inner();
-        self.unary("GetNonce", || {
+        self.unary(request, "GetNonce", Route::Nonce, |caller, r| {
             let alg = alg_name(r.alg)?;
-            let req = NonceRequest::new(
-                self.state.service.rules(),
-                given(r.bytes),
-                secret_format(r.format)?,
-                alg.as_deref(),
-            )?;
-            let Secret { value, format, alg, .. } = self.state.service.nonce(req)?;
-            Ok((pb::GetNonceResponse { nonce: value, format: wire_format(format), alg: wire_alg(alg) }, alg))
+            let rules = self.state.service.rules();
+            let req = NonceRequest::new(rules, given(r.bytes), secret_format(r.format)?, alg.as_deref())?;
+            let Secret { value, format, alg, bytes } = self.state.service.nonce(caller, req)?;
+            let reply =
+                pb::GetNonceResponse { nonce: value, format: wire_format(format), alg: wire_alg(alg) };
+            Ok((reply, alg, bytes * 8))
         })
     }
 
     async fn get_uuids(&self, request: Request<pb::GetUuidsRequest>) -> Reply<pb::GetUuidsResponse> {
-        let r = request.into_inner();
-        self.unary("GetUuids", || {
+        self.unary(request, "GetUuids", Route::Uuid, |caller, r| {
             let alg = alg_name(r.alg)?;
-            let req = UuidRequest::new(
-                self.state.service.rules(),
-                given(r.count),
-                given(r.version),
-                alg.as_deref(),
-            )?;
-            let out = self.state.service.uuids(req)?;
+            let rules = self.state.service.rules();
+            let req = UuidRequest::new(rules, given(r.count), given(r.version), alg.as_deref())?;
+            let out = self.state.service.uuids(caller, req)?;
+            let n = out.uuids.len() as u64 * 122;
             let uuids = out.uuids.iter().map(ToString::to_string).collect();
-            Ok((
-                pb::GetUuidsResponse { uuids, version: u32::from(out.version), alg: wire_alg(out.alg) },
-                out.alg,
-            ))
+            let reply =
+                pb::GetUuidsResponse { uuids, version: u32::from(out.version), alg: wire_alg(out.alg) };
+            Ok((reply, out.alg, n))
         })
     }
 
     async fn get_ints(&self, request: Request<pb::GetIntsRequest>) -> Reply<pb::GetIntsResponse> {
-        let r = request.into_inner();
-        self.unary("GetInts", || {
+        self.unary(request, "GetInts", Route::Int, |caller, r| {
             let alg = alg_name(r.alg)?;
-            let req = IntRequest::new(
-                self.state.service.rules(),
-                Some(r.min),
-                Some(r.max),
-                given(r.count),
-                alg.as_deref(),
-            )?;
-            let out = self.state.service.ints(req)?;
-            Ok((pb::GetIntsResponse { values: out.values, alg: wire_alg(out.alg) }, out.alg))
+            let rules = self.state.service.rules();
+            let req = IntRequest::new(rules, Some(r.min), Some(r.max), given(r.count), alg.as_deref())?;
+            let out = self.state.service.ints(caller, req)?;
+            Ok((pb::GetIntsResponse { values: out.values, alg: wire_alg(out.alg) }, out.alg, 0))
         })
+    }
+
+    async fn get_usage(&self, request: Request<pb::GetUsageRequest>) -> Reply<pb::GetUsageResponse> {
+        let start = Instant::now();
+        let admission = self.admit(&request, "GetUsage", None)?;
+        let caller = &admission.caller;
+        self.finish_with_alg("GetUsage", caller.name(), request_id(&request), "none", 0, None, start);
+        let mut response = Response::new(usage_reply(caller.usage()));
+        rate_limit_metadata(response.metadata_mut(), caller);
+        Ok(response)
+    }
+}
+
+/// `GET /usage` as a message.
+fn usage_reply(u: crate::callers::Usage) -> pb::GetUsageResponse {
+    let bucket = |b: Option<crate::callers::BucketUsage>| {
+        b.map(|b| pb::QuotaBucket {
+            per_second: b.per_second,
+            burst: b.burst,
+            remaining: b.remaining,
+            full_in_seconds: b.full_in_seconds,
+        })
+    };
+    pb::GetUsageResponse {
+        caller: u.caller,
+        allowed_algorithms: u.policy.algs.into_iter().map(wire_alg).collect(),
+        allowed_routes: u.policy.routes.iter().map(|r| r.path().to_string()).collect(),
+        max_bits: u.policy.max_bits,
+        prediction_resistance_allowed: u.policy.pr,
+        requests: bucket(u.quota.requests),
+        bytes: bucket(u.quota.bytes),
+        max_in_flight: u.quota.max_in_flight.unwrap_or(0),
+        in_flight: u.quota.in_flight,
+        requests_total: u.counters.requests,
+        output_bytes_total: u.counters.output_bytes,
+        denied: u.counters.denied.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+    }
+}
+
+/// The request id the HTTP stack set (`x-request-id`), or empty.
+fn request_id<T>(request: &Request<T>) -> &str {
+    request.metadata().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or("")
+}
+
+/// `ratelimit-policy` and `ratelimit` metadata, for a caller with a rate quota.
+fn rate_limit_metadata(metadata: &mut tonic::metadata::MetadataMap, caller: &Caller) {
+    let Some(policy) = &caller.policy_field else { return };
+    let ascii = |v: &axum::http::HeaderValue| tonic::metadata::MetadataValue::try_from(v.as_bytes()).ok();
+    if let Some(v) = ascii(policy) {
+        metadata.insert(RATELIMIT_POLICY, v);
+    }
+    if let Some(v) = current_field(caller, Instant::now()).as_ref().and_then(ascii) {
+        metadata.insert(RATELIMIT, v);
     }
 }
 
@@ -354,6 +451,10 @@ struct ChunkStreamState {
     adapter: RandomnessAdapter,
     start: Instant,
     done: bool,
+    /// The caller, in flight until the stream ends.
+    admission: Admission,
+    /// The request id, for the audit line.
+    id: String,
 }
 
 impl ChunkStreamState {
@@ -374,13 +475,22 @@ impl ChunkStreamState {
                 Some((Ok(reply), self))
             }
             Ok(None) => {
-                self.adapter.observe("StreamBits", alg.name(), tonic::Code::Ok, self.start);
+                let (caller, n) = (self.admission.caller.name(), self.chunks.request().n_bits());
+                self.adapter.finish_with_alg("StreamBits", caller, &self.id, alg.name(), n, None, self.start);
                 None
             }
             Err(e) => {
                 self.done = true;
-                self.adapter.state.metrics.errors.with_label_values(&[e.code()]).inc();
-                self.adapter.observe("StreamBits", alg.name(), e.grpc_code(), self.start);
+                let caller = self.admission.caller.name();
+                self.adapter.finish_with_alg(
+                    "StreamBits",
+                    caller,
+                    &self.id,
+                    alg.name(),
+                    0,
+                    Some(&e),
+                    self.start,
+                );
                 Some((Err(e.to_status()), self))
             }
         }

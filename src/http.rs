@@ -1,6 +1,7 @@
 //! The HTTP API: the router and its one tower stack. Handlers live in `http/*`, grouped by
 //! resource; they only translate between HTTP and [`crate::service`].
 
+pub mod admit;
 mod meta;
 pub mod openapi;
 mod params;
@@ -34,7 +35,7 @@ const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
 /// Every API route template (also the bounded set of `route` label values, with `unmatched`).
 pub const ROUTES: &[&str] =
-    &["/bits", "/bytes", "/token", "/nonce", "/uuid", "/int", "/algorithms", "/openapi.json"];
+    &["/bits", "/bytes", "/token", "/nonce", "/uuid", "/int", "/algorithms", "/usage", "/openapi.json"];
 
 /// The API router: routes (with per-route auth and observation) wrapped once, as a whole, in
 /// the global stack, so limits such as the concurrency cap are shared by every route.
@@ -46,23 +47,22 @@ pub fn router(state: AppState, grpc: Router) -> Router {
         .route("/nonce", get(values::nonce))
         .route("/uuid", get(values::uuid))
         .route("/int", get(values::int))
-        .route("/algorithms", get(meta::algorithms));
-    // Bearer keys on every route but /openapi.json; no layer at all when auth is off.
-    let rest = if state.api_keys.is_some() {
-        rest.route_layer(middleware::from_fn_with_state(state.clone(), crate::auth::require_key))
-    } else {
-        rest
-    };
+        .route("/algorithms", get(meta::algorithms))
+        .route("/usage", get(meta::usage))
+        // Every route above has a caller (`anonymous` when auth is off): credentials, route
+        // policy, in-flight cap, request rate; rate-limit fields on the response.
+        .route_layer(middleware::from_fn_with_state(state.clone(), admit::admit));
     let rest = rest
+        // The contract is public.
         .route("/openapi.json", get(openapi::get))
         // A 405 as problem+json on every route (added after all of them); axum keeps Allow.
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state.clone());
     let api = rest
-        // gRPC brings its own auth (an interceptor answering UNAUTHENTICATED).
+        // gRPC admits callers in its own interceptor (same rules, gRPC status codes).
         .merge(grpc)
         .fallback(not_found)
-        // Latency/status metrics and the access log line (route, alg, n, status, latency).
+        // Latency/status metrics, the access log line and the audit line.
         .layer(middleware::from_fn_with_state(state.clone(), observe));
     with_stack(api, &state)
 }
@@ -148,7 +148,8 @@ pub fn served(mut response: Response, alg: Algorithm, n_bits: u64) -> Response {
 }
 
 /// Records latency by route template, algorithm and status; counts errors by code; writes
-/// the access log line. Never logs output bytes or the query string's values beyond n/alg.
+/// the access log line and (with `log.audit`) the audit line. Never logs output bytes, keys,
+/// certificates or the query string's values beyond n/alg.
 async fn observe(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let grpc = request
         .headers()
@@ -180,12 +181,19 @@ async fn observe(State(state): State<AppState>, request: Request, next: Next) ->
         state.metrics.errors.with_label_values(&[code]).inc();
     }
     let n = served.map_or(0, |s| s.n_bits);
+    let caller = response.extensions().get::<admit::CallerName>().map_or("", |c| &c.0);
+    let request_id = request_id.as_ref().and_then(|v| v.to_str().ok()).unwrap_or("");
     tracing::info!(
         target: "drbgd::access",
-        request_id = request_id.as_ref().and_then(|v| v.to_str().ok()).unwrap_or(""), method = method.as_str(), route, alg, n, status = status.as_u16(), code = code.unwrap_or(""),
+        request_id, caller, method = method.as_str(), route, alg, n, status = status.as_u16(), code = code.unwrap_or(""),
         latency_us = elapsed.as_micros() as u64,
         "request"
     );
+    if state.settings.log.audit {
+        let code = code.unwrap_or("");
+        let status = status.as_u16();
+        crate::telemetry::Audit { transport: "http", request_id, caller, route, alg, n, status, code }.log();
+    }
     response
 }
 

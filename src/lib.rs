@@ -9,12 +9,12 @@
 //! - [`admin`]: `/metrics`, `/livez`, `/readyz` on their own listener.
 //! - [`metrics`]: the Prometheus series as one typed struct.
 //! - [`error`]: the API error enum and its HTTP / gRPC mappings.
-//! - [`auth`]: optional bearer API keys.
+//! - [`callers`]: who is asking (bearer key or client certificate), their policy and quota.
 //! - [`config`]: layered, validated settings.
 //! - [`app`], [`server`], [`shutdown`], [`state`]: wiring, the connection loop, signals, shared
 //!   state.
-//! - [`tls`]: optional rustls for the API listener (reloadable).
-//! - [`reload`]: polls mounted files (TLS certificate and key, API keys) and reloads them.
+//! - [`tls`]: optional rustls for the API listener, with client certificates (reloadable).
+//! - [`reload`]: reloads callers and TLS on SIGHUP and when their files change.
 //! - [`cli`], [`telemetry`]: the command line and logging.
 //!
 //! The source experiments (the DRBG study's CSV and figures, the rekey study) are a separate
@@ -22,7 +22,7 @@
 
 pub mod admin;
 pub mod app;
-pub mod auth;
+pub mod callers;
 pub mod cli;
 pub mod config;
 pub mod drbg;

@@ -65,6 +65,12 @@ pub struct Metrics {
     pub startup_self_test_failures: IntCounterVec,
     /// `drbgd_reloads_total{what,result}`: reloads of mounted files (TLS, API keys).
     pub reloads: IntCounterVec,
+    /// `drbgd_caller_requests_total{caller}`: API requests by caller (admitted or denied).
+    pub caller_requests: IntCounterVec,
+    /// `drbgd_caller_output_bytes_total{caller}`: random bytes served by caller.
+    pub caller_output_bytes: IntCounterVec,
+    /// `drbgd_caller_denials_total{caller,code}`: requests refused by auth, policy or quota.
+    pub caller_denials: IntCounterVec,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -142,8 +148,23 @@ impl Metrics {
                 "Reloads of mounted files after a change, by what (tls, api_keys) and result (ok, error).",
                 &["what", "result"],
             ),
+            caller_requests: counter(
+                "caller_requests_total",
+                "API requests by caller (admitted or denied); callers are the configured ones, `anonymous` with auth off, `unknown` for credentials that name none.",
+                &["caller"],
+            ),
+            caller_output_bytes: counter(
+                "caller_output_bytes_total",
+                "Random bytes served, by caller.",
+                &["caller"],
+            ),
+            caller_denials: counter(
+                "caller_denials_total",
+                "Requests refused by caller and code: unauthorized, unknown_client, route_not_allowed, alg_not_allowed, n_not_allowed, pr_not_allowed, rate_limited, concurrency_limited.",
+                &["caller", "code"],
+            ),
         };
-        for what in ["tls", "api_keys"] {
+        for what in ["tls", "api_keys", "callers"] {
             for result in ["ok", "error"] {
                 m.reloads.with_label_values(&[what, result]);
             }
@@ -165,6 +186,9 @@ impl Metrics {
             Box::new(m.startup_self_test_failures.clone()),
             Box::new(LifecycleCollector::new(stats)),
             Box::new(m.reloads.clone()),
+            Box::new(m.caller_requests.clone()),
+            Box::new(m.caller_output_bytes.clone()),
+            Box::new(m.caller_denials.clone()),
             Box::new(build_info()),
         ];
         for c in collectors {

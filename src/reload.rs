@@ -1,11 +1,18 @@
-//! Reload of mounted files without a restart: the TLS certificate and key, and the API keys
-//! file. Kubernetes updates a mounted Secret by swapping a symlink, which file-event watchers
-//! can miss, so the files are polled: every `server.reload_interval_ms` their contents are
-//! hashed, and a change runs the owner's reload. A reload that fails (a half-written or invalid
-//! file) is logged and counted, and the previous certificate or keys stay in force; it is tried
-//! again when the files change again, or after a minute if they do not.
+//! Reload without a restart: the callers (the config file's `[callers]` and `[auth]`, and the
+//! API keys file) and TLS (certificate, key, client CA bundle). Two triggers:
+//!
+//! - SIGHUP: [`Reloader::reload_all`] re-reads everything at once.
+//! - A change of the files. Kubernetes updates a mounted Secret or ConfigMap by swapping a
+//!   symlink, which file-event watchers can miss, so the files are polled: every
+//!   `server.reload_interval_ms` their contents are hashed, and a change runs the owner's
+//!   reload.
+//!
+//! A reload that fails (a half-written or invalid file) is logged and counted
+//! (`drbgd_reloads_total{what,result="error"}`), and what was in force stays; it is tried again
+//! when the files change again, or after a minute if they do not.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use prometheus::IntCounterVec;
@@ -13,7 +20,7 @@ use sha2::{Digest, Sha256};
 
 /// A set of files and what to do when any of them changes.
 pub struct Watched {
-    /// Label for logs and the `what` label of `drbgd_reloads_total` (`tls`, `api_keys`).
+    /// Label for logs and the `what` label of `drbgd_reloads_total` (`tls`, `callers`).
     pub what: &'static str,
     /// The files.
     pub files: Vec<PathBuf>,
@@ -21,7 +28,52 @@ pub struct Watched {
     /// between that read and the watcher's start is still seen.
     pub loaded: [u8; 32],
     /// Re-reads them; an error keeps the previous state.
-    pub reload: Box<dyn Fn() -> anyhow::Result<()> + Send + Sync>,
+    pub reload: ReloadFn,
+}
+
+/// A reload action.
+pub type ReloadFn = Arc<dyn Fn() -> anyhow::Result<()> + Send + Sync>;
+
+/// Every reload action, for SIGHUP.
+#[derive(Clone)]
+pub struct Reloader {
+    actions: Arc<[(&'static str, ReloadFn)]>,
+    reloads: IntCounterVec,
+}
+
+impl std::fmt::Debug for Reloader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.actions.iter().map(|(what, _)| what)).finish()
+    }
+}
+
+impl Reloader {
+    /// The actions of `watched`, counted in `reloads`.
+    pub fn new(watched: &[Watched], reloads: IntCounterVec) -> Self {
+        Reloader { actions: watched.iter().map(|w| (w.what, w.reload.clone())).collect(), reloads }
+    }
+
+    /// Runs every reload now; whether all succeeded.
+    pub fn reload_all(&self) -> bool {
+        self.actions.iter().fold(true, |ok, (what, reload)| run(what, reload, &self.reloads, "SIGHUP") && ok)
+    }
+}
+
+/// Runs one reload, counting and logging its outcome.
+fn run(what: &'static str, reload: &ReloadFn, reloads: &IntCounterVec, trigger: &'static str) -> bool {
+    let result = reload();
+    reloads.with_label_values(&[what, if result.is_ok() { "ok" } else { "error" }]).inc();
+    match result {
+        Ok(()) => {
+            tracing::info!(what, trigger, "reloaded");
+            true
+        }
+        Err(e) => {
+            let error = format!("{e:#}");
+            tracing::warn!(what, trigger, error, "reload failed; keeping what was in force");
+            false
+        }
+    }
 }
 
 /// Polls `watched` every `interval` for ever (the task is dropped with the runtime), counting
@@ -48,24 +100,11 @@ pub async fn watch(watched: Vec<Watched>, interval: Duration, reloads: IntCounte
             {
                 continue;
             }
-            let result = (w.reload)();
-            let outcome = if result.is_ok() { "ok" } else { "error" };
-            reloads.with_label_values(&[w.what, outcome]).inc();
-            match result {
-                Ok(()) => {
-                    *last = now;
-                    *fail = None;
-                    tracing::info!(what = w.what, "reloaded after a file change");
-                }
-                Err(e) => {
-                    *fail = Some((now, tokio::time::Instant::now()));
-                    let error = format!("{e:#}");
-                    tracing::warn!(
-                        what = w.what,
-                        error,
-                        "reload failed; keeping the previous one, will retry"
-                    );
-                }
+            if run(w.what, &w.reload, &reloads, "file change") {
+                *last = now;
+                *fail = None;
+            } else {
+                *fail = Some((now, tokio::time::Instant::now()));
             }
         }
     }

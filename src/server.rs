@@ -25,6 +25,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, watch};
 use tower::ServiceBuilder;
 
+use crate::callers::ClientIdentity;
 use crate::tls::ReloadableAcceptor;
 
 /// HTTP/2 keep-alive: a ping after this much silence...
@@ -123,6 +124,7 @@ pub async fn serve(
                 .max_connection_age
                 .map(|age| jitter(age, sequence.fetch_add(1, Ordering::Relaxed))),
             grace: options.drain_timeout,
+            client: None,
         };
         let tls = tls.as_ref().map(|t| t.current());
         let handshake_timeout = options.header_read_timeout;
@@ -131,7 +133,17 @@ pub async fn serve(
                 None => connection.run(stream).await,
                 Some(acceptor) => {
                     match tokio::time::timeout(handshake_timeout, acceptor.accept(stream)).await {
-                        Ok(Ok(stream)) => connection.run(stream).await,
+                        Ok(Ok(stream)) => {
+                            // Verified by rustls against tls.client_ca_file, when presented.
+                            let client = stream
+                                .get_ref()
+                                .1
+                                .peer_certificates()
+                                .and_then(|chain| chain.first())
+                                .and_then(|cert| ClientIdentity::from_der(cert))
+                                .map(Arc::new);
+                            Connection { client, ..connection }.run(stream).await;
+                        }
                         Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake failed"),
                         Err(_) => tracing::debug!("TLS handshake timed out"),
                     }
@@ -165,6 +177,8 @@ struct Connection {
     max_age: Option<Duration>,
     /// How long an aged connection may take to close before it is dropped.
     grace: Duration,
+    /// The verified client certificate's identity (mTLS), put on every request.
+    client: Option<Arc<ClientIdentity>>,
 }
 
 impl Connection {
@@ -172,12 +186,15 @@ impl Connection {
     /// close`) when draining starts or it reaches its age, closes it gracefully when the
     /// listener stops, and drops it if it outlives its age by the grace period.
     async fn run<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(self, stream: S) {
-        let Connection { router, builder, mut phase, max_age, grace } = self;
+        let Connection { router, builder, mut phase, max_age, grace, client } = self;
         let state = Arc::new(ConnState::default());
         let (seen, closing) = (state.clone(), state.clone());
         let service = ServiceBuilder::new()
-            .map_request(move |request: Request<hyper::body::Incoming>| {
+            .map_request(move |mut request: Request<hyper::body::Incoming>| {
                 seen.served.store(true, Ordering::Relaxed);
+                if let Some(client) = &client {
+                    request.extensions_mut().insert(client.clone());
+                }
                 if request.version() == Version::HTTP_2
                     && !seen.h2.swap(true, Ordering::Relaxed)
                     && seen.closing.load(Ordering::Relaxed)

@@ -25,6 +25,7 @@ pub use request::{
     BitsRequest, BytesRequest, IntRequest, NonceRequest, Rules, SecretRequest, TokenRequest, UuidRequest,
 };
 
+use crate::callers::Caller;
 use crate::config::Settings;
 use crate::drbg::{Algorithm, Pool, bits};
 use crate::error::ApiError;
@@ -74,16 +75,18 @@ impl Service {
         &self.0.rules
     }
 
-    /// Random bits: whole up to `stream_threshold_bytes`, else a stream of
+    /// Random bits for `caller`: whole up to `stream_threshold_bytes`, else a stream of
     /// `stream_chunk_bytes` chunks.
     ///
     /// # Errors
-    /// 503 `entropy_unavailable` or `generator_failed`; nothing was produced.
-    pub fn bits(&self, req: BitsRequest) -> Result<BitsOutput, ApiError> {
+    /// 403/429 from the caller's policy and byte quota ([`Caller::permit`]); 503
+    /// `entropy_unavailable` or `generator_failed`. Nothing was produced.
+    pub fn bits(&self, caller: &Arc<Caller>, req: BitsRequest) -> Result<BitsOutput, ApiError> {
+        caller.permit(req.alg(), req.n_bits(), req.pr(), req.byte_len())?;
         if req.byte_len() <= self.0.rules.stream_threshold_bytes {
-            return self.whole(&req).map(BitsOutput::Whole);
+            return self.generate_whole(caller, &req).map(BitsOutput::Whole);
         }
-        let mut rest = self.stream(req, self.0.rules.stream_chunk_bytes)?;
+        let mut rest = self.open_stream(caller, req, self.0.rules.stream_chunk_bytes)?;
         let first = rest.next_chunk()?.map(|c| c.encoded).unwrap_or_default();
         Ok(BitsOutput::Stream { first, rest })
     }
@@ -92,12 +95,18 @@ impl Service {
     ///
     /// # Errors
     /// As [`Service::bits`].
-    pub fn whole(&self, req: &BitsRequest) -> Result<Generated, ApiError> {
+    pub fn whole(&self, caller: &Arc<Caller>, req: &BitsRequest) -> Result<Generated, ApiError> {
+        caller.permit(req.alg(), req.n_bits(), req.pr(), req.byte_len())?;
+        self.generate_whole(caller, req)
+    }
+
+    fn generate_whole(&self, caller: &Caller, req: &BitsRequest) -> Result<Generated, ApiError> {
         let mut data = vec![0u8; req.byte_len() as usize];
         let generate_time = self.fill(req.alg(), &mut data, req.pr())?;
         bits::mask_tail(&mut data, req.n_bits());
         let ones = bits::count_ones(&data);
         self.observe_bias(req.alg(), req.n_bits(), ones);
+        caller.count_output(req.byte_len());
         Ok(Generated { data, ones, generate_time })
     }
 
@@ -107,8 +116,23 @@ impl Service {
     /// midway (not for `pr`, whose first chunk reseeds anyway).
     ///
     /// # Errors
-    /// 503 `entropy_unavailable` if that reseed failed: nothing was sent.
-    pub fn stream(&self, req: BitsRequest, chunk_bytes: usize) -> Result<Chunks, ApiError> {
+    /// As [`Service::bits`]; 503 `entropy_unavailable` if that reseed failed. Nothing was sent.
+    pub fn stream(
+        &self,
+        caller: &Arc<Caller>,
+        req: BitsRequest,
+        chunk_bytes: usize,
+    ) -> Result<Chunks, ApiError> {
+        caller.permit(req.alg(), req.n_bits(), req.pr(), req.byte_len())?;
+        self.open_stream(caller, req, chunk_bytes)
+    }
+
+    fn open_stream(
+        &self,
+        caller: &Arc<Caller>,
+        req: BitsRequest,
+        chunk_bytes: usize,
+    ) -> Result<Chunks, ApiError> {
         let chunk_bytes = if req.format() == Encoding::Bits { chunk_bytes / 8 } else { chunk_bytes };
         let chunk_bytes = (chunk_bytes / 3 * 3).max(3);
         let pool = &self.0.pool;
@@ -120,6 +144,7 @@ impl Service {
         };
         Ok(Chunks {
             service: self.clone(),
+            caller: caller.clone(),
             shard,
             reserved,
             req,
@@ -136,24 +161,25 @@ impl Service {
     ///
     /// # Errors
     /// As [`Service::bits`].
-    pub fn token(&self, req: TokenRequest) -> Result<Secret, ApiError> {
-        self.secret(req.secret())
+    pub fn token(&self, caller: &Caller, req: TokenRequest) -> Result<Secret, ApiError> {
+        self.secret(caller, req.secret())
     }
 
     /// A nonce; its raw bytes are wiped once encoded.
     ///
     /// # Errors
     /// As [`Service::bits`].
-    pub fn nonce(&self, req: NonceRequest) -> Result<Secret, ApiError> {
-        self.secret(req.secret())
+    pub fn nonce(&self, caller: &Caller, req: NonceRequest) -> Result<Secret, ApiError> {
+        self.secret(caller, req.secret())
     }
 
-    fn secret(&self, req: &SecretRequest) -> Result<Secret, ApiError> {
+    fn secret(&self, caller: &Caller, req: &SecretRequest) -> Result<Secret, ApiError> {
+        caller.permit(req.alg(), req.bytes() * 8, false, req.bytes())?;
         let mut raw = vec![0u8; req.bytes() as usize];
         self.fill(req.alg(), &mut raw, false)?;
         let value = req.format().encode(&raw);
         raw.zeroize();
-        self.count_output(req.alg(), req.bytes());
+        self.count_output(caller, req.alg(), req.bytes());
         Ok(Secret { value, bytes: req.bytes(), format: req.format(), alg: req.alg() })
     }
 
@@ -162,7 +188,9 @@ impl Service {
     ///
     /// # Errors
     /// As [`Service::bits`].
-    pub fn uuids(&self, req: UuidRequest) -> Result<Uuids, ApiError> {
+    pub fn uuids(&self, caller: &Caller, req: UuidRequest) -> Result<Uuids, ApiError> {
+        let bytes = req.count() as u64 * 16;
+        caller.permit(req.alg(), bytes * 8, false, bytes)?;
         let mut random = vec![0u8; req.count() * 16];
         self.fill(req.alg(), &mut random, false)?;
         let now_ms = std::time::SystemTime::now()
@@ -181,7 +209,7 @@ impl Service {
             })
             .collect();
         random.zeroize();
-        self.count_output(req.alg(), req.count() as u64 * 16);
+        self.count_output(caller, req.alg(), bytes);
         Ok(Uuids { uuids, version: req.version(), alg: req.alg() })
     }
 
@@ -191,7 +219,11 @@ impl Service {
     ///
     /// # Errors
     /// As [`Service::bits`].
-    pub fn ints(&self, req: IntRequest) -> Result<Ints, ApiError> {
+    /// Each integer is charged as 64 random bits to the caller's policy and byte quota (a
+    /// rejection may draw more words, which are not charged).
+    pub fn ints(&self, caller: &Caller, req: IntRequest) -> Result<Ints, ApiError> {
+        let bytes = req.count() as u64 * 8;
+        caller.permit(req.alg(), bytes * 8, false, bytes)?;
         let start = Instant::now();
         let mut words = self.0.pool.words(req.alg());
         let dist = req.dist();
@@ -199,7 +231,7 @@ impl Service {
             (0..req.count()).map(|_| dist.sample(|| words.next_u64())).collect::<Result<Vec<_>, _>>();
         self.observe_generate(req.alg(), start.elapsed());
         let values = values?;
-        self.count_output(req.alg(), values.len() as u64 * 8);
+        self.count_output(caller, req.alg(), values.len() as u64 * 8);
         Ok(Ints { values, min: req.min(), max: req.max(), alg: req.alg() })
     }
 
@@ -251,8 +283,9 @@ impl Service {
         self.0.metrics.observe_bias(alg, n_bits, ones);
     }
 
-    fn count_output(&self, alg: Algorithm, bytes: u64) {
+    fn count_output(&self, caller: &Caller, alg: Algorithm, bytes: u64) {
         self.0.metrics.output_bytes.with_label_values(&[alg.name()]).inc_by(bytes);
+        caller.count_output(bytes);
     }
 }
 

@@ -1,4 +1,4 @@
-//! SIGTERM and SIGINT as one future.
+//! SIGTERM and SIGINT as one future; SIGHUP as a stream of reload requests.
 
 /// Completes on the first SIGTERM or SIGINT (Ctrl-C).
 ///
@@ -21,4 +21,21 @@ pub async fn signal() {
         () = ctrl_c => tracing::info!("SIGINT received"),
         () = term => tracing::info!("SIGTERM received"),
     }
+}
+
+/// Listens for SIGHUP from now on (so it no longer terminates the process) and calls `on_hangup`
+/// for each, on a task of its own.
+///
+/// # Errors
+/// If the handler cannot be installed.
+#[cfg(unix)]
+pub fn on_hangup(on_hangup: impl Fn() + Send + 'static) -> std::io::Result<()> {
+    let mut hangups = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
+    tokio::spawn(async move {
+        while hangups.recv().await.is_some() {
+            tracing::info!("SIGHUP received: reloading callers and TLS");
+            on_hangup();
+        }
+    });
+    Ok(())
 }

@@ -4,7 +4,7 @@ use std::ops::Deref;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::auth::Keyring;
+use crate::callers::Callers;
 use crate::config::Settings;
 use crate::drbg::Pool;
 use crate::http::request_id::ProcessRequestIds;
@@ -29,8 +29,8 @@ pub struct Inner {
     pub settings: Settings,
     /// Start-up and shutdown state for /readyz.
     pub readiness: Readiness,
-    /// Accepted API keys (digests), when auth is on.
-    pub api_keys: Option<Keyring>,
+    /// The callers: credentials, policies, quotas (reloadable).
+    pub callers: Callers,
     /// Maker of request ids (process prefix + counter).
     pub request_ids: ProcessRequestIds,
     /// `/openapi.json`, rendered once from the rules and the auth setting.

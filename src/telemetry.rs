@@ -1,4 +1,5 @@
-//! Logging: human-readable text or JSON lines, filtered by `log.level` (or `RUST_LOG`).
+//! Logging: human-readable text or JSON lines, filtered by `log.level` (or `RUST_LOG`), and
+//! with `log.audit` one JSON audit line per API request on its own target ([`Audit`]).
 //! Nothing in drbgd logs output bytes or key material.
 //!
 //! Lines go through tracing-appender's non-blocking writer: request threads format a line and
@@ -14,7 +15,10 @@
 use std::io::{BufWriter, IsTerminal};
 
 use tracing_appender::non_blocking::{NonBlockingBuilder, WorkerGuard};
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::filter::{self, FilterExt};
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Layer, fmt};
 
 use crate::config::{LogFormat, LogSettings};
 
@@ -35,10 +39,50 @@ pub fn init(log: &LogSettings) -> LogGuard {
     let sink = BufWriter::with_capacity(WRITE_BUFFER, std::io::stderr());
     let (writer, guard) =
         NonBlockingBuilder::default().lossy(false).buffered_lines_limit(QUEUE_LINES).finish(sink);
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(writer).with_ansi(ansi);
-    let installed = match log.format {
-        LogFormat::Json => builder.json().flatten_event(true).try_init(),
-        LogFormat::Text => builder.try_init(),
+    let main = fmt::layer().with_writer(writer.clone()).with_ansi(ansi);
+    let main = match log.format {
+        LogFormat::Json => main.json().flatten_event(true).boxed(),
+        LogFormat::Text => main.boxed(),
     };
+    // Audit lines are JSON whatever log.format says, and only on their own layer.
+    let not_audit = filter::filter_fn(|m| m.target() != AUDIT_TARGET);
+    let audit = fmt::layer().with_writer(writer).with_ansi(false).json().flatten_event(true);
+    let installed = tracing_subscriber::registry()
+        .with(main.with_filter(filter.and(not_audit)))
+        .with(audit.with_filter(filter::Targets::new().with_target(AUDIT_TARGET, tracing::Level::INFO)))
+        .try_init();
     LogGuard(installed.is_ok().then_some(guard))
+}
+
+/// The tracing target of audit lines.
+pub const AUDIT_TARGET: &str = "drbgd::audit";
+
+/// One audit line: who asked for what and what they got, never the output, a key or a
+/// certificate. Written as JSON on [`AUDIT_TARGET`] (with `log.audit` on).
+#[derive(Debug, Clone, Copy)]
+pub struct Audit<'a> {
+    /// `http` or `grpc`.
+    pub transport: &'static str,
+    /// The request id (`X-Request-Id`).
+    pub request_id: &'a str,
+    /// The caller's name (`unknown` for credentials that name none).
+    pub caller: &'a str,
+    /// The route template or gRPC method.
+    pub route: &'a str,
+    /// The algorithm that served (`none` when nothing was generated).
+    pub alg: &'a str,
+    /// Random bits served.
+    pub n: u64,
+    /// HTTP status, or the gRPC code as a number.
+    pub status: u16,
+    /// The error's machine code, empty on success.
+    pub code: &'a str,
+}
+
+impl Audit<'_> {
+    /// Writes the line.
+    pub fn log(&self) {
+        let Audit { transport, request_id, caller, route, alg, n, status, code } = *self;
+        tracing::info!(target: AUDIT_TARGET, transport, request_id, caller, route, alg, n, status, code, "audit");
+    }
 }

@@ -2,6 +2,11 @@
 //! key from PEM files, ALPN offering HTTP/2 (for gRPC) and HTTP/1.1. The acceptor is
 //! reloadable: [`ReloadableAcceptor::reload`] builds a new one from the files and swaps it in;
 //! connections already open keep the one they were accepted with.
+//!
+//! With `tls.client_auth` on, client certificates are verified against `tls.client_ca_file`
+//! (rustls' `WebPkiClientVerifier`): a certificate that does not chain to it fails the
+//! handshake; `required` also fails a handshake without one. The verified certificate's names
+//! ([`crate::callers::ClientIdentity`]) then identify the caller.
 
 use std::sync::{Arc, RwLock};
 
@@ -9,10 +14,11 @@ use anyhow::Context;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use tokio_rustls::TlsAcceptor;
-use tokio_rustls::rustls::ServerConfig;
 use tokio_rustls::rustls::crypto::ring;
+use tokio_rustls::rustls::server::WebPkiClientVerifier;
+use tokio_rustls::rustls::{RootCertStore, ServerConfig};
 
-use crate::config::TlsSettings;
+use crate::config::{ClientAuth, TlsSettings};
 
 /// The current acceptor, replaced whole on reload.
 pub struct ReloadableAcceptor {
@@ -70,13 +76,17 @@ impl ReloadableAcceptor {
             what: "tls",
             files: files(&self.settings),
             loaded: self.loaded,
-            reload: Box::new(move || this.reload()),
+            reload: Arc::new(move || this.reload()),
         }
     }
 }
 
 fn files(settings: &TlsSettings) -> Vec<std::path::PathBuf> {
-    vec![settings.cert_file.clone().into(), settings.key_file.clone().into()]
+    let mut files = vec![settings.cert_file.clone().into(), settings.key_file.clone().into()];
+    if settings.client_auth != ClientAuth::Off {
+        files.push(settings.client_ca_file.clone().into());
+    }
+    files
 }
 
 /// A TLS acceptor built from `settings`' PEM files.
@@ -91,12 +101,36 @@ pub fn acceptor(settings: &TlsSettings) -> anyhow::Result<TlsAcceptor> {
     anyhow::ensure!(!certs.is_empty(), "tls.cert_file {} holds no certificate", settings.cert_file);
     let key = PrivateKeyDer::from_pem_file(&settings.key_file)
         .with_context(|| format!("tls.key_file {}: no readable private key", settings.key_file))?;
-    let mut config = ServerConfig::builder_with_provider(Arc::new(ring::default_provider()))
+    let provider = Arc::new(ring::default_provider());
+    let builder = ServerConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .context("TLS protocol versions")?
-        .with_no_client_auth()
-        .with_single_cert(certs, key)
-        .context("TLS certificate and key do not match")?;
+        .context("TLS protocol versions")?;
+    let builder = match settings.client_auth {
+        ClientAuth::Off => builder.with_no_client_auth(),
+        mode => builder.with_client_cert_verifier(client_verifier(settings, mode, provider)?),
+    };
+    let mut config = builder.with_single_cert(certs, key).context("TLS certificate and key do not match")?;
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(TlsAcceptor::from(Arc::new(config)))
+}
+
+/// The verifier of client certificates: chains to the CA bundle, or no certificate at all
+/// when `optional`.
+fn client_verifier(
+    settings: &TlsSettings,
+    mode: ClientAuth,
+    provider: Arc<tokio_rustls::rustls::crypto::CryptoProvider>,
+) -> anyhow::Result<Arc<dyn tokio_rustls::rustls::server::danger::ClientCertVerifier>> {
+    let file = &settings.client_ca_file;
+    let mut roots = RootCertStore::empty();
+    for cert in CertificateDer::pem_file_iter(file).with_context(|| format!("tls.client_ca_file {file}"))? {
+        let cert = cert.with_context(|| format!("tls.client_ca_file {file}: invalid PEM"))?;
+        roots.add(cert).with_context(|| format!("tls.client_ca_file {file}: not a CA certificate"))?;
+    }
+    anyhow::ensure!(!roots.is_empty(), "tls.client_ca_file {file} holds no certificate");
+    let builder = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider);
+    let builder = if mode == ClientAuth::Optional { builder.allow_unauthenticated() } else { builder };
+    builder
+        .build()
+        .with_context(|| format!("tls.client_ca_file {file}: cannot verify client certificates with it"))
 }

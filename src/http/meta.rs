@@ -1,9 +1,10 @@
-//! `GET /algorithms`.
+//! `GET /algorithms` and `GET /usage`.
 
 use axum::Json;
 use axum::extract::State;
 use serde_json::{Value, json};
 
+use super::admit::Admitted;
 use crate::drbg::Algorithm;
 use crate::state::AppState;
 
@@ -30,4 +31,10 @@ fn describe(state: &AppState, alg: Algorithm) -> Value {
         "rekey_jitter": policy.jitter,
         "shards": state.pool.shard_count(),
     })
+}
+
+/// `GET /usage`: the calling caller's policy, what is left of its quota and its counters (on
+/// this instance).
+pub async fn usage(axum::Extension(admission): Admitted) -> Json<crate::callers::Usage> {
+    Json(admission.caller.usage())
 }

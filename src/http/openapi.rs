@@ -126,7 +126,7 @@ pub fn document(rules: &Rules, auth: bool) -> OpenApi {
             .content("text/plain", content(string_schema()))
             .content("application/octet-stream", content(binary_schema()))
             .content("application/json", content(Ref::from_schema_name("BitsJson").into()));
-        d.errors(op.response("200", ok.build()), &["400", "413", "503"])
+        d.errors(op.response("200", ok.build()), &["400", "403", "413", "429", "503"])
     };
     let get_bits = bits_responses(
         d.op("getBits", "n random bits (packed MSB-first)")
@@ -152,7 +152,7 @@ pub fn document(rules: &Rules, auth: bool) -> OpenApi {
             d.enum_param("format", &format!("Encoding (default {}).", default_format.name()), formats),
             d.alg_param(),
         ]));
-        d.errors(op.response("200", d.text_or_json("SecretJson")), &["400", "503"])
+        d.errors(op.response("200", d.text_or_json("SecretJson")), &["400", "403", "429", "503"])
     };
     let uuid = d.errors(
         d.op("getUuids", "RFC 9562 UUIDs")
@@ -171,7 +171,7 @@ pub fn document(rules: &Rules, auth: bool) -> OpenApi {
                 d.alg_param(),
             ]))
             .response("200", d.text_or_json("UuidsJson")),
-        &["400", "503"],
+        &["400", "403", "429", "503"],
     );
     let int64 = || -> Schema {
         ObjectBuilder::new()
@@ -188,7 +188,7 @@ pub fn document(rules: &Rules, auth: bool) -> OpenApi {
                 d.alg_param(),
             ]))
             .response("200", d.text_or_json("IntsJson")),
-        &["400", "503"],
+        &["400", "403", "429", "503"],
     );
     let algorithms = d.errors(
         d.op("getAlgorithms", "The generators and their settings").response(
@@ -199,6 +199,17 @@ pub fn document(rules: &Rules, auth: bool) -> OpenApi {
                 .build(),
         ),
         &["503"],
+    );
+    let usage = d.errors(
+        d.op("getUsage", "The calling caller's policy, remaining quota and counters (this instance)")
+            .response(
+                "200",
+                ResponseBuilder::new()
+                    .description("OK")
+                    .content("application/json", content(Ref::from_schema_name("Usage").into()))
+                    .build(),
+            ),
+        &["403", "503"],
     );
     let openapi = OperationBuilder::new()
         .operation_id(Some("getOpenapi"))
@@ -249,13 +260,19 @@ pub fn document(rules: &Rules, auth: bool) -> OpenApi {
         .path("/uuid", PathItem::new(HttpMethod::Get, uuid.build()))
         .path("/int", PathItem::new(HttpMethod::Get, int.build()))
         .path("/algorithms", PathItem::new(HttpMethod::Get, algorithms.build()))
+        .path("/usage", PathItem::new(HttpMethod::Get, usage.build()))
         .path("/openapi.json", PathItem::new(HttpMethod::Get, openapi.build()));
     let mut components = ComponentsBuilder::new()
         .schema("Problem", Problem::schema())
         .schema("BitsJson", BitsJson::schema())
         .schema("SecretJson", SecretJson::schema())
         .schema("UuidsJson", UuidsJson::schema())
-        .schema("IntsJson", IntsJson::schema());
+        .schema("IntsJson", IntsJson::schema())
+        .schema("Usage", crate::callers::Usage::schema())
+        .schema("PolicyUsage", crate::callers::PolicyUsage::schema())
+        .schema("QuotaUsage", crate::callers::QuotaUsage::schema())
+        .schema("BucketUsage", crate::callers::BucketUsage::schema())
+        .schema("Counters", crate::callers::Counters::schema());
     if auth {
         let mut bearer = Http::new(HttpAuthScheme::Bearer);
         bearer.description = Some("An API key; the server stores only its SHA-256.".into());
@@ -300,14 +317,24 @@ impl Describe<'_> {
 
     fn errors(&self, mut op: OperationBuilder, codes: &[&str]) -> OperationBuilder {
         for code in codes {
-            let what = match *code {
-                "400" => "Invalid parameter",
-                "413" => "n above the configured limit",
-                _ => {
-                    "Unavailable: overloaded, timed out, entropy source down, generator failed or not ready (Retry-After)"
+            let response = match *code {
+                "400" => problem("Invalid parameter"),
+                "413" => problem("n above the configured limit"),
+                "403" => with_rate_limit_fields(problem(
+                    "Outside the caller's policy (route_not_allowed, alg_not_allowed, n_not_allowed, pr_not_allowed) or a trusted client certificate naming no caller (unknown_client)",
+                )),
+                "429" => {
+                    let mut r = with_rate_limit_fields(problem(
+                        "Over the caller's quota (rate_limited) or its share of the concurrency limit (concurrency_limited); retry after Retry-After seconds",
+                    ));
+                    r.headers.insert("Retry-After".into(), header("Whole seconds to wait."));
+                    r
                 }
+                _ => problem(
+                    "Unavailable: overloaded, timed out, entropy source down, generator failed or not ready (Retry-After)",
+                ),
             };
-            op = op.response(*code, problem(what));
+            op = op.response(*code, response);
         }
         op
     }
@@ -405,6 +432,28 @@ impl Describe<'_> {
             .content("application/json", content(Ref::from_schema_name(schema).into()))
             .build()
     }
+}
+
+/// A response header described by `description` (a string).
+fn header(description: &str) -> utoipa::openapi::header::Header {
+    utoipa::openapi::header::HeaderBuilder::new()
+        .schema(ObjectBuilder::new().schema_type(Type::String))
+        .description(Some(description))
+        .build()
+}
+
+/// `response` with the draft-ietf-httpapi-ratelimit-headers-09 fields (sent to callers with a
+/// rate quota).
+fn with_rate_limit_fields(mut response: utoipa::openapi::Response) -> utoipa::openapi::Response {
+    response.headers.insert(
+        "RateLimit-Policy".into(),
+        header("The caller's quota policies, e.g. \"requests\";q=50;w=1;qu=\"request\";drbgd-burst=10 (callers with a rate quota)."),
+    );
+    response.headers.insert(
+        "RateLimit".into(),
+        header("What is left now, e.g. \"requests\";r=7;t=1 (callers with a rate quota)."),
+    );
+    response
 }
 
 fn problem(description: &str) -> utoipa::openapi::Response {

@@ -10,8 +10,10 @@ use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 use serde_json::Value;
 
+use super::admit::Admitted;
 use super::params::{Params, choose_format};
 use super::served;
+use crate::callers::Admission;
 use crate::error::ApiError;
 use crate::service::{BitsOutput, BitsRequest, BytesRequest};
 use crate::state::AppState;
@@ -21,32 +23,35 @@ const PARAMS: &[&str] = &["n", "alg", "format", "pr"];
 /// `GET /bits?n=&alg=&format=&pr=`.
 pub async fn get_bits(
     State(state): State<AppState>,
+    axum::Extension(admission): Admitted,
     headers: HeaderMap,
     params: Params,
 ) -> Result<Response, ApiError> {
-    respond(&state, bits_request(&state, &headers, &params)?)
+    respond(&state, &admission, bits_request(&state, &headers, &params)?)
 }
 
 /// `POST /bits` with `{"n": 256, "alg": "...", "format": "...", "pr": false}`.
 pub async fn post_bits(
     State(state): State<AppState>,
+    axum::Extension(admission): Admitted,
     headers: HeaderMap,
     body: Result<Json<Value>, JsonRejection>,
 ) -> Result<Response, ApiError> {
     let Json(body) = body.map_err(|e| ApiError::invalid("invalid_body", "body", e.body_text()))?;
-    respond(&state, bits_request(&state, &headers, &Params::from_json(&body)?)?)
+    respond(&state, &admission, bits_request(&state, &headers, &Params::from_json(&body)?)?)
 }
 
 /// `GET /bytes?n=&alg=&format=&pr=`: the same, counted in bytes.
 pub async fn get_bytes(
     State(state): State<AppState>,
+    axum::Extension(admission): Admitted,
     headers: HeaderMap,
     params: Params,
 ) -> Result<Response, ApiError> {
     params.allow(PARAMS)?;
     let format = choose_format(params.get("format"), &headers)?;
     let (n, alg, pr) = (params.u64("n", "invalid_n")?, params.get("alg"), params.flag("pr")?);
-    respond(&state, BytesRequest::new(state.service.rules(), n, alg, format, pr)?.into_bits())
+    respond(&state, &admission, BytesRequest::new(state.service.rules(), n, alg, format, pr)?.into_bits())
 }
 
 /// The bits request of a query string or JSON body.
@@ -57,8 +62,8 @@ fn bits_request(state: &AppState, headers: &HeaderMap, params: &Params) -> Resul
     BitsRequest::new(state.service.rules(), n, alg, format, pr)
 }
 
-fn respond(state: &AppState, req: BitsRequest) -> Result<Response, ApiError> {
-    let mut response = match state.service.bits(req)? {
+fn respond(state: &AppState, admission: &Admission, req: BitsRequest) -> Result<Response, ApiError> {
+    let mut response = match state.service.bits(&admission.caller, req)? {
         BitsOutput::Whole(generated) => {
             let start = std::time::Instant::now();
             let body = generated.render(&req);

@@ -8,6 +8,7 @@ use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
+use super::admit::Admitted;
 use super::params::{Params, wants_json};
 use super::served;
 use crate::error::ApiError;
@@ -17,6 +18,7 @@ use crate::state::AppState;
 /// `GET /token?bytes=32&format=base64url|hex|base32|base64&alg=`.
 pub async fn token(
     State(state): State<AppState>,
+    axum::Extension(admission): Admitted,
     headers: HeaderMap,
     params: Params,
 ) -> Result<Response, ApiError> {
@@ -27,12 +29,13 @@ pub async fn token(
         secret_format(&params)?,
         params.get("alg"),
     )?;
-    Ok(secret(&headers, state.service.token(req)?))
+    Ok(secret(&headers, state.service.token(&admission.caller, req)?))
 }
 
 /// `GET /nonce?bytes=12&format=hex|base64|base64url|base32&alg=`.
 pub async fn nonce(
     State(state): State<AppState>,
+    axum::Extension(admission): Admitted,
     headers: HeaderMap,
     params: Params,
 ) -> Result<Response, ApiError> {
@@ -43,7 +46,7 @@ pub async fn nonce(
         secret_format(&params)?,
         params.get("alg"),
     )?;
-    Ok(secret(&headers, state.service.nonce(req)?))
+    Ok(secret(&headers, state.service.nonce(&admission.caller, req)?))
 }
 
 fn secret_format(params: &Params) -> Result<Option<SecretFormat>, ApiError> {
@@ -77,6 +80,7 @@ fn secret(headers: &HeaderMap, secret: Secret) -> Response {
 /// `GET /uuid?count=1&version=4|7&alg=`.
 pub async fn uuid(
     State(state): State<AppState>,
+    axum::Extension(admission): Admitted,
     headers: HeaderMap,
     params: Params,
 ) -> Result<Response, ApiError> {
@@ -87,7 +91,7 @@ pub async fn uuid(
         params.u64("version", "invalid_version")?,
         params.get("alg"),
     )?;
-    let out = state.service.uuids(req)?;
+    let out = state.service.uuids(&admission.caller, req)?;
     let bits = out.uuids.len() as u64 * 122;
     let body = if wants_json(&headers) {
         let list: Vec<String> = out.uuids.iter().map(ToString::to_string).collect();
@@ -101,6 +105,7 @@ pub async fn uuid(
 /// `GET /int?min=&max=&count=&alg=`: uniform integers in `[min, max]`.
 pub async fn int(
     State(state): State<AppState>,
+    axum::Extension(admission): Admitted,
     headers: HeaderMap,
     params: Params,
 ) -> Result<Response, ApiError> {
@@ -112,7 +117,7 @@ pub async fn int(
         params.u64("count", "invalid_count")?,
         params.get("alg"),
     )?;
-    let out = state.service.ints(req)?;
+    let out = state.service.ints(&admission.caller, req)?;
     let body = if wants_json(&headers) {
         Json(json!({ "values": out.values, "min": out.min, "max": out.max, "alg": out.alg.name() }))
             .into_response()

@@ -78,6 +78,8 @@ impl std::fmt::Debug for BitsOutput {
 /// shard that was prepared for the whole stream.
 pub struct Chunks {
     pub(super) service: Service,
+    /// Charged per chunk for the bytes it holds.
+    pub(super) caller: std::sync::Arc<crate::callers::Caller>,
     pub(super) shard: usize,
     /// What is left of the reseed budget set aside for this stream.
     pub(super) reserved: u64,
@@ -141,6 +143,7 @@ impl Chunks {
                 self.reserved = self.service.prepare(self.shard, self.req.alg(), rest, self.chunk_bytes)?;
             }
             bits::mask_tail(raw, n_bits);
+            self.caller.count_output(len as u64);
             chunk_ones = bits::count_ones(raw);
             self.ones += chunk_ones;
             if format != Encoding::Binary {

@@ -30,6 +30,13 @@ fn service() -> Service {
     service_with(Arc::new(OsEntropy))
 }
 
+/// The caller of unauthenticated requests with the default settings: no policy, no quota.
+fn anyone() -> Arc<Caller> {
+    let metrics = Metrics::new(Arc::default());
+    let (registry, _) = crate::callers::Registry::build(&Settings::defaults(), &metrics, None).unwrap();
+    registry.anonymous().clone()
+}
+
 fn code<T: std::fmt::Debug>(r: Result<T, ApiError>) -> &'static str {
     r.unwrap_err().code()
 }
@@ -66,14 +73,16 @@ fn constructors_apply_the_rules_once() {
 fn small_outputs_are_whole_and_large_ones_stream_with_the_same_bits_semantics() {
     let s = service();
     let small = BitsRequest::new(s.rules(), Some(8 * 1024 - 3), None, Encoding::Binary, false).unwrap();
-    let BitsOutput::Whole(g) = s.bits(small).unwrap() else { panic!("1 KiB must be whole") };
+    let BitsOutput::Whole(g) = s.bits(&anyone(), small).unwrap() else { panic!("1 KiB must be whole") };
     assert_eq!(g.data.len(), 1024);
     assert_eq!(g.data[1023] & 0b111, 0, "unused tail bits are zero");
     assert_eq!(g.ones, bits::count_ones(&g.data));
 
     let n = 8 * 5000 + 5;
     let large = BitsRequest::new(s.rules(), Some(n), None, Encoding::Json, false).unwrap();
-    let BitsOutput::Stream { first, mut rest } = s.bits(large).unwrap() else { panic!("must stream") };
+    let BitsOutput::Stream { first, mut rest } = s.bits(&anyone(), large).unwrap() else {
+        panic!("must stream")
+    };
     let mut body = first.to_vec();
     let mut pieces = 1;
     while let Some(chunk) = rest.next_chunk().unwrap() {
@@ -93,12 +102,15 @@ fn values_follow_their_requests() {
     let s = service();
     let r = s.rules().clone();
     let t = s
-        .token(TokenRequest::new(&r, Some(48), Some(SecretFormat::Hex), Some("aes256ctr")).unwrap())
+        .token(
+            &anyone(),
+            TokenRequest::new(&r, Some(48), Some(SecretFormat::Hex), Some("aes256ctr")).unwrap(),
+        )
         .unwrap();
     assert_eq!((t.value.len(), t.alg), (96, Algorithm::Aes256Ctr));
-    let u = s.uuids(UuidRequest::new(&r, Some(50), Some(7), None).unwrap()).unwrap();
+    let u = s.uuids(&anyone(), UuidRequest::new(&r, Some(50), Some(7), None).unwrap()).unwrap();
     assert!(u.uuids.iter().all(|id| id.get_version_num() == 7));
-    let i = s.ints(IntRequest::new(&r, Some(-3), Some(3), Some(100), None).unwrap()).unwrap();
+    let i = s.ints(&anyone(), IntRequest::new(&r, Some(-3), Some(3), Some(100), None).unwrap()).unwrap();
     assert!(i.values.len() == 100 && i.values.iter().all(|v| (-3..=3).contains(v)));
 }
 
@@ -109,22 +121,28 @@ fn a_generator_that_cannot_reseed_refuses_every_kind_of_output() {
     let r = s.rules().clone();
     entropy.set_failing(true);
     let pr = BitsRequest::new(&r, Some(256), None, Encoding::Hex, true).unwrap();
-    assert_eq!(code(s.bits(pr)), "entropy_unavailable");
+    assert_eq!(code(s.bits(&anyone(), pr)), "entropy_unavailable");
     // The single shard's chacha20 now waits for a reseed: everything from it is refused.
     assert_eq!(
-        code(s.bits(BitsRequest::new(&r, Some(256), None, Encoding::Hex, false).unwrap())),
+        code(s.bits(&anyone(), BitsRequest::new(&r, Some(256), None, Encoding::Hex, false).unwrap())),
         "entropy_unavailable"
     );
     assert_eq!(
-        code(s.bits(BitsRequest::new(&r, Some(1 << 16), None, Encoding::Hex, false).unwrap())),
+        code(s.bits(&anyone(), BitsRequest::new(&r, Some(1 << 16), None, Encoding::Hex, false).unwrap())),
         "entropy_unavailable"
     );
-    assert_eq!(code(s.token(TokenRequest::new(&r, None, None, None).unwrap())), "entropy_unavailable");
-    assert_eq!(code(s.uuids(UuidRequest::new(&r, None, None, None).unwrap())), "entropy_unavailable");
     assert_eq!(
-        code(s.ints(IntRequest::new(&r, Some(1), Some(6), Some(100), None).unwrap())),
+        code(s.token(&anyone(), TokenRequest::new(&r, None, None, None).unwrap())),
+        "entropy_unavailable"
+    );
+    assert_eq!(
+        code(s.uuids(&anyone(), UuidRequest::new(&r, None, None, None).unwrap())),
+        "entropy_unavailable"
+    );
+    assert_eq!(
+        code(s.ints(&anyone(), IntRequest::new(&r, Some(1), Some(6), Some(100), None).unwrap())),
         "entropy_unavailable"
     );
     entropy.set_failing(false);
-    assert!(s.ints(IntRequest::new(&r, Some(1), Some(6), Some(100), None).unwrap()).is_ok());
+    assert!(s.ints(&anyone(), IntRequest::new(&r, Some(1), Some(6), Some(100), None).unwrap()).is_ok());
 }

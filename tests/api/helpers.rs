@@ -48,7 +48,11 @@ pub async fn spawn_app() -> TestApp {
 }
 
 pub async fn spawn_with(settings: Settings, entropy: Arc<dyn EntropySource>) -> TestApp {
-    let app = App::build_with_entropy(settings, entropy).await.expect("app builds");
+    run(App::build_with_entropy(settings, entropy).await.expect("app builds"))
+}
+
+/// Runs a built app until the test stops it.
+pub fn run(app: App) -> TestApp {
     let api = format!("http://{}", app.api_addr());
     let admin = format!("http://{}", app.admin_addr());
     let state = app.state().clone();

@@ -282,9 +282,9 @@ async fn api_keys_file_reloads_and_a_bad_file_keeps_the_old_keys() {
     std::fs::write(&file, format!("{}\n", hex(b"second"))).unwrap();
     assert!(eventually(|| async { status("second").await == 200 }).await, "new key accepted");
     assert_eq!(status("first").await, 401, "revoked key refused");
-    let errors = reloads(&app, "api_keys", "error").await;
+    let errors = reloads(&app, "callers", "error").await;
     std::fs::write(&file, "not-a-digest\n").unwrap();
-    assert!(eventually(|| async { reloads(&app, "api_keys", "error").await > errors }).await);
+    assert!(eventually(|| async { reloads(&app, "callers", "error").await > errors }).await);
     assert_eq!(status("second").await, 200, "the previous keys stay after a bad file");
     // Emptying the file revokes every key (start-up would refuse it; a reload accepts it).
     std::fs::write(&file, "# all revoked\n").unwrap();

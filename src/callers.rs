@@ -1,0 +1,294 @@
+//! Named callers: who is asking (a bearer key or a verified client certificate), what they may
+//! ask for (policy) and how much (quota), counted per caller. Both transports go through
+//! [`Callers::admit`] before a request reaches a handler, and the [`crate::service`] checks the
+//! parsed request against the caller's policy and byte quota ([`Caller::permit`]).
+//!
+//! - [`settings`]: the `[callers.<name>]` tables as written.
+//! - [`registry`]: validated callers indexed by credential; state that survives a reload.
+//! - [`policy`]: algorithms, routes, bits per request, prediction resistance (403).
+//! - [`quota`]: token buckets and the in-flight cap (429).
+//! - [`headers`]: the `RateLimit-Policy` / `RateLimit` fields.
+//! - [`identity`]: the names of a verified client certificate.
+//!
+//! The registry in force is swapped whole on reload ([`Callers::reload`]): a request admitted
+//! before keeps its `Arc<Caller>` (old policy) to the end; the next one sees the new registry.
+//! Quotas are per instance.
+
+pub mod headers;
+pub mod identity;
+pub mod policy;
+pub mod quota;
+pub mod registry;
+pub mod settings;
+
+use std::sync::{Arc, RwLock};
+use std::time::Instant;
+
+use serde::Serialize;
+
+pub use identity::ClientIdentity;
+pub use policy::{Policy, Route};
+pub use registry::{Caller, Registry};
+
+use crate::config::Settings;
+use crate::drbg::Algorithm;
+use crate::error::ApiError;
+use crate::metrics::Metrics;
+
+/// The registry in force, replaced whole on reload.
+pub struct Callers {
+    current: RwLock<Arc<Registry>>,
+    metrics: Arc<Metrics>,
+}
+
+impl std::fmt::Debug for Callers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Callers").field(&*self.registry()).finish()
+    }
+}
+
+/// An admitted request: its caller and its place in the caller's in-flight count (released
+/// when this is dropped, with the request).
+#[derive(Debug, Clone)]
+pub struct Admission {
+    /// Who is asking.
+    pub caller: Arc<Caller>,
+    _in_flight: Option<Arc<quota::InFlight>>,
+}
+
+/// A refused request: the error to answer, and the caller when it is known.
+#[derive(Debug)]
+pub struct Denied {
+    /// The caller, if the credentials named one.
+    pub caller: Option<Arc<Caller>>,
+    /// 401, 403 or 429.
+    pub error: ApiError,
+}
+
+impl Callers {
+    /// The callers of `settings`, logging each warning.
+    ///
+    /// # Errors
+    /// See [`Registry::build`].
+    pub fn from_settings(settings: &Settings, metrics: Arc<Metrics>) -> anyhow::Result<Self> {
+        let (registry, warnings) = Registry::build(settings, &metrics, None)?;
+        for w in warnings {
+            tracing::warn!("{w}");
+        }
+        Ok(Callers { current: RwLock::new(Arc::new(registry)), metrics })
+    }
+
+    /// The registry in force.
+    pub fn registry(&self) -> Arc<Registry> {
+        self.current.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+
+    /// Builds a registry from `settings` and puts it in force, keeping each caller's quota
+    /// state and counters.
+    ///
+    /// # Errors
+    /// See [`Registry::build`]; the registry in force then stays.
+    pub fn reload(&self, settings: &Settings) -> anyhow::Result<()> {
+        let (registry, warnings) = Registry::build(settings, &self.metrics, Some(&self.registry()))?;
+        for w in warnings {
+            tracing::warn!("{w}");
+        }
+        let names: Vec<&str> = registry.callers().iter().map(|c| c.name()).collect();
+        tracing::info!(callers = names.join(","), auth = registry.auth(), "callers reloaded");
+        *self.current.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(registry);
+        Ok(())
+    }
+
+    /// Identifies the caller and admits the request to `route` (`None` for the metadata
+    /// routes every caller may call): policy route check, in-flight cap, request bucket.
+    ///
+    /// # Errors
+    /// [`Denied`] with 401, 403 (`unknown_client`, `route_not_allowed`) or 429
+    /// (`concurrency_limited`, `rate_limited`); each is counted.
+    pub fn admit(
+        &self,
+        bearer: Option<&[u8]>,
+        client: Option<&ClientIdentity>,
+        route: Option<Route>,
+    ) -> Result<Admission, Denied> {
+        let caller = match self.registry().identify(bearer, client) {
+            Ok(caller) => caller,
+            Err(error) => {
+                self.metrics.caller_denials.with_label_values(&[registry::UNKNOWN, error.code()]).inc();
+                return Err(Denied { caller: None, error });
+            }
+        };
+        caller.count_request();
+        let deny = |caller: Arc<Caller>, error: ApiError| {
+            caller.count_denial(&error);
+            Err(Denied { caller: Some(caller), error })
+        };
+        let Some(route) = route else {
+            return Ok(Admission { caller, _in_flight: None });
+        };
+        if let Err(error) = caller.policy.check_route(route) {
+            return deny(caller, error);
+        }
+        let Some(in_flight) = caller.quota_state().enter(caller.quota.max_in_flight) else {
+            let error = ApiError::rate_limited(
+                "concurrency_limited",
+                1,
+                format!("this caller already has {} requests in progress", caller.quota_state().in_flight()),
+            );
+            return deny(caller, error);
+        };
+        if let Some(rate) = caller.quota.requests
+            && let Err(wait) = caller.quota_state().requests.take(rate, 1.0, Instant::now())
+        {
+            let error = ApiError::rate_limited(
+                "rate_limited",
+                retry_after(wait),
+                format!(
+                    "this caller may make {} requests per second (burst {})",
+                    rate.per_second, rate.burst
+                ),
+            );
+            return deny(caller, error);
+        }
+        Ok(Admission { caller, _in_flight: Some(Arc::new(in_flight)) })
+    }
+}
+
+/// Whole seconds to wait, at least 1 (`Retry-After` takes integers).
+fn retry_after(wait: quota::Wait) -> u64 {
+    (wait.0.as_secs_f64().ceil() as u64).max(1)
+}
+
+impl Caller {
+    /// Checks a parsed request against the caller's policy, then takes its random bytes from
+    /// the byte bucket.
+    ///
+    /// # Errors
+    /// 403 `alg_not_allowed`, `n_not_allowed`, `pr_not_allowed`; 429 `rate_limited`. Counted.
+    pub fn permit(&self, alg: Algorithm, n_bits: u64, pr: bool, bytes: u64) -> Result<(), ApiError> {
+        let result = self.policy.check(alg, n_bits, pr).and_then(|()| match self.quota.bytes {
+            Some(rate) => {
+                self.quota_state().bytes.take(rate, bytes as f64, Instant::now()).map(drop).map_err(|wait| {
+                    ApiError::rate_limited(
+                        "rate_limited",
+                        retry_after(wait),
+                        format!("this caller may draw {} random bytes per second", rate.per_second),
+                    )
+                })
+            }
+            None => Ok(()),
+        });
+        if let Err(e) = &result {
+            self.count_denial(e);
+        }
+        result
+    }
+
+    /// `GET /usage` / `GetUsage`: the caller's policy, what is left of its quota now, and its
+    /// counters on this instance.
+    pub fn usage(&self) -> Usage {
+        let now = Instant::now();
+        let state = self.quota_state();
+        let bucket = |rate: Option<quota::Rate>, bucket: &quota::Bucket| {
+            rate.map(|r| {
+                let left = bucket.peek(r, now);
+                BucketUsage {
+                    per_second: r.per_second as u64,
+                    burst: r.burst as u64,
+                    remaining: left.max(0.0).floor() as u64,
+                    full_in_seconds: quota::seconds_to_full(r, left),
+                }
+            })
+        };
+        Usage {
+            caller: self.name().to_string(),
+            policy: PolicyUsage {
+                algs: self.policy.algs().collect(),
+                routes: self.policy.routes().collect(),
+                max_bits: self.policy.max_bits,
+                pr: self.policy.pr,
+            },
+            quota: QuotaUsage {
+                scope: "instance",
+                requests: bucket(self.quota.requests, &state.requests),
+                bytes: bucket(self.quota.bytes, &state.bytes),
+                max_in_flight: self.quota.max_in_flight,
+                in_flight: state.in_flight(),
+            },
+            counters: Counters {
+                requests: self.requests(),
+                output_bytes: self.output_bytes(),
+                denied: self.denied(),
+            },
+        }
+    }
+}
+
+/// What `GET /usage` returns.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct Usage {
+    /// The caller's name.
+    pub caller: String,
+    /// Its policy.
+    pub policy: PolicyUsage,
+    /// Its quota now.
+    pub quota: QuotaUsage,
+    /// Its counters on this instance.
+    pub counters: Counters,
+}
+
+/// A policy, as `/usage` shows it.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct PolicyUsage {
+    /// Allowed algorithms (canonical names).
+    #[schema(value_type = Vec<String>)]
+    pub algs: Vec<Algorithm>,
+    /// Allowed random-output routes (`/bits`, `/token`, ...).
+    #[schema(value_type = Vec<String>)]
+    pub routes: Vec<Route>,
+    /// Most bits per request.
+    pub max_bits: u64,
+    /// Whether `pr=true` is allowed.
+    pub pr: bool,
+}
+
+/// A quota now.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct QuotaUsage {
+    /// Always `instance`: each replica keeps its own buckets.
+    #[schema(value_type = String)]
+    pub scope: &'static str,
+    /// The request bucket (`null`: no limit).
+    pub requests: Option<BucketUsage>,
+    /// The random-byte bucket (`null`: no limit).
+    pub bytes: Option<BucketUsage>,
+    /// The in-flight cap (`null`: none).
+    pub max_in_flight: Option<u32>,
+    /// Requests in progress now.
+    pub in_flight: u32,
+}
+
+/// One bucket now.
+#[derive(Debug, Clone, Copy, Serialize, utoipa::ToSchema)]
+pub struct BucketUsage {
+    /// Sustained rate.
+    pub per_second: u64,
+    /// Bucket size.
+    pub burst: u64,
+    /// What may be spent now.
+    pub remaining: u64,
+    /// Seconds until full.
+    pub full_in_seconds: u64,
+}
+
+/// Counters since the instance started.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct Counters {
+    /// Requests (admitted or denied).
+    pub requests: u64,
+    /// Random bytes served.
+    pub output_bytes: u64,
+    /// Denials by code.
+    #[schema(value_type = std::collections::BTreeMap<String, u64>)]
+    pub denied: std::collections::BTreeMap<&'static str, u64>,
+}

@@ -1,0 +1,172 @@
+//! What a caller may ask for: algorithms, endpoints, bits per request, prediction resistance.
+//! A request outside its caller's policy is refused with 403 and a stable code.
+
+use serde::{Deserialize, Serialize};
+
+use crate::drbg::Algorithm;
+use crate::error::ApiError;
+
+/// A random-output endpoint (HTTP route and the gRPC methods that serve the same thing).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
+pub enum Route {
+    /// `/bits`, `GetBits`, `StreamBits`.
+    #[serde(rename = "/bits")]
+    Bits,
+    /// `/bytes`, `GetBytes`.
+    #[serde(rename = "/bytes")]
+    Bytes,
+    /// `/token`, `GetToken`.
+    #[serde(rename = "/token")]
+    Token,
+    /// `/nonce`, `GetNonce`.
+    #[serde(rename = "/nonce")]
+    Nonce,
+    /// `/uuid`, `GetUuids`.
+    #[serde(rename = "/uuid")]
+    Uuid,
+    /// `/int`, `GetInts`.
+    #[serde(rename = "/int")]
+    Int,
+}
+
+impl Route {
+    /// Every route.
+    pub const ALL: [Route; 6] =
+        [Route::Bits, Route::Bytes, Route::Token, Route::Nonce, Route::Uuid, Route::Int];
+
+    /// The HTTP path.
+    pub fn path(self) -> &'static str {
+        match self {
+            Route::Bits => "/bits",
+            Route::Bytes => "/bytes",
+            Route::Token => "/token",
+            Route::Nonce => "/nonce",
+            Route::Uuid => "/uuid",
+            Route::Int => "/int",
+        }
+    }
+
+    /// The route of an HTTP path, if it is a random-output one.
+    pub fn from_path(path: &str) -> Option<Route> {
+        Route::ALL.into_iter().find(|r| r.path() == path)
+    }
+
+    fn bit(self) -> u8 {
+        1 << (self as u8)
+    }
+}
+
+/// A caller's policy, validated and clamped to the server's limits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Policy {
+    /// Allowed algorithms (bit `alg.index()`).
+    algs: u32,
+    /// Allowed routes (bit `route as u8`).
+    routes: u8,
+    /// Most random bits per request.
+    pub max_bits: u64,
+    /// Whether `pr=true` is allowed.
+    pub pr: bool,
+}
+
+impl Policy {
+    /// Everything the server allows: `enabled` algorithms, every route, up to `max_bits`.
+    pub fn open(enabled: &[Algorithm], max_bits: u64) -> Self {
+        Policy::new(enabled, &Route::ALL, max_bits, true)
+    }
+
+    /// A policy allowing exactly these.
+    pub fn new(algs: &[Algorithm], routes: &[Route], max_bits: u64, pr: bool) -> Self {
+        Policy {
+            algs: algs.iter().fold(0, |m, a| m | 1 << a.index()),
+            routes: routes.iter().fold(0, |m, r| m | r.bit()),
+            max_bits,
+            pr,
+        }
+    }
+
+    /// The allowed algorithms, in [`Algorithm::ALL`] order.
+    pub fn algs(&self) -> impl Iterator<Item = Algorithm> + '_ {
+        Algorithm::ALL.into_iter().filter(|a| self.algs & (1 << a.index()) != 0)
+    }
+
+    /// The allowed routes.
+    pub fn routes(&self) -> impl Iterator<Item = Route> + '_ {
+        Route::ALL.into_iter().filter(|r| self.routes & r.bit() != 0)
+    }
+
+    /// 403 `route_not_allowed` unless `route` is allowed.
+    ///
+    /// # Errors
+    /// As above.
+    pub fn check_route(&self, route: Route) -> Result<(), ApiError> {
+        if self.routes & route.bit() == 0 {
+            return Err(ApiError::forbidden(
+                "route_not_allowed",
+                format!("this caller may not call {}", route.path()),
+            ));
+        }
+        Ok(())
+    }
+
+    /// 403 `alg_not_allowed`, `n_not_allowed` or `pr_not_allowed` unless the request is
+    /// within the policy.
+    ///
+    /// # Errors
+    /// The first rule the request breaks.
+    pub fn check(&self, alg: Algorithm, n_bits: u64, pr: bool) -> Result<(), ApiError> {
+        if self.algs & (1 << alg.index()) == 0 {
+            let allowed: Vec<&str> = self.algs().map(Algorithm::name).collect();
+            return Err(ApiError::forbidden(
+                "alg_not_allowed",
+                format!("this caller may not use {alg}; allowed: {}", allowed.join(", ")),
+            ));
+        }
+        if n_bits > self.max_bits {
+            return Err(ApiError::forbidden(
+                "n_not_allowed",
+                format!("this caller may draw at most {} bits per request, not {n_bits}", self.max_bits),
+            ));
+        }
+        if pr && !self.pr {
+            return Err(ApiError::forbidden(
+                "pr_not_allowed",
+                "this caller may not ask for prediction resistance (pr=true)".to_string(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_rule_has_its_code() {
+        let p = Policy::new(&[Algorithm::ChaCha20], &[Route::Token, Route::Bits], 4096, false);
+        assert!(p.check(Algorithm::ChaCha20, 4096, false).is_ok());
+        assert!(p.check_route(Route::Bits).is_ok());
+        let code = |r: Result<(), ApiError>| r.unwrap_err().code();
+        assert_eq!(code(p.check(Algorithm::Blake3, 8, false)), "alg_not_allowed");
+        assert_eq!(code(p.check(Algorithm::ChaCha20, 4097, false)), "n_not_allowed");
+        assert_eq!(code(p.check(Algorithm::ChaCha20, 8, true)), "pr_not_allowed");
+        assert_eq!(code(p.check_route(Route::Int)), "route_not_allowed");
+        assert_eq!(p.algs().collect::<Vec<_>>(), [Algorithm::ChaCha20]);
+        assert_eq!(p.routes().collect::<Vec<_>>(), [Route::Bits, Route::Token]);
+        let open = Policy::open(&Algorithm::ALL, 100);
+        assert!(Route::ALL.iter().all(|r| open.check_route(*r).is_ok()));
+        assert!(Algorithm::ALL.iter().all(|a| open.check(*a, 100, true).is_ok()));
+    }
+
+    #[test]
+    fn routes_parse_from_their_paths() {
+        for r in Route::ALL {
+            assert_eq!(Route::from_path(r.path()), Some(r));
+            let json = serde_json::to_string(&r).unwrap();
+            assert_eq!(json, format!("\"{}\"", r.path()));
+            assert_eq!(serde_json::from_str::<Route>(&json).unwrap(), r);
+        }
+        assert_eq!(Route::from_path("/usage"), None);
+    }
+}

@@ -1,0 +1,430 @@
+//! The configured callers, validated and indexed: bearer-key digests and certificate
+//! identities to callers, each with its policy, quota and counters. Built whole from the
+//! settings (and the keys file) at start and on every reload; a caller's quota state and
+//! counters carry over to the next registry by name, so a reload refills no bucket.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use anyhow::{Context, bail, ensure};
+use axum::http::HeaderValue;
+use sha2::{Digest, Sha256};
+use subtle::{ConditionallySelectable, ConstantTimeEq};
+
+use super::identity::{ClientIdentity, valid_entry};
+use super::policy::Policy;
+use super::quota::{Quota, QuotaState, Rate};
+use super::settings::CallerSettings;
+use crate::config::Settings;
+use crate::drbg::Algorithm;
+use crate::error::ApiError;
+use crate::metrics::Metrics;
+
+/// The caller of every request when auth is off (unless a client certificate names another).
+pub const ANONYMOUS: &str = "anonymous";
+/// The caller of keys given without a name (`auth.api_key_sha256`, bare digests in the keys
+/// file); open policy and no quota unless `[callers.default]` says otherwise.
+pub const DEFAULT: &str = "default";
+/// The `caller` label of requests whose credentials name no caller.
+pub const UNKNOWN: &str = "unknown";
+
+/// Denial codes counted per caller, in `/usage` and `drbgd_caller_denials_total`.
+pub const DENIALS: [&str; 7] = [
+    "unknown_client",
+    "route_not_allowed",
+    "alg_not_allowed",
+    "n_not_allowed",
+    "pr_not_allowed",
+    "rate_limited",
+    "concurrency_limited",
+];
+
+/// A caller: its name, policy, quota and (shared across reloads) state.
+pub struct Caller {
+    name: Arc<str>,
+    /// What it may ask for.
+    pub policy: Policy,
+    /// Its limits.
+    pub quota: Quota,
+    /// `RateLimit-Policy` field value, when it has a rate limit.
+    pub policy_field: Option<HeaderValue>,
+    state: Arc<CallerState>,
+}
+
+impl std::fmt::Debug for Caller {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Caller")
+            .field("name", &self.name)
+            .field("policy", &self.policy)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What outlives a reload: quota state, counters and resolved metric handles.
+struct CallerState {
+    quota: Arc<QuotaState>,
+    requests: AtomicU64,
+    output_bytes: AtomicU64,
+    denied: [AtomicU64; DENIALS.len()],
+    metrics: CallerMetrics,
+}
+
+/// The caller's series, resolved once (no label hashing per request).
+struct CallerMetrics {
+    requests: prometheus::IntCounter,
+    output_bytes: prometheus::IntCounter,
+    denials: [prometheus::IntCounter; DENIALS.len()],
+}
+
+impl CallerState {
+    fn new(name: &str, metrics: &Metrics) -> Self {
+        CallerState {
+            quota: Arc::default(),
+            requests: AtomicU64::new(0),
+            output_bytes: AtomicU64::new(0),
+            denied: Default::default(),
+            metrics: CallerMetrics {
+                requests: metrics.caller_requests.with_label_values(&[name]),
+                output_bytes: metrics.caller_output_bytes.with_label_values(&[name]),
+                denials: DENIALS.map(|code| metrics.caller_denials.with_label_values(&[name, code])),
+            },
+        }
+    }
+}
+
+impl Caller {
+    /// The name (the `caller` label and log field).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The shared name.
+    pub fn name_arc(&self) -> Arc<str> {
+        self.name.clone()
+    }
+
+    /// The quota state (buckets, requests in progress).
+    pub fn quota_state(&self) -> &Arc<QuotaState> {
+        &self.state.quota
+    }
+
+    /// Counts a request that reached admission.
+    pub fn count_request(&self) {
+        self.state.requests.fetch_add(1, Ordering::Relaxed);
+        self.state.metrics.requests.inc();
+    }
+
+    /// Counts random bytes served to this caller.
+    pub fn count_output(&self, bytes: u64) {
+        self.state.output_bytes.fetch_add(bytes, Ordering::Relaxed);
+        self.state.metrics.output_bytes.inc_by(bytes);
+    }
+
+    /// Counts a denial by its code (codes outside [`DENIALS`] are not denials).
+    pub fn count_denial(&self, error: &ApiError) {
+        if let Some(i) = DENIALS.iter().position(|c| *c == error.code()) {
+            self.state.denied[i].fetch_add(1, Ordering::Relaxed);
+            self.state.metrics.denials[i].inc();
+        }
+    }
+
+    /// Requests admitted or denied since start (this instance).
+    pub fn requests(&self) -> u64 {
+        self.state.requests.load(Ordering::Relaxed)
+    }
+
+    /// Random bytes served since start (this instance).
+    pub fn output_bytes(&self) -> u64 {
+        self.state.output_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Denials by code since start (this instance).
+    pub fn denied(&self) -> BTreeMap<&'static str, u64> {
+        DENIALS.iter().zip(&self.state.denied).map(|(c, n)| (*c, n.load(Ordering::Relaxed))).collect()
+    }
+}
+
+/// The callers in force, indexed by credential.
+pub struct Registry {
+    auth: bool,
+    digests: Vec<[u8; 32]>,
+    /// Index into `callers` of each digest's owner.
+    owners: Vec<u32>,
+    identities: HashMap<String, u32>,
+    callers: Vec<Arc<Caller>>,
+    anonymous: Arc<Caller>,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registry")
+            .field("auth", &self.auth)
+            .field("callers", &self.callers.iter().map(|c| c.name()).collect::<Vec<_>>())
+            .field("digests", &self.digests.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Registry {
+    /// Validates the callers of `settings` (and the keys file) and builds the registry; state
+    /// of callers also in `previous` carries over. Returns warnings to log (clamped policies,
+    /// callers without credentials).
+    ///
+    /// # Errors
+    /// A malformed caller (named by its key), a key or identity claimed twice, an unreadable
+    /// keys file, or auth on with no credential at all.
+    pub fn build(
+        settings: &Settings,
+        metrics: &Metrics,
+        previous: Option<&Registry>,
+    ) -> anyhow::Result<(Self, Vec<String>)> {
+        let mut warnings = Vec::new();
+        let mut tables: BTreeMap<String, CallerSettings> = settings.callers.clone();
+        let mut unnamed = settings.auth.api_key_sha256.clone();
+        if let Some(path) = settings.api_keys_file() {
+            let text = std::fs::read_to_string(&path)
+                .with_context(|| format!("auth.api_keys_file {}", path.display()))?;
+            for (i, line) in text.lines().enumerate() {
+                let line = line.trim();
+                if line.is_empty() || line.starts_with('#') {
+                    continue;
+                }
+                match line.split_once(char::is_whitespace) {
+                    None => unnamed.push(line.to_string()),
+                    Some((name, digest)) => {
+                        let table = tables.get_mut(name).with_context(|| {
+                            format!(
+                                "auth.api_keys_file {} line {}: no caller named {name:?} is configured",
+                                path.display(),
+                                i + 1
+                            )
+                        })?;
+                        table.key_sha256.push(digest.trim().to_string());
+                    }
+                }
+            }
+        }
+        if !unnamed.is_empty() {
+            tables.entry(DEFAULT.to_string()).or_default().key_sha256.extend(unnamed);
+        }
+        let find_state = |name: &str| {
+            previous
+                .and_then(|p| p.callers.iter().chain([&p.anonymous]).find(|c| c.name() == name))
+                .map(|c| c.state.clone())
+                .unwrap_or_else(|| Arc::new(CallerState::new(name, metrics)))
+        };
+        let mut registry = Registry {
+            auth: settings.auth.enabled,
+            digests: Vec::new(),
+            owners: Vec::new(),
+            identities: HashMap::new(),
+            callers: Vec::new(),
+            anonymous: Arc::new(Caller {
+                name: ANONYMOUS.into(),
+                policy: Policy::open(&settings.drbg.enabled, settings.limits.max_bits),
+                quota: Quota::default(),
+                policy_field: None,
+                state: find_state(ANONYMOUS),
+            }),
+        };
+        let mut claimed: HashMap<[u8; 32], String> = HashMap::new();
+        for (name, table) in &tables {
+            let key = |field: &str| format!("callers.{name}.{field}");
+            ensure!(
+                valid_name(name),
+                "callers.{name}: a caller name is 1-64 of a-z 0-9 _ - . (and not {UNKNOWN:?})"
+            );
+            let (policy, quota) = build_policy(name, table, settings, &mut warnings)?;
+            let caller = Arc::new(Caller {
+                name: name.as_str().into(),
+                policy_field: super::headers::policy_field(&quota),
+                policy,
+                quota,
+                state: find_state(name),
+            });
+            if name == ANONYMOUS {
+                ensure!(
+                    table.key_sha256.is_empty() && table.identities.is_empty(),
+                    "callers.anonymous: the caller of unauthenticated requests (auth off) has no credentials"
+                );
+                registry.anonymous = caller;
+                continue;
+            }
+            let index = u32::try_from(registry.callers.len()).context("too many callers")?;
+            for hex in &table.key_sha256 {
+                let digest = data_encoding::HEXLOWER_PERMISSIVE
+                    .decode(hex.trim().as_bytes())
+                    .ok()
+                    .and_then(|b| <[u8; 32]>::try_from(b).ok())
+                    .with_context(|| {
+                        format!("{}: each digest must be 64 hex characters (SHA-256)", key("key_sha256"))
+                    })?;
+                if let Some(other) = claimed.insert(digest, name.clone()) {
+                    bail!("{}: a key is listed for both {other:?} and {name:?}", key("key_sha256"));
+                }
+                registry.digests.push(digest);
+                registry.owners.push(index);
+            }
+            for id in &table.identities {
+                ensure!(
+                    valid_entry(id),
+                    "{}: {id:?} is not spiffe://… (a URI SAN), dns:<name> or cn:<name>",
+                    key("identities")
+                );
+                if let Some(other) = registry.identities.insert(id.clone(), index) {
+                    let other = registry.callers[other as usize].name();
+                    bail!("{}: {id:?} is listed for both {other:?} and {name:?}", key("identities"));
+                }
+            }
+            if settings.auth.enabled && table.key_sha256.is_empty() && table.identities.is_empty() {
+                warnings.push(format!("callers.{name} has no key and no identity: no request can be it"));
+            }
+            registry.callers.push(caller);
+        }
+        if settings.auth.enabled && registry.digests.is_empty() && registry.identities.is_empty() {
+            // At start-up a mistake; on reload the way to revoke every key at once.
+            ensure!(
+                previous.is_some(),
+                "auth.enabled is true but no API key digest or client identity is configured"
+            );
+            warnings.push("no API key or client identity is configured: every API request is refused until one is added".into());
+        }
+        Ok((registry, warnings))
+    }
+
+    /// Whether bearer keys are required.
+    pub fn auth(&self) -> bool {
+        self.auth
+    }
+
+    /// The caller of a request: by its verified client certificate if it has one, else by its
+    /// bearer key when auth is on, else `anonymous`.
+    ///
+    /// # Errors
+    /// 401 `unauthorized` for a missing or unknown key (auth on); 403 `unknown_client` for a
+    /// verified certificate that no caller lists (auth on).
+    pub fn identify(
+        &self,
+        bearer: Option<&[u8]>,
+        client: Option<&ClientIdentity>,
+    ) -> Result<Arc<Caller>, ApiError> {
+        if let Some(client) = client {
+            let found = client.names().iter().find_map(|n| self.identities.get(n));
+            match found {
+                Some(&i) => return Ok(self.callers[i as usize].clone()),
+                None if self.auth => {
+                    return Err(ApiError::forbidden(
+                        "unknown_client",
+                        "the client certificate is trusted but names no configured caller".to_string(),
+                    ));
+                }
+                None => {}
+            }
+        }
+        if !self.auth {
+            return Ok(self.anonymous.clone());
+        }
+        let token = bearer
+            .and_then(|v| v.strip_prefix(b"Bearer ").or_else(|| v.strip_prefix(b"bearer ")))
+            .ok_or(ApiError::Unauthorized)?;
+        self.find_key(token).map(|i| self.callers[i].clone()).ok_or(ApiError::Unauthorized)
+    }
+
+    /// The owner of `key`: every digest is compared, in constant time, whatever matches.
+    fn find_key(&self, key: &[u8]) -> Option<usize> {
+        let digest: [u8; 32] = Sha256::digest(key).into();
+        let mut found = 0u32;
+        for (d, owner) in self.digests.iter().zip(&self.owners) {
+            found.conditional_assign(&(owner + 1), d.ct_eq(&digest));
+        }
+        (found as usize).checked_sub(1)
+    }
+
+    /// The named callers (not `anonymous`).
+    pub fn callers(&self) -> &[Arc<Caller>] {
+        &self.callers
+    }
+
+    /// The caller of unauthenticated requests.
+    pub fn anonymous(&self) -> &Arc<Caller> {
+        &self.anonymous
+    }
+}
+
+fn valid_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name != UNKNOWN
+        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"_-.".contains(&b))
+}
+
+/// The caller's policy and quota, clamped to the server's limits (with a warning each).
+fn build_policy(
+    name: &str,
+    table: &CallerSettings,
+    settings: &Settings,
+    warnings: &mut Vec<String>,
+) -> anyhow::Result<(Policy, Quota)> {
+    let p = &table.policy;
+    let enabled = &settings.drbg.enabled;
+    let algs = match &p.algs {
+        None => enabled.clone(),
+        Some(algs) => {
+            let (on, off): (Vec<Algorithm>, Vec<Algorithm>) = algs.iter().partition(|a| enabled.contains(a));
+            if !off.is_empty() {
+                let off: Vec<&str> = off.iter().map(|a| a.name()).collect();
+                warnings.push(format!(
+                    "callers.{name}.policy.algs: {} not enabled on this server (drbg.enabled); ignored",
+                    off.join(", ")
+                ));
+            }
+            ensure!(!on.is_empty(), "callers.{name}.policy.algs: none of them is enabled (drbg.enabled)");
+            on
+        }
+    };
+    let routes = p.routes.clone().unwrap_or_else(|| super::policy::Route::ALL.to_vec());
+    let limit = settings.limits.max_bits;
+    let max_bits = match p.max_bits {
+        None => limit,
+        Some(0) => bail!("callers.{name}.policy.max_bits: must be positive"),
+        Some(n) if n > limit => {
+            warnings.push(format!(
+                "callers.{name}.policy.max_bits {n} is above limits.max_bits; clamped to {limit}"
+            ));
+            limit
+        }
+        Some(n) => n,
+    };
+    let q = &table.quota;
+    let rate = |per_second: u64, burst: u64| {
+        (per_second > 0).then_some(Rate {
+            per_second: per_second as f64,
+            burst: if burst == 0 { per_second as f64 } else { burst as f64 },
+        })
+    };
+    let cap = u32::try_from(settings.server.concurrency_limit).unwrap_or(u32::MAX);
+    let max_in_flight = match q.max_in_flight {
+        0 => None,
+        n if n > cap => {
+            warnings.push(format!(
+                "callers.{name}.quota.max_in_flight {n} is above server.concurrency_limit; clamped to {cap}"
+            ));
+            Some(cap)
+        }
+        n => Some(n),
+    };
+    ensure!(
+        q.requests_per_second > 0 || q.burst == 0,
+        "callers.{name}.quota.burst: set requests_per_second too"
+    );
+    ensure!(
+        q.bytes_per_second > 0 || q.bytes_burst == 0,
+        "callers.{name}.quota.bytes_burst: set bytes_per_second too"
+    );
+    let quota = Quota {
+        requests: rate(u64::from(q.requests_per_second), u64::from(q.burst)),
+        bytes: rate(q.bytes_per_second, q.bytes_burst),
+        max_in_flight,
+    };
+    Ok((Policy::new(&algs, &routes, max_bits, p.pr), quota))
+}

@@ -1,0 +1,509 @@
+//! Named callers over HTTP and gRPC with the shipped example (config/examples/callers.toml):
+//! 401, 403 with each code, 429 with Retry-After and the rate-limit fields, /usage, the
+//! `caller` label; reload from the config file (valid and invalid); mTLS identities.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use drbgd::config::{ConfigSource, Settings};
+use drbgd::grpc::pb::randomness_service_client::RandomnessServiceClient as RandomnessClient;
+use drbgd::grpc::pb::{Algorithm, GetBitsRequest, GetIntsRequest, GetTokenRequest, GetUsageRequest};
+use tonic::Code;
+
+use crate::helpers::{TestApp, assert_problem, spawn_with};
+
+const EXAMPLE: &str = "config/examples/callers.toml";
+
+fn on_free_ports() -> serde_json::Value {
+    serde_json::json!({ "server": { "listen": "127.0.0.1:0", "admin_listen": "127.0.0.1:0" }, "drbg": { "shards": 2 } })
+}
+
+fn example() -> Settings {
+    Settings::load(Some(EXAMPLE.as_ref()), on_free_ports()).expect("the example loads")
+}
+
+async fn spawn_example() -> TestApp {
+    spawn_with(example(), Arc::new(drbgd::drbg::entropy::OsEntropy)).await
+}
+
+async fn get(app: &TestApp, key: &str, path: &str) -> reqwest::Response {
+    app.client.get(app.url(path)).bearer_auth(key).send().await.unwrap()
+}
+
+fn parse_ratelimit(value: &str) -> (u64, u64) {
+    // "requests";r=7;t=1
+    let item = value.split(", ").find(|i| i.starts_with("\"requests\"")).expect("a requests item");
+    let param = |name: &str| {
+        item.split(';').find_map(|p| p.strip_prefix(&format!("{name}="))).unwrap().parse::<u64>().unwrap()
+    };
+    (param("r"), param("t"))
+}
+
+#[tokio::test]
+async fn the_example_callers_get_their_policies_over_http() {
+    let app = spawn_example().await;
+    // No key, a wrong key: 401 (and counted under `unknown`).
+    assert_problem(app.get("/token").await, 401, "unauthorized").await;
+    assert_problem(get(&app, "nope", "/token").await, 401, "unauthorized").await;
+
+    // batch: everything, no rate-limit fields.
+    for path in
+        ["/int?min=1&max=6", "/bits?n=100000&alg=aes256ctr&pr=true", "/bytes?n=16&alg=blake3", "/uuid"]
+    {
+        let r = get(&app, "batch-example-key", path).await;
+        assert_eq!(r.status(), 200, "{path}");
+        assert!(r.headers().get("ratelimit").is_none() && r.headers().get("ratelimit-policy").is_none());
+    }
+
+    // web: each rule with its code.
+    let cases = [
+        ("/int?min=1&max=6", "route_not_allowed"),
+        ("/bytes?n=16", "route_not_allowed"),
+        ("/bits?n=256&alg=aes256ctr", "alg_not_allowed"),
+        ("/token?alg=blake3", "alg_not_allowed"),
+        ("/bits?n=4097", "n_not_allowed"),
+        ("/token?bytes=513", "n_not_allowed"),
+        ("/bits?n=256&pr=true", "pr_not_allowed"),
+    ];
+    for (path, code) in cases {
+        let r = get(&app, "web-example-key", path).await;
+        assert!(r.headers().contains_key("ratelimit-policy"), "{path}: quota fields on refusals too");
+        assert_problem(r, 403, code).await;
+    }
+    let r = get(&app, "web-example-key", "/bits?n=4096&format=hex").await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["ratelimit-policy"], "\"requests\";q=50;w=1;qu=\"request\";drbgd-burst=10");
+    assert_eq!(r.text().await.unwrap().len(), 1024);
+
+    // /usage: the caller, its policy and its denials so far.
+    let usage: serde_json::Value = get(&app, "web-example-key", "/usage").await.json().await.unwrap();
+    assert_eq!(usage["caller"], "web");
+    assert_eq!(usage["policy"]["algs"], serde_json::json!(["chacha20"]));
+    assert_eq!(usage["policy"]["routes"], serde_json::json!(["/bits", "/token", "/nonce", "/uuid"]));
+    assert_eq!(usage["policy"]["max_bits"], 4096);
+    assert_eq!(usage["policy"]["pr"], false);
+    assert_eq!(usage["quota"]["scope"], "instance");
+    assert_eq!(usage["quota"]["requests"]["per_second"], 50);
+    assert_eq!(usage["quota"]["requests"]["burst"], 10);
+    assert_eq!(usage["quota"]["bytes"], serde_json::Value::Null);
+    assert_eq!(usage["counters"]["denied"]["route_not_allowed"], 2);
+    assert_eq!(usage["counters"]["denied"]["alg_not_allowed"], 2);
+    assert_eq!(usage["counters"]["denied"]["n_not_allowed"], 2);
+    assert_eq!(usage["counters"]["denied"]["pr_not_allowed"], 1);
+    assert_eq!(usage["counters"]["output_bytes"], 512);
+    let batch: serde_json::Value = get(&app, "batch-example-key", "/usage").await.json().await.unwrap();
+    assert_eq!(batch["caller"], "batch");
+    assert_eq!(batch["quota"]["requests"], serde_json::Value::Null);
+
+    // The caller label, bounded: the configured names and `unknown`.
+    let metrics =
+        app.client.get(format!("{}/metrics", app.admin)).send().await.unwrap().text().await.unwrap();
+    assert!(metrics.contains("drbgd_caller_requests_total{caller=\"web\"}"), "{metrics}");
+    assert!(metrics.contains("drbgd_caller_output_bytes_total{caller=\"batch\"}"));
+    assert!(metrics.contains("drbgd_caller_denials_total{caller=\"unknown\",code=\"unauthorized\"} 2"));
+    assert!(metrics.contains("drbgd_caller_denials_total{caller=\"web\",code=\"n_not_allowed\"} 2"));
+    let callers: std::collections::BTreeSet<&str> = metrics
+        .lines()
+        .filter(|l| l.starts_with("drbgd_caller_"))
+        .filter_map(|l| l.split("caller=\"").nth(1)?.split('"').next())
+        .collect();
+    assert!(callers.iter().all(|c| ["web", "batch", "anonymous", "unknown"].contains(c)), "{callers:?}");
+}
+
+#[tokio::test]
+async fn over_quota_is_429_with_retry_after_and_the_rate_limit_fields() {
+    let app = spawn_example().await;
+    // A burst of 10; the refill (50/s) may add a token or two while these run.
+    let mut ok = 0;
+    let mut limited = None;
+    for _ in 0..40 {
+        let r = get(&app, "web-example-key", "/token").await;
+        if r.status() == 429 {
+            limited = Some(r);
+            break;
+        }
+        assert_eq!(r.status(), 200);
+        let (remaining, _) = parse_ratelimit(r.headers()["ratelimit"].to_str().unwrap());
+        assert!(remaining <= 10);
+        ok += 1;
+    }
+    assert!((10..40).contains(&ok), "{ok} served before the first 429");
+    let r = limited.expect("a 429 within 40 requests");
+    let retry: u64 = r.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!(retry >= 1, "{retry}");
+    let (remaining, reset) = parse_ratelimit(r.headers()["ratelimit"].to_str().unwrap());
+    assert_eq!(remaining, 0);
+    assert!(reset >= 1);
+    assert_problem(r, 429, "rate_limited").await;
+    // Other callers are not affected, and the limited one gets in again after the wait.
+    assert_eq!(get(&app, "batch-example-key", "/token").await.status(), 200);
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    assert_eq!(get(&app, "web-example-key", "/token").await.status(), 200);
+    let usage: serde_json::Value = get(&app, "web-example-key", "/usage").await.json().await.unwrap();
+    assert!(usage["counters"]["denied"]["rate_limited"].as_u64().unwrap() >= 1);
+}
+
+fn with_key<T>(key: &str, msg: T) -> tonic::Request<T> {
+    let mut r = tonic::Request::new(msg);
+    r.metadata_mut().insert("authorization", format!("Bearer {key}").parse().unwrap());
+    r
+}
+
+#[tokio::test]
+async fn grpc_callers_get_the_same_answers() {
+    let app = spawn_example().await;
+    let mut c = RandomnessClient::connect(app.api.clone()).await.unwrap();
+    let bits = |n, alg: Algorithm, pr| GetBitsRequest { n, alg: alg as i32, prediction_resistance: pr };
+    let status = c.get_bits(bits(8, Algorithm::Unspecified, false)).await.unwrap_err();
+    assert_eq!(status.code(), Code::Unauthenticated);
+    let denied = [
+        (bits(256, Algorithm::Blake3, false), "alg_not_allowed"),
+        (bits(4097, Algorithm::Unspecified, false), "n_not_allowed"),
+        (bits(256, Algorithm::Unspecified, true), "pr_not_allowed"),
+    ];
+    for (msg, code) in denied {
+        let status = c.get_bits(with_key("web-example-key", msg)).await.unwrap_err();
+        assert_eq!(status.code(), Code::PermissionDenied, "{status:?}");
+        assert!(status.message().starts_with(&format!("{code}: ")), "{status:?}");
+        assert!(status.metadata().get("ratelimit-policy").is_some());
+    }
+    let ints = GetIntsRequest { min: 1, max: 6, count: 1, alg: 0 };
+    let status = c.get_ints(with_key("web-example-key", ints)).await.unwrap_err();
+    assert_eq!(status.code(), Code::PermissionDenied);
+    assert!(status.message().starts_with("route_not_allowed: "));
+    assert!(c.get_ints(with_key("batch-example-key", ints)).await.is_ok());
+
+    let usage = c.get_usage(with_key("web-example-key", GetUsageRequest {})).await.unwrap().into_inner();
+    assert_eq!(usage.caller, "web");
+    assert_eq!(usage.allowed_algorithms, [Algorithm::Chacha20 as i32]);
+    assert_eq!(usage.max_bits, 4096);
+    assert_eq!(usage.requests.unwrap().burst, 10);
+    assert_eq!(usage.denied["alg_not_allowed"], 1);
+
+    // Over quota: RESOURCE_EXHAUSTED with retry-after and ratelimit metadata.
+    let token = GetTokenRequest::default();
+    let mut exhausted = None;
+    for _ in 0..40 {
+        match c.get_token(with_key("web-example-key", token)).await {
+            Ok(reply) => assert!(reply.metadata().get("ratelimit").is_some()),
+            Err(status) => {
+                exhausted = Some(status);
+                break;
+            }
+        }
+    }
+    let status = exhausted.expect("RESOURCE_EXHAUSTED within 40 calls");
+    assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
+    assert!(status.message().starts_with("rate_limited: "), "{status:?}");
+    let retry: u64 = status.metadata().get("retry-after").unwrap().to_str().unwrap().parse().unwrap();
+    assert!(retry >= 1);
+    assert!(status.metadata().get("ratelimit").is_some());
+    assert!(c.get_token(with_key("batch-example-key", token)).await.is_ok(), "batch is not limited");
+}
+
+/// The example with `[callers.web]` changed as `edit` says, written to `path`.
+fn write_config(path: &std::path::Path, edit: impl Fn(String) -> String) {
+    let text = std::fs::read_to_string(EXAMPLE).unwrap();
+    std::fs::write(path, edit(text)).unwrap();
+}
+
+#[tokio::test]
+async fn a_reload_applies_a_valid_file_and_refuses_an_invalid_one() {
+    let dir = std::env::temp_dir().join(format!(
+        "drbgd-callers-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("callers.toml");
+    write_config(&file, |t| t);
+    let source = ConfigSource { file: Some(file.clone()), overrides: on_free_ports() };
+    let app = drbgd::app::App::build(source.load().unwrap()).await.unwrap().with_config_source(source);
+    let reloader = app.reloader();
+    let test = crate::helpers::run(app);
+    assert_eq!(get(&test, "web-example-key", "/bits?n=256&alg=aes256ctr").await.status(), 403);
+
+    // Valid: web may now use aes256ctr too; the new policy applies to the next request.
+    write_config(&file, |t| t.replace("algs = [\"chacha20\"]", "algs = [\"chacha20\", \"aes\"]"));
+    assert!(reloader.reload_all());
+    assert_eq!(get(&test, "web-example-key", "/bits?n=256&alg=aes256ctr").await.status(), 200);
+
+    // Invalid (two callers with one key): refused, counted, and the callers in force stay.
+    write_config(&file, |t| {
+        t.replace(
+            "c52e30ad968976c3269f64540428a5a7668aa81c3757563b65c89f2675b26d7a",
+            "085e30d4e4784e45666914568005e07773f8fea65fb46e28b17698781b7520b1",
+        )
+    });
+    assert!(!reloader.reload_all());
+    assert_eq!(get(&test, "web-example-key", "/bits?n=256&alg=aes256ctr").await.status(), 200);
+    let usage: serde_json::Value = get(&test, "web-example-key", "/usage").await.json().await.unwrap();
+    assert_eq!(usage["caller"], "web");
+    // Malformed TOML: refused too.
+    std::fs::write(&file, "[callers.web\n").unwrap();
+    assert!(!reloader.reload_all());
+    let metrics =
+        test.client.get(format!("{}/metrics", test.admin)).send().await.unwrap().text().await.unwrap();
+    assert!(metrics.contains("drbgd_reloads_total{result=\"error\",what=\"callers\"} 2"), "{metrics}");
+    assert!(metrics.contains("drbgd_reloads_total{result=\"ok\",what=\"callers\"} 1"));
+    // The counters survived the reloads: the 403 before the first one is still there.
+    assert_eq!(usage["counters"]["denied"]["alg_not_allowed"], 1);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn bad_caller_configs_stop_start_up_naming_the_key() {
+    let metrics = drbgd::metrics::Metrics::new(Arc::default());
+    let build = |edit: &dyn Fn(&mut Settings)| {
+        let mut s = example();
+        edit(&mut s);
+        drbgd::callers::Registry::build(&s, &metrics, None).map(|(_, warnings)| warnings)
+    };
+    let err = |edit: &dyn Fn(&mut Settings)| format!("{:#}", build(edit).unwrap_err());
+    let e = err(&|s| s.callers.get_mut("web").unwrap().key_sha256 = s.callers["batch"].key_sha256.clone());
+    assert!(e.contains("callers.web.key_sha256") && e.contains("batch"), "{e}");
+    let e = err(&|s| s.callers.get_mut("web").unwrap().key_sha256 = vec!["abc".into()]);
+    assert!(e.contains("callers.web.key_sha256"), "{e}");
+    let e = err(&|s| s.callers.get_mut("web").unwrap().identities = vec!["web".into()]);
+    assert!(e.contains("callers.web.identities"), "{e}");
+    let e = err(&|s| {
+        let web = s.callers.remove("web").unwrap();
+        s.callers.insert("Web Tier".into(), web);
+    });
+    assert!(e.contains("callers.Web Tier"), "{e}");
+    let e = err(&|s| s.drbg.enabled = vec![drbgd::drbg::Algorithm::Aes256Ctr]);
+    assert!(e.contains("callers.web.policy.algs"), "{e}");
+    // Wider than the server: clamped, with a warning naming the key.
+    let warnings = build(&|s| s.limits.max_bits = 1000).unwrap();
+    assert!(warnings.iter().any(|w| w.contains("callers.web.policy.max_bits")), "{warnings:?}");
+    // Unknown keys and wrong types, named by the loader.
+    let dir = std::env::temp_dir().join(format!("drbgd-badcallers-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (text, key) in [
+        ("[callers.web.policy]\nalgs = [\"rc4\"]\n", "callers.web.policy.algs"),
+        ("[callers.web.policy]\nroutes = [\"/admin\"]\n", "callers.web.policy.routes"),
+        ("[callers.web.quota]\nrequests_per_second = -1\n", "callers.web.quota.requests_per_second"),
+        ("[callers.web]\nkey = \"x\"\n", "key"),
+    ] {
+        let file = dir.join("bad.toml");
+        std::fs::write(&file, text).unwrap();
+        let e = Settings::load(Some(&file), on_free_ports()).unwrap_err().to_string();
+        assert!(e.contains(key), "{text}: {e}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A CA, and a way to issue leaves signed by it.
+struct Ca {
+    issuer: rcgen::Issuer<'static, rcgen::KeyPair>,
+    der: rustls_pki_types::CertificateDer<'static>,
+    pem: String,
+}
+
+impl Ca {
+    fn new(name: &str) -> Self {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params.distinguished_name.push(rcgen::DnType::CommonName, format!("{name} CA"));
+        let cert = params.self_signed(&key).unwrap();
+        Ca { der: cert.der().clone(), pem: cert.pem(), issuer: rcgen::Issuer::new(params, key) }
+    }
+
+    /// A leaf with these DNS names, URI SANs and CN: (certificate DER, key DER, certificate PEM, key PEM).
+    fn leaf(
+        &self,
+        dns: &[&str],
+        uris: &[&str],
+        cn: &str,
+    ) -> (rustls_pki_types::CertificateDer<'static>, rustls_pki_types::PrivateKeyDer<'static>, String, String)
+    {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params =
+            rcgen::CertificateParams::new(dns.iter().map(|d| d.to_string()).collect::<Vec<_>>()).unwrap();
+        for uri in uris {
+            params
+                .subject_alt_names
+                .push(rcgen::SanType::URI(rcgen::string::Ia5String::try_from(*uri).unwrap()));
+        }
+        params.distinguished_name.push(rcgen::DnType::CommonName, cn);
+        let cert = params.signed_by(&key, &self.issuer).unwrap();
+        let key_der = rustls_pki_types::PrivateKeyDer::try_from(key.serialize_der()).unwrap();
+        (cert.der().clone(), key_der, cert.pem(), key.serialize_pem())
+    }
+}
+
+/// GET `path` over TLS trusting `ca`, presenting `client` if given; the response head and
+/// body, or the error of the handshake or the read.
+async fn mtls_get(
+    addr: &str,
+    ca: &rustls_pki_types::CertificateDer<'static>,
+    client: Option<(rustls_pki_types::CertificateDer<'static>, rustls_pki_types::PrivateKeyDer<'static>)>,
+    path: &str,
+) -> std::io::Result<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio_rustls::rustls::{ClientConfig, RootCertStore, crypto::ring};
+    let mut roots = RootCertStore::empty();
+    roots.add(ca.clone()).unwrap();
+    let builder = ClientConfig::builder_with_provider(Arc::new(ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots);
+    let config = match client {
+        Some((cert, key)) => builder.with_client_auth_cert(vec![cert], key).unwrap(),
+        None => builder.with_no_client_auth(),
+    };
+    let tcp = tokio::net::TcpStream::connect(addr).await?;
+    let name = rustls_pki_types::ServerName::try_from("localhost").unwrap();
+    let mut tls = tokio_rustls::TlsConnector::from(Arc::new(config)).connect(name, tcp).await?;
+    tls.write_all(format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").as_bytes())
+        .await?;
+    let mut response = String::new();
+    tls.read_to_string(&mut response).await?;
+    Ok(response)
+}
+
+#[tokio::test]
+async fn client_certificates_name_callers() {
+    let ca = Ca::new("trusted");
+    let other = Ca::new("untrusted");
+    let dir = std::env::temp_dir().join(format!("drbgd-mtls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (_, _, server_pem, server_key_pem) = ca.leaf(&["localhost"], &[], "drbgd");
+    let write = |name: &str, text: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path.display().to_string()
+    };
+    let mut settings = crate::helpers::test_settings();
+    settings.tls.enabled = true;
+    settings.tls.cert_file = write("server.pem", &server_pem);
+    settings.tls.key_file = write("server.key", &server_key_pem);
+    settings.tls.client_auth = drbgd::config::ClientAuth::Required;
+    settings.tls.client_ca_file = write("ca.pem", &ca.pem);
+    settings.auth.enabled = true;
+    let mut svc = drbgd::callers::settings::CallerSettings {
+        identities: vec!["spiffe://example.org/ns/prod/sa/svc".into()],
+        ..Default::default()
+    };
+    svc.policy.routes = Some(vec![drbgd::callers::Route::Token]);
+    settings.callers.insert("svc".into(), svc);
+    let app = spawn_with(settings, Arc::new(drbgd::drbg::entropy::OsEntropy)).await;
+    let addr = app.api.trim_start_matches("http://").to_string();
+
+    // Trusted and listed: the caller `svc`, with its policy.
+    let (cert, key, ..) = ca.leaf(&[], &["spiffe://example.org/ns/prod/sa/svc"], "svc-client");
+    let r = mtls_get(&addr, &ca.der, Some((cert.clone(), key.clone_key())), "/usage").await.unwrap();
+    assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+    assert!(r.contains("\"caller\":\"svc\""), "{r}");
+    let r = mtls_get(&addr, &ca.der, Some((cert, key)), "/int?min=1&max=6").await.unwrap();
+    assert!(r.starts_with("HTTP/1.1 403") && r.contains("route_not_allowed"), "{r}");
+
+    // Trusted but listed by no caller: 403 unknown_client.
+    let (cert, key, ..) = ca.leaf(&[], &[], "stranger");
+    let r = mtls_get(&addr, &ca.der, Some((cert, key)), "/token").await.unwrap();
+    assert!(r.starts_with("HTTP/1.1 403") && r.contains("unknown_client"), "{r}");
+
+    // The same identity from a CA the server does not trust, or no certificate: no handshake.
+    let (cert, key, ..) = other.leaf(&[], &["spiffe://example.org/ns/prod/sa/svc"], "svc-client");
+    let r = mtls_get(&addr, &ca.der, Some((cert, key)), "/token").await;
+    assert!(r.is_err(), "an untrusted client certificate must fail the handshake: {r:?}");
+    let r = mtls_get(&addr, &ca.der, None, "/token").await;
+    assert!(r.is_err(), "client_auth = required: no certificate, no handshake: {r:?}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The real binary with the shipped example and nothing else: it starts, names callers in the
+/// access log, and writes one JSON audit line per request without output or keys.
+#[tokio::test]
+async fn the_binary_serves_the_example_and_writes_the_audit_trail() {
+    use tokio::io::AsyncBufReadExt;
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_drbgd"))
+        .args(["serve", "--config", EXAMPLE, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"])
+        .env_remove("RUST_LOG")
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut log = Vec::new();
+    let api = loop {
+        let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+            .await
+            .unwrap()
+            .unwrap()
+            .expect("serving line");
+        log.push(line.clone());
+        if let Some(rest) = line.split("api=").nth(1) {
+            break rest.split_whitespace().next().unwrap().to_string();
+        }
+    };
+    let client = reqwest::Client::new();
+    let token = client
+        .get(format!("http://{api}/token"))
+        .bearer_auth("web-example-key")
+        .header("x-request-id", "audit-test-1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(token.status(), 200);
+    let value = token.text().await.unwrap();
+    let denied = client
+        .get(format!("http://{api}/int?max=6"))
+        .bearer_auth("web-example-key")
+        .header("x-request-id", "audit-test-2")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(denied.status(), 403);
+    let nobody = client
+        .get(format!("http://{api}/token"))
+        .bearer_auth("guess")
+        .header("x-request-id", "audit-test-3")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(nobody.status(), 401);
+    // SIGTERM: the log is flushed at exit.
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(child.id().unwrap() as i32, libc::SIGTERM) };
+    while let Ok(Some(line)) = lines.next_line().await {
+        log.push(line);
+    }
+    assert!(child.wait().await.unwrap().success());
+    let text = log.join("\n");
+    assert!(!text.contains(&value), "output never logged");
+    assert!(!text.contains("web-example-key") && !text.contains("guess"), "keys never logged");
+    let audit: Vec<serde_json::Value> = log
+        .iter()
+        .filter(|l| l.contains("drbgd::audit"))
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert_eq!(audit.len(), 3, "{text}");
+    let line =
+        |id: &str| audit.iter().find(|a| a["request_id"] == id).unwrap_or_else(|| panic!("{id}: {text}"));
+    let ok = line("audit-test-1");
+    assert_eq!(
+        (ok["caller"].as_str(), ok["route"].as_str(), ok["alg"].as_str()),
+        (Some("web"), Some("/token"), Some("chacha20"))
+    );
+    assert_eq!(
+        (ok["n"].as_u64(), ok["status"].as_u64(), ok["transport"].as_str()),
+        (Some(256), Some(200), Some("http"))
+    );
+    let d = line("audit-test-2");
+    assert_eq!(
+        (d["caller"].as_str(), d["status"].as_u64(), d["code"].as_str()),
+        (Some("web"), Some(403), Some("route_not_allowed"))
+    );
+    let u = line("audit-test-3");
+    assert_eq!((u["caller"].as_str(), u["status"].as_u64()), (Some("unknown"), Some(401)));
+    // The access log (text) names the caller too.
+    assert!(
+        log.iter().any(|l| l.contains("drbgd::access")
+            && l.contains("caller=\"web\"")
+            && l.contains("audit-test-1")),
+        "{text}"
+    );
+}
