@@ -507,3 +507,78 @@ async fn the_binary_serves_the_example_and_writes_the_audit_trail() {
         "{text}"
     );
 }
+
+/// SIGHUP on the real binary: a valid edit applies to the next request, an invalid one is
+/// refused and counted, and the process keeps serving under the callers in force.
+#[tokio::test]
+async fn sighup_reloads_the_callers_of_the_real_binary() {
+    use tokio::io::AsyncBufReadExt;
+    let dir = std::env::temp_dir().join(format!("drbgd-sighup-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("callers.toml");
+    // No polling: only the signal reloads.
+    let no_poll = |t: String| format!("{t}\n[server]\nreload_interval_ms = 0\n");
+    write_config(&file, no_poll);
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_drbgd"))
+        .args([
+            "serve",
+            "--config",
+            file.to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:0",
+            "--admin-listen",
+            "127.0.0.1:0",
+        ])
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let (api, admin) = loop {
+        let line =
+            tokio::time::timeout(Duration::from_secs(30), lines.next_line()).await.unwrap().unwrap().unwrap();
+        if let Some(rest) = line.split("api=").nth(1) {
+            let mut words = rest.split_whitespace();
+            let api = words.next().unwrap().to_string();
+            let admin = words.next().unwrap().trim_start_matches("admin=").to_string();
+            break (api, admin);
+        }
+    };
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    let client = reqwest::Client::new();
+    let aes = || client.get(format!("http://{api}/bits?n=64&alg=aes")).bearer_auth("web-example-key").send();
+    let hangup = || {
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe { libc::kill(child.id().unwrap() as i32, libc::SIGHUP) };
+    };
+    let reloads = |result: &'static str| {
+        let url = format!("http://{admin}/metrics");
+        let client = client.clone();
+        async move {
+            let text = client.get(url).send().await.unwrap().text().await.unwrap();
+            let series = format!("drbgd_reloads_total{{result=\"{result}\",what=\"callers\"}} ");
+            text.lines().find_map(|l| l.strip_prefix(&series)).map_or(0, |v| v.parse::<u64>().unwrap())
+        }
+    };
+    assert_eq!(aes().await.unwrap().status(), 403);
+    write_config(&file, |t| no_poll(t.replace("algs = [\"chacha20\"]", "algs = [\"chacha20\", \"aes\"]")));
+    hangup();
+    let mut waited = 0;
+    while reloads("ok").await == 0 && waited < 100 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        waited += 1;
+    }
+    assert_eq!(aes().await.unwrap().status(), 200, "the reloaded policy applies");
+    std::fs::write(&file, "[callers.web.policy]\nalgs = [\"rc4\"]\n").unwrap();
+    hangup();
+    waited = 0;
+    while reloads("error").await == 0 && waited < 100 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        waited += 1;
+    }
+    assert_eq!(reloads("error").await, 1);
+    assert_eq!(aes().await.unwrap().status(), 200, "the callers in force stay after a bad file");
+    assert!(child.try_wait().unwrap().is_none(), "SIGHUP never stops the process");
+    std::fs::remove_dir_all(&dir).ok();
+}
