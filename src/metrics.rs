@@ -145,7 +145,7 @@ impl Metrics {
             ),
             reloads: counter(
                 "reloads_total",
-                "Reloads of mounted files after a change, by what (tls, api_keys) and result (ok, error).",
+                "Reloads after a change of a mounted file or a SIGHUP, by what (tls, callers) and result (ok, error).",
                 &["what", "result"],
             ),
             caller_requests: counter(
@@ -164,7 +164,7 @@ impl Metrics {
                 &["caller", "code"],
             ),
         };
-        for what in ["tls", "api_keys", "callers"] {
+        for what in ["tls", "callers"] {
             for result in ["ok", "error"] {
                 m.reloads.with_label_values(&[what, result]);
             }
