@@ -198,7 +198,8 @@ impl App {
 
     /// What reloads, and on which files' change: TLS (certificate, key, client CAs) and the
     /// callers (the config file and the API keys file). A callers reload loads the settings
-    /// again and takes `[callers]` and `[auth]` from them; other sections need a restart.
+    /// again and takes `[callers]` from them (and the keys file's lines); a change anywhere else
+    /// needs a restart and refuses the reload.
     fn watched(&self) -> Vec<Watched> {
         let mut watched = Vec::new();
         if let Some(tls) = &self.tls {
@@ -222,27 +223,27 @@ impl App {
                     Some(source) => source.load()?,
                     None => state.settings.clone(),
                 };
-                if !same_outside_callers(&fresh, &state.settings) {
-                    tracing::warn!(
-                        "the configuration changed outside [callers] and [auth]: those changes need a restart"
-                    );
-                }
-                state.callers.reload(&fresh)
+                // Only `[callers]` changes here; everything else (auth on or off above all) is
+                // what the process started with, so a truncated file cannot open the door.
+                anyhow::ensure!(
+                    same_outside_callers(&fresh, &state.settings),
+                    "the configuration changed outside [callers]; that needs a restart, so nothing was reloaded"
+                );
+                let mut settings = state.settings.clone();
+                settings.callers = fresh.callers;
+                state.callers.reload(&settings)
             }),
         });
         watched
     }
 }
 
-/// Whether `a` and `b` differ only in what a reload applies (`[callers]`, `[auth]`).
+/// Whether `a` and `b` differ only in what a reload applies (`[callers]`).
 fn same_outside_callers(a: &Settings, b: &Settings) -> bool {
     let strip = |s: &Settings| {
-        let mut v = serde_json::to_value(s).unwrap_or_default();
-        if let Some(o) = v.as_object_mut() {
-            o.remove("callers");
-            o.remove("auth");
-        }
-        v
+        let mut v = serde_json::to_value(s).ok()?;
+        v.as_object_mut()?.remove("callers");
+        Some(v)
     };
-    strip(a) == strip(b)
+    strip(a).is_some_and(|v| Some(v) == strip(b))
 }

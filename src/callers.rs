@@ -21,7 +21,7 @@ pub mod quota;
 pub mod registry;
 pub mod settings;
 
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 
 use serde::Serialize;
@@ -38,6 +38,9 @@ use crate::metrics::Metrics;
 /// The registry in force, replaced whole on reload.
 pub struct Callers {
     current: RwLock<Arc<Registry>>,
+    /// Held from building a registry to putting it in force, so two reloads at once (SIGHUP
+    /// and a file change) cannot put an older build in force after a newer one.
+    reloading: Mutex<()>,
     metrics: Arc<Metrics>,
 }
 
@@ -53,6 +56,8 @@ impl std::fmt::Debug for Callers {
 pub struct Admission {
     /// Who is asking.
     pub caller: Arc<Caller>,
+    /// When it was admitted: the rate-limit fields describe the buckets as of then.
+    pub at: Instant,
     _in_flight: Option<Arc<quota::InFlight>>,
 }
 
@@ -63,6 +68,9 @@ pub struct Denied {
     pub caller: Option<Arc<Caller>>,
     /// 401, 403 or 429.
     pub error: ApiError,
+    /// When it was refused: the rate-limit fields describe the buckets as of then (a token
+    /// that arrives a moment later would otherwise show as `r=1` on a 429).
+    pub at: Instant,
 }
 
 impl Callers {
@@ -75,7 +83,7 @@ impl Callers {
         for w in warnings {
             tracing::warn!("{w}");
         }
-        Ok(Callers { current: RwLock::new(Arc::new(registry)), metrics })
+        Ok(Callers { current: RwLock::new(Arc::new(registry)), reloading: Mutex::new(()), metrics })
     }
 
     /// The registry in force.
@@ -89,6 +97,7 @@ impl Callers {
     /// # Errors
     /// See [`Registry::build`]; the registry in force then stays.
     pub fn reload(&self, settings: &Settings) -> anyhow::Result<()> {
+        let _one_at_a_time = self.reloading.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let (registry, warnings) = Registry::build(settings, &self.metrics, Some(&self.registry()))?;
         for w in warnings {
             tracing::warn!("{w}");
@@ -111,20 +120,21 @@ impl Callers {
         client: Option<&ClientIdentity>,
         route: Option<Route>,
     ) -> Result<Admission, Denied> {
+        let at = Instant::now();
         let caller = match self.registry().identify(bearer, client) {
             Ok(caller) => caller,
             Err(error) => {
                 self.metrics.caller_denials.with_label_values(&[registry::UNKNOWN, error.code()]).inc();
-                return Err(Denied { caller: None, error });
+                return Err(Denied { caller: None, error, at });
             }
         };
         caller.count_request();
         let deny = |caller: Arc<Caller>, error: ApiError| {
             caller.count_denial(&error);
-            Err(Denied { caller: Some(caller), error })
+            Err(Denied { caller: Some(caller), error, at })
         };
         let Some(route) = route else {
-            return Ok(Admission { caller, _in_flight: None });
+            return Ok(Admission { caller, at, _in_flight: None });
         };
         if let Err(error) = caller.policy.check_route(route) {
             return deny(caller, error);
@@ -138,7 +148,7 @@ impl Callers {
             return deny(caller, error);
         };
         if let Some(rate) = caller.quota.requests
-            && let Err(wait) = caller.quota_state().requests.take(rate, 1.0, Instant::now())
+            && let Err(wait) = caller.quota_state().requests.take(rate, 1.0, at)
         {
             let error = ApiError::rate_limited(
                 "rate_limited",
@@ -150,7 +160,7 @@ impl Callers {
             );
             return deny(caller, error);
         }
-        Ok(Admission { caller, _in_flight: Some(Arc::new(in_flight)) })
+        Ok(Admission { caller, at, _in_flight: Some(Arc::new(in_flight)) })
     }
 }
 

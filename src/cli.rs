@@ -149,11 +149,13 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     let _log = crate::telemetry::init(&settings.log);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let result = runtime.block_on(async {
+        // Before the (slow) build, so that a SIGHUP sent meanwhile reloads instead of killing.
+        let hangups = crate::shutdown::Hangups::listen()?;
         let app = crate::app::App::build(settings).await?.with_config_source(source);
         let reloader = app.reloader();
-        crate::shutdown::on_hangup(move || {
+        hangups.on_each(move || {
             reloader.reload_all();
-        })?;
+        });
         tracing::info!(api = %app.api_addr(), admin = %app.admin_addr(), "drbgd serving");
         app.run_until_stopped(crate::shutdown::signal()).await
     });

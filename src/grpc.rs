@@ -110,12 +110,12 @@ impl RandomnessAdapter {
         let client = request.extensions().get::<Arc<ClientIdentity>>().map(|c| &**c);
         match self.state.callers.admit(bearer, client, route) {
             Ok(admission) => Ok(admission),
-            Err(Denied { caller, error }) => {
+            Err(Denied { caller, error, at }) => {
                 let name = caller.as_deref().map_or(crate::callers::registry::UNKNOWN, Caller::name);
                 self.finish_with_alg(method, name, request_id(request), "none", 0, Some(&error), start);
                 let mut status = error.to_status();
                 if let Some(caller) = &caller {
-                    rate_limit_metadata(status.metadata_mut(), caller);
+                    rate_limit_metadata(status.metadata_mut(), caller, at);
                 }
                 Err(status)
             }
@@ -143,8 +143,8 @@ impl RandomnessAdapter {
             Err(e) => Err(e.to_status()),
         };
         match &mut reply {
-            Ok(r) => rate_limit_metadata(r.metadata_mut(), caller),
-            Err(s) => rate_limit_metadata(s.metadata_mut(), caller),
+            Ok(r) => rate_limit_metadata(r.metadata_mut(), caller, admission.at),
+            Err(s) => rate_limit_metadata(s.metadata_mut(), caller, admission.at),
         }
         reply
     }
@@ -272,7 +272,15 @@ fn code_label(code: tonic::Code) -> &'static str {
         tonic::Code::DeadlineExceeded => "DEADLINE_EXCEEDED",
         tonic::Code::Cancelled => "CANCELLED",
         tonic::Code::Internal => "INTERNAL",
-        _ => "UNKNOWN",
+        tonic::Code::PermissionDenied => "PERMISSION_DENIED",
+        tonic::Code::NotFound => "NOT_FOUND",
+        tonic::Code::Unimplemented => "UNIMPLEMENTED",
+        tonic::Code::FailedPrecondition => "FAILED_PRECONDITION",
+        tonic::Code::AlreadyExists => "ALREADY_EXISTS",
+        tonic::Code::Aborted => "ABORTED",
+        tonic::Code::OutOfRange => "OUT_OF_RANGE",
+        tonic::Code::DataLoss => "DATA_LOSS",
+        tonic::Code::Unknown => "UNKNOWN",
     }
 }
 
@@ -332,14 +340,15 @@ impl Randomness for RandomnessAdapter {
             Err(e) => {
                 self.finish_with_alg("StreamBits", caller.name(), &id, "none", 0, Some(&e), start);
                 let mut status = e.to_status();
-                rate_limit_metadata(status.metadata_mut(), &caller);
+                rate_limit_metadata(status.metadata_mut(), &caller, admission.at);
                 return Err(status);
             }
         };
+        let at = admission.at;
         let stream = ChunkStreamState { chunks, adapter: self.clone(), start, done: false, admission, id };
         let mut response: Response<ChunkStream> =
             Response::new(Box::pin(futures_util::stream::unfold(stream, ChunkStreamState::next)));
-        rate_limit_metadata(response.metadata_mut(), &caller);
+        rate_limit_metadata(response.metadata_mut(), &caller, at);
         Ok(response)
     }
 
@@ -397,7 +406,7 @@ impl Randomness for RandomnessAdapter {
         let caller = &admission.caller;
         self.finish_with_alg("GetUsage", caller.name(), request_id(&request), "none", 0, None, start);
         let mut response = Response::new(usage_reply(caller.usage()));
-        rate_limit_metadata(response.metadata_mut(), caller);
+        rate_limit_metadata(response.metadata_mut(), caller, admission.at);
         Ok(response)
     }
 }
@@ -433,14 +442,15 @@ fn request_id<T>(request: &Request<T>) -> &str {
     request.metadata().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or("")
 }
 
-/// `ratelimit-policy` and `ratelimit` metadata, for a caller with a rate quota.
-fn rate_limit_metadata(metadata: &mut tonic::metadata::MetadataMap, caller: &Caller) {
+/// `ratelimit-policy` and `ratelimit` metadata (as of `at`, the admission decision), for a
+/// caller with a rate quota.
+fn rate_limit_metadata(metadata: &mut tonic::metadata::MetadataMap, caller: &Caller, at: Instant) {
     let Some(policy) = &caller.policy_field else { return };
     let ascii = |v: &axum::http::HeaderValue| tonic::metadata::MetadataValue::try_from(v.as_bytes()).ok();
     if let Some(v) = ascii(policy) {
         metadata.insert(RATELIMIT_POLICY, v);
     }
-    if let Some(v) = current_field(caller, Instant::now()).as_ref().and_then(ascii) {
+    if let Some(v) = current_field(caller, at).as_ref().and_then(ascii) {
         metadata.insert(RATELIMIT, v);
     }
 }

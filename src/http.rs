@@ -151,15 +151,18 @@ pub fn served(mut response: Response, alg: Algorithm, n_bits: u64) -> Response {
 /// the access log line and (with `log.audit`) the audit line. Never logs output bytes, keys,
 /// certificates or the query string's values beyond n/alg.
 async fn observe(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let grpc = request
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"));
+    let route = request.extensions().get::<MatchedPath>().map_or("unmatched", |m| route_label(m.as_str()));
+    // A gRPC call is recorded per method by the gRPC service itself. Decided by the route as
+    // well as the content type, so a REST request that claims `application/grpc` is still
+    // observed, logged and audited.
+    let grpc = route == "unmatched"
+        && request
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"));
     if grpc {
-        // Recorded per method by the gRPC service itself.
         return next.run(request).await;
     }
-    let route = request.extensions().get::<MatchedPath>().map_or("unmatched", |m| route_label(m.as_str()));
     // A cheap clone (shared bytes), not a String: the line is formatted from it below.
     let request_id = request.headers().get(X_REQUEST_ID).cloned();
     let method = request.method().clone();

@@ -1,4 +1,4 @@
-//! Reload without a restart: the callers (the config file's `[callers]` and `[auth]`, and the
+//! Reload without a restart: the callers (the config file's `[callers]` and the
 //! API keys file) and TLS (certificate, key, client CA bundle). Two triggers:
 //!
 //! - SIGHUP: [`Reloader::reload_all`] re-reads everything at once.
@@ -61,7 +61,10 @@ impl Reloader {
 
 /// Runs one reload, counting and logging its outcome.
 fn run(what: &'static str, reload: &ReloadFn, reloads: &IntCounterVec, trigger: &'static str) -> bool {
-    let result = reload();
+    // A panic in a reload is a bug, but it must not end the watcher or the SIGHUP task: it
+    // counts as a failed reload, and what was in force stays.
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| reload()))
+        .unwrap_or_else(|_| Err(anyhow::anyhow!("the reload panicked (a bug); nothing was changed")));
     reloads.with_label_values(&[what, if result.is_ok() { "ok" } else { "error" }]).inc();
     match result {
         Ok(()) => {

@@ -23,19 +23,39 @@ pub async fn signal() {
     }
 }
 
-/// Listens for SIGHUP from now on (so it no longer terminates the process) and calls `on_hangup`
-/// for each, on a task of its own.
-///
-/// # Errors
-/// If the handler cannot be installed.
-#[cfg(unix)]
-pub fn on_hangup(on_hangup: impl Fn() + Send + 'static) -> std::io::Result<()> {
-    let mut hangups = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
-    tokio::spawn(async move {
-        while hangups.recv().await.is_some() {
-            tracing::info!("SIGHUP received: reloading callers and TLS");
-            on_hangup();
+/// SIGHUP, caught from the moment this is made (so a SIGHUP during start-up, self-tests
+/// included, no longer terminates the process; it is delivered once [`Hangups::on_each`] runs).
+#[derive(Debug)]
+pub struct Hangups(#[cfg(unix)] tokio::signal::unix::Signal);
+
+impl Hangups {
+    /// Starts catching SIGHUP. Needs a Tokio runtime.
+    ///
+    /// # Errors
+    /// If the handler cannot be installed.
+    pub fn listen() -> std::io::Result<Self> {
+        #[cfg(unix)]
+        return Ok(Hangups(tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?));
+        #[cfg(not(unix))]
+        Ok(Hangups())
+    }
+
+    /// Calls `on_hangup` for each SIGHUP (one caught before this included), one at a time, on
+    /// the blocking pool (reloads read files).
+    pub fn on_each(self, on_hangup: impl Fn() + Send + Sync + 'static) {
+        #[cfg(unix)]
+        {
+            let mut hangups = self.0;
+            let on_hangup = std::sync::Arc::new(on_hangup);
+            tokio::spawn(async move {
+                while hangups.recv().await.is_some() {
+                    tracing::info!("SIGHUP received: reloading callers and TLS");
+                    let f = on_hangup.clone();
+                    let _ = tokio::task::spawn_blocking(move || f()).await;
+                }
+            });
         }
-    });
-    Ok(())
+        #[cfg(not(unix))]
+        drop(on_hangup);
+    }
 }

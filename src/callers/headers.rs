@@ -3,7 +3,7 @@
 //! `RateLimit` (what is left now). Both are Structured Field lists with one item per policy:
 //!
 //! ```text
-//! RateLimit-Policy: "requests";q=50;w=1;qu="request";drbgd-burst=10, "bytes";q=65536;w=1;qu="content-bytes";drbgd-burst=65536
+//! RateLimit-Policy: "requests";q=50;w=1;qu="requests";drbgd-burst=10, "bytes";q=65536;w=1;qu="content-bytes";drbgd-burst=65536
 //! RateLimit: "requests";r=7;t=1, "bytes";r=60000;t=1
 //! ```
 //!
@@ -26,7 +26,7 @@ pub const RATELIMIT_POLICY: &str = "ratelimit-policy";
 pub const RATELIMIT: &str = "ratelimit";
 
 fn policies(quota: &Quota) -> impl Iterator<Item = (&'static str, &'static str, Rate)> {
-    [("requests", "request", quota.requests), ("bytes", "content-bytes", quota.bytes)]
+    [("requests", "requests", quota.requests), ("bytes", "content-bytes", quota.bytes)]
         .into_iter()
         .filter_map(|(name, unit, rate)| rate.map(|r| (name, unit, r)))
 }
@@ -77,13 +77,13 @@ mod tests {
         };
         assert_eq!(
             policy_field(&q).unwrap(),
-            "\"requests\";q=50;w=1;qu=\"request\";drbgd-burst=10, \
+            "\"requests\";q=50;w=1;qu=\"requests\";drbgd-burst=10, \
              \"bytes\";q=65536;w=1;qu=\"content-bytes\";drbgd-burst=65536"
         );
         let only_requests = Quota { bytes: None, ..q };
         assert_eq!(
             policy_field(&only_requests).unwrap(),
-            "\"requests\";q=50;w=1;qu=\"request\";drbgd-burst=10"
+            "\"requests\";q=50;w=1;qu=\"requests\";drbgd-burst=10"
         );
         assert!(policy_field(&Quota::default()).is_none());
     }

@@ -19,7 +19,9 @@ impl ClientIdentity {
         if let Ok(Some(san)) = cert.subject_alternative_name() {
             for name in &san.value.general_names {
                 match name {
-                    GeneralName::URI(uri) => uris.push((*uri).to_string()),
+                    // Only URIs with an authority (`spiffe://…`), never one that could read
+                    // as a `dns:` or `cn:` entry (a URI SAN `dns:web` is not a DNS name).
+                    GeneralName::URI(uri) if is_uri_entry(uri) => uris.push((*uri).to_string()),
                     GeneralName::DNSName(name) => dns.push(format!("dns:{name}")),
                     _ => {}
                 }
@@ -43,14 +45,22 @@ impl ClientIdentity {
 }
 
 /// Whether `entry` is a well-formed identity for a caller table: `dns:` or `cn:` with a
-/// value, or a URI with a scheme (`spiffe://…`).
+/// value, or a URI with a scheme and an authority (`spiffe://…`).
 pub fn valid_entry(entry: &str) -> bool {
     if let Some(v) = entry.strip_prefix("dns:").or_else(|| entry.strip_prefix("cn:")) {
         return !v.is_empty();
     }
-    entry.split_once("://").is_some_and(|(scheme, rest)| {
+    is_uri_entry(entry)
+}
+
+/// Whether `uri` is `scheme://rest` with a scheme other than `dns` and `cn` (whose entries
+/// name DNS SANs and subject CNs), so URI SAN names and the other kinds never collide.
+fn is_uri_entry(uri: &str) -> bool {
+    uri.split_once("://").is_some_and(|(scheme, rest)| {
         !scheme.is_empty()
             && scheme.chars().all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+            && !scheme.eq_ignore_ascii_case("dns")
+            && !scheme.eq_ignore_ascii_case("cn")
             && !rest.is_empty()
     })
 }
@@ -71,6 +81,21 @@ mod tests {
         let id = ClientIdentity::from_der(cert.der()).unwrap();
         assert_eq!(id.names(), ["spiffe://example.org/ns/prod/sa/web", "dns:web.internal", "cn:web-client"]);
         assert!(ClientIdentity::from_der(b"not a certificate").is_none());
+    }
+
+    #[test]
+    fn uri_sans_cannot_pose_as_dns_or_cn_names() {
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        for uri in ["dns:batch.internal", "cn:batch", "DNS://batch.internal", "spiffe://example.org/web"] {
+            params
+                .subject_alt_names
+                .push(rcgen::SanType::URI(rcgen::string::Ia5String::try_from(uri).unwrap()));
+        }
+        params.distinguished_name.push(rcgen::DnType::CommonName, "web-client");
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = params.self_signed(&key).unwrap();
+        let id = ClientIdentity::from_der(cert.der()).unwrap();
+        assert_eq!(id.names(), ["spiffe://example.org/web", "cn:web-client"]);
     }
 
     #[test]

@@ -193,9 +193,11 @@ impl Registry {
                 match line.split_once(char::is_whitespace) {
                     None => unnamed.push(line.to_string()),
                     Some((name, digest)) => {
+                        // The first word is not echoed: a mangled line may start with a key.
                         let table = tables.get_mut(name).with_context(|| {
                             format!(
-                                "auth.api_keys_file {} line {}: no caller named {name:?} is configured",
+                                "auth.api_keys_file {} line {}: the caller it names (its first word, not \
+                                 shown) is not configured",
                                 path.display(),
                                 i + 1
                             )
@@ -261,6 +263,7 @@ impl Registry {
                         format!("{}: each digest must be 64 hex characters (SHA-256)", key("key_sha256"))
                     })?;
                 if let Some(other) = claimed.insert(digest, name.clone()) {
+                    ensure!(other != *name, "{}: a key is listed twice", key("key_sha256"));
                     bail!("{}: a key is listed for both {other:?} and {name:?}", key("key_sha256"));
                 }
                 registry.digests.push(digest);
@@ -273,6 +276,8 @@ impl Registry {
                     key("identities")
                 );
                 if let Some(other) = registry.identities.insert(id.clone(), index) {
+                    // `index` is this caller's, not pushed yet: no lookup for it.
+                    ensure!(other != index, "{}: {id:?} is listed twice", key("identities"));
                     let other = registry.callers[other as usize].name();
                     bail!("{}: {id:?} is listed for both {other:?} and {name:?}", key("identities"));
                 }
@@ -281,6 +286,21 @@ impl Registry {
                 warnings.push(format!("callers.{name} has no key and no identity: no request can be it"));
             }
             registry.callers.push(caller);
+        }
+        if !settings.auth.enabled && !registry.digests.is_empty() {
+            warnings.push(
+                "auth.enabled is false: bearer keys are not checked and every request without a \
+                 listed client certificate is `anonymous`, with the default policy"
+                    .into(),
+            );
+        }
+        if !settings.auth.enabled && !registry.identities.is_empty() {
+            warnings.push(
+                "auth.enabled is false: a client whose certificate names no caller, or that sends \
+                 none, is `anonymous` with the default policy, so a caller's narrower policy binds \
+                 only clients that present its certificate; set auth.enabled = true to refuse the rest"
+                    .into(),
+            );
         }
         if settings.auth.enabled && registry.digests.is_empty() && registry.identities.is_empty() {
             // At start-up a mistake; on reload the way to revoke every key at once.
@@ -425,6 +445,21 @@ fn build_policy(
         requests: rate(u64::from(q.requests_per_second), u64::from(q.burst)),
         bytes: rate(q.bytes_per_second, q.bytes_burst),
         max_in_flight,
+    };
+    // A request larger than the byte bucket would pass once and leave the caller in debt for
+    // its excess (hours, for a large n and a small rate): such a request is refused instead
+    // (403 n_not_allowed, at once and with a reason).
+    let max_bits = match quota.bytes {
+        Some(bytes) if max_bits.div_ceil(8) > bytes.burst as u64 => {
+            let fits = (bytes.burst as u64).saturating_mul(8);
+            warnings.push(format!(
+                "callers.{name}.policy.max_bits {max_bits} is more than its byte burst allows \
+                 (quota.bytes_burst {} bytes); clamped to {fits}",
+                bytes.burst
+            ));
+            fits
+        }
+        _ => max_bits,
     };
     Ok((Policy::new(&algs, &routes, max_bits, p.pr), quota))
 }

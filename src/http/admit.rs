@@ -25,10 +25,10 @@ pub async fn admit(State(state): State<AppState>, mut request: Request, next: Ne
     let bearer = request.headers().get(header::AUTHORIZATION).map(|v| v.as_bytes());
     let client = request.extensions().get::<Arc<ClientIdentity>>().map(|c| &**c);
     match state.callers.admit(bearer, client, route) {
-        Err(Denied { caller, error }) => {
+        Err(Denied { caller, error, at }) => {
             let mut response = error.into_response();
             match caller {
-                Some(caller) => finish(&mut response, &caller),
+                Some(caller) => finish(&mut response, &caller, at),
                 None => {
                     response.extensions_mut().insert(CallerName(crate::callers::registry::UNKNOWN.into()));
                 }
@@ -39,18 +39,19 @@ pub async fn admit(State(state): State<AppState>, mut request: Request, next: Ne
             // Held here until the response (headers) is ready: the caller's in-flight place.
             request.extensions_mut().insert(admission.clone());
             let mut response = next.run(request).await;
-            finish(&mut response, &admission.caller);
+            finish(&mut response, &admission.caller, admission.at);
             response
         }
     }
 }
 
-/// Names the caller for the log and adds the rate-limit fields if it has a rate quota.
-fn finish(response: &mut Response, caller: &Caller) {
+/// Names the caller for the log and adds the rate-limit fields (as of `at`, the admission
+/// decision) if it has a rate quota.
+fn finish(response: &mut Response, caller: &Caller, at: Instant) {
     if let Some(policy) = &caller.policy_field {
         let headers = response.headers_mut();
         headers.insert(HeaderName::from_static(RATELIMIT_POLICY), policy.clone());
-        if let Some(now) = current_field(caller, Instant::now()) {
+        if let Some(now) = current_field(caller, at) {
             headers.insert(HeaderName::from_static(RATELIMIT), now);
         }
     }

@@ -447,7 +447,7 @@ fn header(description: &str) -> utoipa::openapi::header::Header {
 fn with_rate_limit_fields(mut response: utoipa::openapi::Response) -> utoipa::openapi::Response {
     response.headers.insert(
         "RateLimit-Policy".into(),
-        header("The caller's quota policies, e.g. \"requests\";q=50;w=1;qu=\"request\";drbgd-burst=10 (callers with a rate quota)."),
+        header("The caller's quota policies, e.g. \"requests\";q=50;w=1;qu=\"requests\";drbgd-burst=10 (callers with a rate quota)."),
     );
     response.headers.insert(
         "RateLimit".into(),

@@ -79,9 +79,12 @@ fn respond(state: &AppState, admission: &Admission, req: BitsRequest) -> Result<
             response
         }
         BitsOutput::Stream { first, rest } => {
-            let rest = futures_util::stream::try_unfold(rest, |mut chunks| async move {
+            // The admission travels with the body: the caller's in-flight place is held
+            // until the last chunk is sent or the client goes away, as for gRPC streams.
+            let held = (rest, admission.clone());
+            let rest = futures_util::stream::try_unfold(held, |(mut chunks, admission)| async move {
                 match chunks.next_chunk() {
-                    Ok(Some(chunk)) => Ok(Some((chunk.encoded, chunks))),
+                    Ok(Some(chunk)) => Ok(Some((chunk.encoded, (chunks, admission)))),
                     Ok(None) => Ok(None),
                     Err(e) => {
                         tracing::warn!(

@@ -72,7 +72,7 @@ async fn the_example_callers_get_their_policies_over_http() {
     }
     let r = get(&app, "web-example-key", "/bits?n=4096&format=hex").await;
     assert_eq!(r.status(), 200);
-    assert_eq!(r.headers()["ratelimit-policy"], "\"requests\";q=50;w=1;qu=\"request\";drbgd-burst=10");
+    assert_eq!(r.headers()["ratelimit-policy"], "\"requests\";q=50;w=1;qu=\"requests\";drbgd-burst=10");
     assert_eq!(r.text().await.unwrap().len(), 1024);
 
     // /usage: the caller, its policy and its denials so far.
@@ -143,6 +143,73 @@ async fn over_quota_is_429_with_retry_after_and_the_rate_limit_fields() {
     assert!(usage["counters"]["denied"]["rate_limited"].as_u64().unwrap() >= 1);
 }
 
+/// A caller's share of the concurrency limit holds for streamed responses until their last
+/// byte (or the client leaving), over HTTP and gRPC.
+#[tokio::test]
+async fn a_stream_holds_its_callers_in_flight_place_to_the_end() {
+    let mut s = example();
+    s.callers.get_mut("batch").unwrap().quota.max_in_flight = 1;
+    let app = spawn_with(s, Arc::new(drbgd::drbg::entropy::OsEntropy)).await;
+    let freed = || async {
+        for _ in 0..100 {
+            if get(&app, "batch-example-key", "/token").await.status() == 200 {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        false
+    };
+    // 10^8 bits (12.5 MB), streamed; the client reads the head only, so the body waits.
+    let stream = get(&app, "batch-example-key", "/bits?n=100000000&format=binary").await;
+    assert_eq!(stream.status(), 200);
+    let r = get(&app, "batch-example-key", "/token").await;
+    assert!(r.headers()["retry-after"].to_str().unwrap().parse::<u64>().unwrap() >= 1);
+    let body = assert_problem(r, 429, "concurrency_limited").await;
+    assert!(body["detail"].as_str().unwrap().contains("1 requests in progress"), "{body}");
+    assert_eq!(get(&app, "web-example-key", "/token").await.status(), 200, "web has its own share");
+    drop(stream); // the client goes away: the stream ends, and its place with it
+    assert!(freed().await, "the place was not given back after the client left");
+
+    // The same over gRPC.
+    let mut c = RandomnessClient::connect(app.api.clone()).await.unwrap();
+    let req = drbgd::grpc::pb::StreamBitsRequest {
+        n: 100_000_000,
+        alg: 0,
+        chunk_bytes: 0,
+        prediction_resistance: false,
+    };
+    let stream = c.stream_bits(with_key("batch-example-key", req)).await.unwrap();
+    let status = c.get_token(with_key("batch-example-key", GetTokenRequest::default())).await.unwrap_err();
+    assert_eq!(status.code(), Code::ResourceExhausted);
+    assert!(status.message().starts_with("concurrency_limited: "), "{status:?}");
+    drop(stream);
+    assert!(freed().await, "the gRPC stream's place was not given back");
+}
+
+/// A REST request that claims to be gRPC (by its content type) is still measured, counted and
+/// logged as the REST request it is: the label cannot be used to pass unrecorded.
+#[tokio::test]
+async fn a_rest_request_claiming_grpc_is_still_observed() {
+    let app = spawn_example().await;
+    let r = app
+        .client
+        .get(app.url("/token"))
+        .bearer_auth("batch-example-key")
+        .header("content-type", "application/grpc")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let metrics =
+        app.client.get(format!("{}/metrics", app.admin)).send().await.unwrap().text().await.unwrap();
+    let observed = metrics.lines().any(|l| {
+        l.starts_with("drbgd_http_request_duration_seconds_count{")
+            && l.contains("route=\"/token\"")
+            && l.ends_with(" 1")
+    });
+    assert!(observed, "{metrics}");
+}
+
 fn with_key<T>(key: &str, msg: T) -> tonic::Request<T> {
     let mut r = tonic::Request::new(msg);
     r.metadata_mut().insert("authorization", format!("Bearer {key}").parse().unwrap());
@@ -199,6 +266,17 @@ async fn grpc_callers_get_the_same_answers() {
     assert!(retry >= 1);
     assert!(status.metadata().get("ratelimit").is_some());
     assert!(c.get_token(with_key("batch-example-key", token)).await.is_ok(), "batch is not limited");
+    // On the 429 the bucket is shown as it was when it refused: nothing left.
+    let ratelimit = status.metadata().get("ratelimit").unwrap().to_str().unwrap();
+    assert_eq!(parse_ratelimit(ratelimit).0, 0, "{ratelimit}");
+
+    // Each refusal is in the latency series under its own code, not folded into UNKNOWN.
+    let metrics =
+        app.client.get(format!("{}/metrics", app.admin)).send().await.unwrap().text().await.unwrap();
+    for code in ["UNAUTHENTICATED", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED"] {
+        assert!(metrics.contains(&format!("code=\"{code}\"")), "{code} missing");
+    }
+    assert!(!metrics.contains("code=\"UNKNOWN\""));
 }
 
 /// The example with `[callers.web]` changed as `edit` says, written to `path`.
@@ -242,9 +320,16 @@ async fn a_reload_applies_a_valid_file_and_refuses_an_invalid_one() {
     // Malformed TOML: refused too.
     std::fs::write(&file, "[callers.web\n").unwrap();
     assert!(!reloader.reload_all());
+    // Emptied (or truncated to its callers): it parses, but auth would be off; refused, and
+    // requests without a key are still 401.
+    std::fs::write(&file, "").unwrap();
+    assert!(!reloader.reload_all());
+    write_config(&file, |t| t.replace("enabled = true", "enabled = false"));
+    assert!(!reloader.reload_all());
+    assert_eq!(test.get("/token").await.status(), 401);
     let metrics =
         test.client.get(format!("{}/metrics", test.admin)).send().await.unwrap().text().await.unwrap();
-    assert!(metrics.contains("drbgd_reloads_total{result=\"error\",what=\"callers\"} 2"), "{metrics}");
+    assert!(metrics.contains("drbgd_reloads_total{result=\"error\",what=\"callers\"} 4"), "{metrics}");
     assert!(metrics.contains("drbgd_reloads_total{result=\"ok\",what=\"callers\"} 1"));
     // The counters survived the reloads: the 403 before the first one is still there.
     assert_eq!(usage["counters"]["denied"]["alg_not_allowed"], 1);
@@ -266,6 +351,17 @@ fn bad_caller_configs_stop_start_up_naming_the_key() {
     assert!(e.contains("callers.web.key_sha256"), "{e}");
     let e = err(&|s| s.callers.get_mut("web").unwrap().identities = vec!["web".into()]);
     assert!(e.contains("callers.web.identities"), "{e}");
+    // The same credential twice in one caller: an error naming it, not a panic.
+    let e = err(&|s| s.callers.get_mut("web").unwrap().identities = vec!["cn:web".into(), "cn:web".into()]);
+    assert!(e.contains("callers.web.identities") && e.contains("twice"), "{e}");
+    let e = err(&|s| {
+        let web = s.callers.get_mut("web").unwrap();
+        web.key_sha256.push(web.key_sha256[0].to_uppercase());
+    });
+    assert!(e.contains("callers.web.key_sha256") && e.contains("twice"), "{e}");
+    // Credentials with auth off are not checked: said at start-up.
+    let warnings = build(&|s| s.auth.enabled = false).unwrap();
+    assert!(warnings.iter().any(|w| w.contains("auth.enabled is false")), "{warnings:?}");
     let e = err(&|s| {
         let web = s.callers.remove("web").unwrap();
         s.callers.insert("Web Tier".into(), web);
@@ -276,6 +372,16 @@ fn bad_caller_configs_stop_start_up_naming_the_key() {
     // Wider than the server: clamped, with a warning naming the key.
     let warnings = build(&|s| s.limits.max_bits = 1000).unwrap();
     assert!(warnings.iter().any(|w| w.contains("callers.web.policy.max_bits")), "{warnings:?}");
+    // Larger than its byte bucket: clamped too, so no request can put it in hours of debt.
+    let warnings = build(&|s| {
+        let q = &mut s.callers.get_mut("batch").unwrap().quota;
+        (q.bytes_per_second, q.bytes_burst) = (1000, 2000);
+    })
+    .unwrap();
+    assert!(
+        warnings.iter().any(|w| w.contains("callers.batch.policy.max_bits") && w.contains("16000")),
+        "{warnings:?}"
+    );
     // Unknown keys and wrong types, named by the loader.
     let dir = std::env::temp_dir().join(format!("drbgd-badcallers-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
