@@ -485,6 +485,7 @@ impl ChunkStreamState {
                 Some((Ok(reply), self))
             }
             Ok(None) => {
+                self.done = true;
                 let (caller, n) = (self.admission.caller.name(), self.chunks.request().n_bits());
                 self.adapter.finish_with_alg("StreamBits", caller, &self.id, alg.name(), n, None, self.start);
                 None
@@ -503,6 +504,31 @@ impl ChunkStreamState {
                 );
                 Some((Err(e.to_status()), self))
             }
+        }
+    }
+}
+
+/// A stream dropped before its end (the client cancelled or went away) is still one latency
+/// observation and one audit line, as `CANCELLED`, with no bits counted as served in full.
+impl Drop for ChunkStreamState {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        let alg = self.chunks.request().alg().name();
+        self.adapter.observe("StreamBits", alg, tonic::Code::Cancelled, self.start);
+        if self.adapter.state.settings.log.audit {
+            crate::telemetry::Audit {
+                transport: "grpc",
+                request_id: &self.id,
+                caller: self.admission.caller.name(),
+                route: "StreamBits",
+                alg,
+                n: 0,
+                status: tonic::Code::Cancelled as u16,
+                code: "cancelled",
+            }
+            .log();
         }
     }
 }

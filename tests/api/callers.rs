@@ -571,6 +571,21 @@ async fn the_binary_serves_the_example_and_writes_the_audit_trail() {
         .await
         .unwrap();
     assert_eq!(nobody.status(), 401);
+    // A gRPC stream the client cancels after its first message still gets its audit line.
+    let mut grpc = RandomnessClient::connect(format!("http://{api}")).await.unwrap();
+    let req = drbgd::grpc::pb::StreamBitsRequest {
+        n: 100_000_000,
+        alg: 0,
+        chunk_bytes: 0,
+        prediction_resistance: false,
+    };
+    let mut req = with_key("batch-example-key", req);
+    req.metadata_mut().insert("x-request-id", "audit-test-4".parse().unwrap());
+    let mut stream = grpc.stream_bits(req).await.unwrap().into_inner();
+    assert!(stream.message().await.unwrap().is_some());
+    drop(stream);
+    drop(grpc);
+    tokio::time::sleep(Duration::from_millis(200)).await;
     // SIGTERM: the log is flushed at exit.
     // SAFETY: kill(2) on our own child's pid.
     unsafe { libc::kill(child.id().unwrap() as i32, libc::SIGTERM) };
@@ -586,7 +601,7 @@ async fn the_binary_serves_the_example_and_writes_the_audit_trail() {
         .filter(|l| l.contains("drbgd::audit"))
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
         .collect();
-    assert_eq!(audit.len(), 3, "{text}");
+    assert_eq!(audit.len(), 4, "{text}");
     let line =
         |id: &str| audit.iter().find(|a| a["request_id"] == id).unwrap_or_else(|| panic!("{id}: {text}"));
     let ok = line("audit-test-1");
@@ -605,6 +620,11 @@ async fn the_binary_serves_the_example_and_writes_the_audit_trail() {
     );
     let u = line("audit-test-3");
     assert_eq!((u["caller"].as_str(), u["status"].as_u64()), (Some("unknown"), Some(401)));
+    let c = line("audit-test-4");
+    assert_eq!(
+        (c["caller"].as_str(), c["route"].as_str(), c["status"].as_u64(), c["code"].as_str()),
+        (Some("batch"), Some("StreamBits"), Some(1), Some("cancelled"))
+    );
     // The access log (text) names the caller too.
     assert!(
         log.iter().any(|l| l.contains("drbgd::access")
