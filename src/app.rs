@@ -180,6 +180,7 @@ impl App {
             let _ = phase_tx.send(Phase::Stopped);
         });
         let api_router = crate::http::router(self.state.clone(), crate::grpc::router(self.state.clone()));
+        let api = crate::http::service(&self.state, api_router);
         let admin_router = crate::admin::router(self.state.clone());
         let (admin_tx, admin_rx) = tokio::sync::watch::channel(Phase::Serving);
         // Admin requests are probes and scrapes: short, so a short drain of their own.
@@ -189,7 +190,7 @@ impl App {
             ..options
         };
         let admin = tokio::spawn(serve(self.admin, admin_router, admin_options, None, admin_rx));
-        let drained = serve(self.api, api_router, options, self.tls, phase_rx).await;
+        let drained = serve(self.api, api, options, self.tls, phase_rx).await;
         let _ = admin_tx.send(Phase::Stopped);
         let _ = admin.await;
         tracing::info!(drained, "stopped");
@@ -198,8 +199,9 @@ impl App {
 
     /// What reloads, and on which files' change: TLS (certificate, key, client CAs) and the
     /// callers (the config file and the API keys file). A callers reload loads the settings
-    /// again and takes `[callers]` from them (and the keys file's lines); a change anywhere else
-    /// needs a restart and refuses the reload.
+    /// again and takes `[callers]` from them (and the keys file's lines). A change of `[auth]`
+    /// or `[tls]` refuses it (those never change by reload); a change of any other section
+    /// needs a restart to apply, is warned of, and does not hold up `[callers]` and the keys.
     fn watched(&self) -> Vec<Watched> {
         let mut watched = Vec::new();
         if let Some(tls) = &self.tls {
@@ -223,12 +225,24 @@ impl App {
                     Some(source) => source.load()?,
                     None => state.settings.clone(),
                 };
-                // Only `[callers]` changes here; everything else (auth on or off above all) is
-                // what the process started with, so a truncated file cannot open the door.
+                // Only `[callers]` changes here; everything else is what the process started
+                // with. `[auth]` and `[tls]` must not differ at all (so an emptied or truncated
+                // file cannot turn auth off); other sections may, and wait for a restart.
+                let changed = changed_outside_callers(&fresh, &state.settings);
+                let refused: Vec<&str> =
+                    changed.iter().map(String::as_str).filter(|s| ["auth", "tls"].contains(s)).collect();
                 anyhow::ensure!(
-                    same_outside_callers(&fresh, &state.settings),
-                    "the configuration changed outside [callers]; that needs a restart, so nothing was reloaded"
+                    refused.is_empty(),
+                    "the configuration's [{}] changed; that needs a restart, so nothing was reloaded",
+                    refused.join("], [")
                 );
+                if !changed.is_empty() {
+                    tracing::warn!(
+                        sections = changed.join(","),
+                        "the configuration changed outside [callers]: [callers] and the keys file \
+                         are reloaded, the rest needs a restart"
+                    );
+                }
                 let mut settings = state.settings.clone();
                 settings.callers = fresh.callers;
                 state.callers.reload(&settings)
@@ -238,12 +252,25 @@ impl App {
     }
 }
 
-/// Whether `a` and `b` differ only in what a reload applies (`[callers]`).
-fn same_outside_callers(a: &Settings, b: &Settings) -> bool {
-    let strip = |s: &Settings| {
-        let mut v = serde_json::to_value(s).ok()?;
-        v.as_object_mut()?.remove("callers");
-        Some(v)
+/// The top-level sections (`server`, `auth`, ...) in which `a` and `b` differ, `[callers]` left
+/// out. A section that cannot be compared counts as changed.
+fn changed_outside_callers(a: &Settings, b: &Settings) -> Vec<String> {
+    let sections = |s: &Settings| match serde_json::to_value(s) {
+        Ok(serde_json::Value::Object(mut map)) => {
+            map.remove("callers");
+            map
+        }
+        _ => serde_json::Map::new(),
     };
-    strip(a).is_some_and(|v| Some(v) == strip(b))
+    let (a, b) = (sections(a), sections(b));
+    let mut changed: Vec<String> =
+        a.iter().filter(|(k, v)| b.get(*k) != Some(*v)).map(|(k, _)| k.clone()).collect();
+    changed.extend(b.keys().filter(|k| !a.contains_key(*k)).cloned());
+    if a.is_empty() || b.is_empty() {
+        // Not serialisable (never, for these types): refuse rather than guess.
+        changed.extend(["auth".to_string(), "tls".to_string()]);
+    }
+    changed.sort();
+    changed.dedup();
+    changed
 }

@@ -42,6 +42,8 @@ pub struct Callers {
     /// and a file change) cannot put an older build in force after a newer one.
     reloading: Mutex<()>,
     metrics: Arc<Metrics>,
+    /// `drbgd_caller_requests_total{caller="unknown"}`, resolved once.
+    unknown_requests: prometheus::IntCounter,
 }
 
 impl std::fmt::Debug for Callers {
@@ -58,7 +60,7 @@ pub struct Admission {
     pub caller: Arc<Caller>,
     /// When it was admitted: the rate-limit fields describe the buckets as of then.
     pub at: Instant,
-    _in_flight: Option<Arc<quota::InFlight>>,
+    _in_flight: Arc<quota::InFlight>,
 }
 
 /// A refused request: the error to answer, and the caller when it is known.
@@ -83,7 +85,13 @@ impl Callers {
         for w in warnings {
             tracing::warn!("{w}");
         }
-        Ok(Callers { current: RwLock::new(Arc::new(registry)), reloading: Mutex::new(()), metrics })
+        let unknown_requests = metrics.caller_requests.with_label_values(&[registry::UNKNOWN]);
+        Ok(Callers {
+            current: RwLock::new(Arc::new(registry)),
+            reloading: Mutex::new(()),
+            metrics,
+            unknown_requests,
+        })
     }
 
     /// The registry in force.
@@ -92,14 +100,16 @@ impl Callers {
     }
 
     /// Builds a registry from `settings` and puts it in force, keeping each caller's quota
-    /// state and counters.
+    /// state and counters. Warns of each caller whose policy it widens or whose limit it
+    /// removes (a file caught half-written would do that, as would a deliberate edit).
     ///
     /// # Errors
     /// See [`Registry::build`]; the registry in force then stays.
     pub fn reload(&self, settings: &Settings) -> anyhow::Result<()> {
         let _one_at_a_time = self.reloading.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let (registry, warnings) = Registry::build(settings, &self.metrics, Some(&self.registry()))?;
-        for w in warnings {
+        let previous = self.registry();
+        let (registry, warnings) = Registry::build(settings, &self.metrics, Some(&previous))?;
+        for w in warnings.iter().chain(&registry.widened_from(&previous)) {
             tracing::warn!("{w}");
         }
         let names: Vec<&str> = registry.callers().iter().map(|c| c.name()).collect();
@@ -108,12 +118,15 @@ impl Callers {
         Ok(())
     }
 
-    /// Identifies the caller and admits the request to `route` (`None` for the metadata
-    /// routes every caller may call): policy route check, in-flight cap, request bucket.
+    /// Identifies the caller and admits the request to `route`: policy route check, in-flight
+    /// cap, request bucket. `None` is a metadata route (`/algorithms`, `/usage`, `GetUsage`),
+    /// which every caller may call: no route check, but its in-flight place and request token
+    /// are taken as for any other, so the metadata routes are no way around a quota.
     ///
     /// # Errors
     /// [`Denied`] with 401, 403 (`unknown_client`, `route_not_allowed`) or 429
-    /// (`concurrency_limited`, `rate_limited`); each is counted.
+    /// (`concurrency_limited`, `rate_limited`); each is counted, and so is the request (under
+    /// `unknown` when the credentials name no caller).
     pub fn admit(
         &self,
         bearer: Option<&[u8]>,
@@ -124,6 +137,7 @@ impl Callers {
         let caller = match self.registry().identify(bearer, client) {
             Ok(caller) => caller,
             Err(error) => {
+                self.unknown_requests.inc();
                 self.metrics.caller_denials.with_label_values(&[registry::UNKNOWN, error.code()]).inc();
                 return Err(Denied { caller: None, error, at });
             }
@@ -133,10 +147,9 @@ impl Callers {
             caller.count_denial(&error);
             Err(Denied { caller: Some(caller), error, at })
         };
-        let Some(route) = route else {
-            return Ok(Admission { caller, at, _in_flight: None });
-        };
-        if let Err(error) = caller.policy.check_route(route) {
+        if let Some(route) = route
+            && let Err(error) = caller.policy.check_route(route)
+        {
             return deny(caller, error);
         }
         let Some(in_flight) = caller.quota_state().enter(caller.quota.max_in_flight) else {
@@ -160,7 +173,7 @@ impl Callers {
             );
             return deny(caller, error);
         }
-        Ok(Admission { caller, at, _in_flight: Some(Arc::new(in_flight)) })
+        Ok(Admission { caller, at, _in_flight: Arc::new(in_flight) })
     }
 }
 

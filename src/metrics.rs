@@ -150,7 +150,7 @@ impl Metrics {
             ),
             caller_requests: counter(
                 "caller_requests_total",
-                "API requests by caller (admitted or denied); callers are the configured ones, `anonymous` with auth off, `unknown` for credentials that name none.",
+                "API requests by caller (admitted or denied); callers are the configured ones, `anonymous` with auth off, `unknown` for requests whose credentials (missing, or a key or certificate that names no caller) were refused.",
                 &["caller"],
             ),
             caller_output_bytes: counter(

@@ -5,7 +5,11 @@
 //! - A change of the files. Kubernetes updates a mounted Secret or ConfigMap by swapping a
 //!   symlink, which file-event watchers can miss, so the files are polled: every
 //!   `server.reload_interval_ms` their contents are hashed, and a change runs the owner's
-//!   reload.
+//!   reload once it is stable: the same new contents seen on two polls in a row. A file caught
+//!   mid-write (by an editor, `cp`, a script writing a table at a time) may well be valid (a
+//!   `[callers.web]` table with its key but not yet its policy and quota is an open, unlimited
+//!   caller), so a content seen on one poll only is never loaded. This delays a change by one
+//!   interval. SIGHUP stays immediate: whoever sends it says the files are complete.
 //!
 //! A reload that fails (a half-written or invalid file) is logged and counted
 //! (`drbgd_reloads_total{what,result="error"}`), and what was in force stays; it is tried again
@@ -13,7 +17,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use prometheus::IntCounterVec;
 use sha2::{Digest, Sha256};
@@ -82,40 +86,65 @@ fn run(what: &'static str, reload: &ReloadFn, reloads: &IntCounterVec, trigger: 
 /// Polls `watched` every `interval` for ever (the task is dropped with the runtime), counting
 /// reloads in `reloads` (`drbgd_reloads_total{what,result}`).
 pub async fn watch(watched: Vec<Watched>, interval: Duration, reloads: IntCounterVec) {
-    // What each set of files looked like when last loaded successfully, and the content of
-    // the last failed attempt (not retried until the files change or FAILED_RETRY passes).
-    let mut loaded: Vec<[u8; 32]> = watched.iter().map(|w| w.loaded).collect();
-    let mut failed: Vec<Option<([u8; 32], tokio::time::Instant)>> = vec![None; watched.len()];
+    let mut tracks: Vec<Track> = watched.iter().map(|w| Track::new(w.loaded)).collect();
     let mut ticker = tokio::time::interval(interval);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     ticker.tick().await;
     loop {
         ticker.tick().await;
-        for ((w, last), fail) in watched.iter().zip(loaded.iter_mut()).zip(failed.iter_mut()) {
+        for (w, track) in watched.iter().zip(tracks.iter_mut()) {
             let now = fingerprint(&w.files);
-            if now == *last {
-                *fail = None;
-                continue;
+            if track.due(now, Instant::now()) {
+                let ok = run(w.what, &w.reload, &reloads, "file change");
+                track.done(now, ok, Instant::now());
             }
-            if let Some((content, at)) = *fail
-                && content == now
-                && at.elapsed() < FAILED_RETRY
-            {
-                continue;
-            }
-            if run(w.what, &w.reload, &reloads, "file change") {
-                *last = now;
-                *fail = None;
-            } else {
-                *fail = Some((now, tokio::time::Instant::now()));
-            }
+        }
+    }
+}
+
+/// What the watcher knows of one set of files between polls, and when to reload them.
+#[derive(Debug, Clone, Copy)]
+struct Track {
+    /// The contents last loaded successfully.
+    loaded: [u8; 32],
+    /// Other contents, seen on the last poll: loaded if the next poll sees them again.
+    seen: Option<[u8; 32]>,
+    /// The contents of the last failed attempt, and when (not retried until the files change,
+    /// or [`FAILED_RETRY`] passes).
+    failed: Option<([u8; 32], Instant)>,
+}
+
+impl Track {
+    fn new(loaded: [u8; 32]) -> Self {
+        Track { loaded, seen: None, failed: None }
+    }
+
+    /// Whether to reload now, the files' contents being `now`: only contents other than those
+    /// loaded, seen on the previous poll too (stable), and not just failed.
+    fn due(&mut self, now: [u8; 32], at: Instant) -> bool {
+        if now == self.loaded {
+            (self.seen, self.failed) = (None, None);
+            return false;
+        }
+        if self.seen.replace(now) != Some(now) {
+            return false;
+        }
+        !matches!(self.failed, Some((content, when)) if content == now && at.duration_since(when) < FAILED_RETRY)
+    }
+
+    /// Records a reload of contents `now`: loaded, or failed at `at`.
+    fn done(&mut self, now: [u8; 32], ok: bool, at: Instant) {
+        if ok {
+            *self = Track::new(now);
+        } else {
+            self.failed = Some((now, at));
         }
     }
 }
 
 /// A failed reload of unchanged files is retried after this long (the failure may not have been
 /// the content: a transient read error, a key file written after its certificate).
-const FAILED_RETRY: std::time::Duration = std::time::Duration::from_secs(60);
+const FAILED_RETRY: Duration = Duration::from_secs(60);
 
 /// SHA-256 over each file's path and contents (or the fact that it is unreadable). The files
 /// are small (PEM, one digest per line), so they are read synchronously, into a buffer that is
@@ -134,4 +163,51 @@ pub fn fingerprint(files: &[PathBuf]) -> [u8; 32] {
         }
     }
     hasher.finalize().into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: [u8; 32] = [1; 32];
+    const B: [u8; 32] = [2; 32];
+    const C: [u8; 32] = [3; 32];
+
+    /// Contents seen on one poll only (a file caught mid-write) are never loaded; the same
+    /// contents on the next poll are.
+    #[test]
+    fn a_change_is_loaded_once_stable() {
+        let t0 = Instant::now();
+        let mut t = Track::new(A);
+        assert!(!t.due(A, t0), "unchanged");
+        assert!(!t.due(B, t0), "B seen once: maybe half-written");
+        assert!(!t.due(C, t0), "C seen once");
+        assert!(t.due(C, t0), "C seen twice in a row: stable");
+        t.done(C, true, t0);
+        assert!(!t.due(C, t0), "loaded");
+        // A change that is undone before it is stable never loads.
+        assert!(!t.due(B, t0));
+        assert!(!t.due(C, t0));
+        assert!(!t.due(B, t0), "B, C, B: never twice in a row");
+        assert!(t.due(B, t0));
+    }
+
+    /// A stable change that fails is retried when the files change (and are stable again), or
+    /// after FAILED_RETRY.
+    #[test]
+    fn a_failed_change_is_retried_later_or_when_the_files_change() {
+        let t0 = Instant::now();
+        let mut t = Track::new(A);
+        assert!(!t.due(B, t0));
+        assert!(t.due(B, t0));
+        t.done(B, false, t0);
+        assert!(!t.due(B, t0 + Duration::from_secs(1)), "the same contents just failed");
+        assert!(t.due(B, t0 + FAILED_RETRY), "retried after a while");
+        t.done(B, false, t0 + FAILED_RETRY);
+        assert!(!t.due(C, t0 + FAILED_RETRY), "new contents: stable first");
+        assert!(t.due(C, t0 + FAILED_RETRY));
+        t.done(C, true, t0 + FAILED_RETRY);
+        // Back to what is loaded: nothing to do, and a failure is forgotten.
+        assert!(!t.due(C, t0 + FAILED_RETRY));
+    }
 }

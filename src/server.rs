@@ -15,7 +15,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use axum::Router;
 use axum::http::{HeaderValue, Request, Response, Version, header};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
@@ -79,13 +78,16 @@ struct ConnState {
 
 /// Serves `router` on `listener`, following `phase`. Returns whether the drain finished within
 /// the deadline.
-pub async fn serve(
+pub async fn serve<S>(
     listener: TcpListener,
-    router: Router,
+    service: S,
     options: ServeOptions,
     tls: Option<Arc<ReloadableAcceptor>>,
     phase: watch::Receiver<Phase>,
-) -> bool {
+) -> bool
+where
+    S: HttpService,
+{
     let mut builder = Builder::new(TokioExecutor::new());
     builder.http1().timer(TokioTimer::new()).header_read_timeout(options.header_read_timeout);
     builder
@@ -117,7 +119,7 @@ pub async fn serve(
         };
         let _ = stream.set_nodelay(true);
         let connection = Connection {
-            router: router.clone(),
+            service: service.clone(),
             builder: builder.clone(),
             phase: phase.clone(),
             max_age: options
@@ -169,9 +171,46 @@ fn jitter(age: Duration, sequence: u64) -> Duration {
     age.mul_f64(0.9 + 0.2 * f64::from(spread) / 1024.0)
 }
 
+/// What [`serve`] serves: a cloneable tower service answering every request (errors are
+/// responses), such as an axum `Router` or the API stack of [`crate::http::service`].
+pub trait HttpService:
+    tower::Service<
+        Request<hyper::body::Incoming>,
+        Response = Response<Self::Body>,
+        Error = std::convert::Infallible,
+        Future: Send + 'static,
+    > + Clone
+    + Send
+    + Sync
+    + 'static
+{
+    /// The response body.
+    type Body: hyper::body::Body<Data = bytes::Bytes, Error: Into<Box<dyn std::error::Error + Send + Sync>>>
+        + Send
+        + 'static;
+}
+
+impl<S, B> HttpService for S
+where
+    S: tower::Service<
+            Request<hyper::body::Incoming>,
+            Response = Response<B>,
+            Error = std::convert::Infallible,
+            Future: Send + 'static,
+        > + Clone
+        + Send
+        + Sync
+        + 'static,
+    B: hyper::body::Body<Data = bytes::Bytes, Error: Into<Box<dyn std::error::Error + Send + Sync>>>
+        + Send
+        + 'static,
+{
+    type Body = B;
+}
+
 /// One accepted connection and what ends it early.
-struct Connection {
-    router: Router,
+struct Connection<S> {
+    service: S,
     builder: Builder<TokioExecutor>,
     phase: watch::Receiver<Phase>,
     max_age: Option<Duration>,
@@ -181,12 +220,12 @@ struct Connection {
     client: Option<Arc<ClientIdentity>>,
 }
 
-impl Connection {
+impl<S: HttpService> Connection<S> {
     /// Serves until the client closes; asks the connection to end (GOAWAY / `Connection:
     /// close`) when draining starts or it reaches its age, closes it gracefully when the
     /// listener stops, and drops it if it outlives its age by the grace period.
-    async fn run<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(self, stream: S) {
-        let Connection { router, builder, mut phase, max_age, grace, client } = self;
+    async fn run<T: AsyncRead + AsyncWrite + Unpin + Send + 'static>(self, stream: T) {
+        let Connection { service, builder, mut phase, max_age, grace, client } = self;
         let state = Arc::new(ConnState::default());
         let (seen, closing) = (state.clone(), state.clone());
         let service = ServiceBuilder::new()
@@ -205,13 +244,13 @@ impl Connection {
             })
             // HTTP/1: the client will not reuse this connection (hyper strips the header from
             // HTTP/2 responses, where GOAWAY does the job).
-            .map_response(move |mut response: Response<axum::body::Body>| {
+            .map_response(move |mut response: Response<S::Body>| {
                 if closing.closing.load(Ordering::Relaxed) {
                     response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
                 }
                 response
             })
-            .service(router);
+            .service(service);
         let connection =
             builder.serve_connection_with_upgrades(TokioIo::new(stream), TowerToHyperService::new(service));
         tokio::pin!(connection);

@@ -95,6 +95,20 @@ impl Policy {
         Route::ALL.into_iter().filter(|r| self.routes & r.bit() != 0)
     }
 
+    /// What this policy allows that `other` does not: `algs`, `routes`, `max_bits`, `pr` (the
+    /// keys, in that order; empty when it is no wider).
+    pub fn wider_than(&self, other: &Policy) -> Vec<&'static str> {
+        [
+            (self.algs & !other.algs != 0, "algs"),
+            (self.routes & !other.routes != 0, "routes"),
+            (self.max_bits > other.max_bits, "max_bits"),
+            (self.pr && !other.pr, "pr"),
+        ]
+        .into_iter()
+        .filter_map(|(wider, key)| wider.then_some(key))
+        .collect()
+    }
+
     /// 403 `route_not_allowed` unless `route` is allowed.
     ///
     /// # Errors
@@ -157,6 +171,17 @@ mod tests {
         let open = Policy::open(&Algorithm::ALL, 100);
         assert!(Route::ALL.iter().all(|r| open.check_route(*r).is_ok()));
         assert!(Algorithm::ALL.iter().all(|a| open.check(*a, 100, true).is_ok()));
+    }
+
+    #[test]
+    fn wider_names_what_a_policy_allows_beyond_another() {
+        let narrow = Policy::new(&[Algorithm::ChaCha20], &[Route::Token], 4096, false);
+        let open = Policy::open(&Algorithm::ALL, 8192);
+        assert_eq!(open.wider_than(&narrow), ["algs", "routes", "max_bits", "pr"]);
+        assert!(narrow.wider_than(&open).is_empty());
+        assert!(narrow.wider_than(&narrow).is_empty());
+        let other_alg = Policy::new(&[Algorithm::Blake3], &[Route::Token], 4096, false);
+        assert_eq!(other_alg.wider_than(&narrow), ["algs"], "a different algorithm is a new one");
     }
 
     #[test]

@@ -117,11 +117,18 @@ pub struct QuotaState {
 
 impl QuotaState {
     /// Counts one more request in progress, unless `max` are already; the guard counts it out.
+    /// A refused entry never touches the count (compare-and-swap under the bound), so it
+    /// cannot make a concurrent one see the caller fuller than it is.
     pub fn enter(self: &std::sync::Arc<Self>, max: Option<u32>) -> Option<InFlight> {
-        let n = self.in_flight.fetch_add(1, Ordering::AcqRel);
-        if max.is_some_and(|max| n >= max) {
-            self.in_flight.fetch_sub(1, Ordering::AcqRel);
-            return None;
+        match max {
+            None => {
+                self.in_flight.fetch_add(1, Ordering::AcqRel);
+            }
+            Some(max) => {
+                self.in_flight
+                    .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < max).then_some(n + 1))
+                    .ok()?;
+            }
         }
         Some(InFlight(self.clone()))
     }
@@ -201,6 +208,35 @@ mod tests {
         drop(a);
         assert!(s.enter(Some(2)).is_some());
         assert!(s.enter(None).is_some());
+    }
+
+    /// A refused entry must never show in the count, not even for a moment: with one place of
+    /// two held, entries under a cap of 2 always fit, however many entries under a cap of 1
+    /// (always refused) run at the same time. (Adding first and backing out after refused some.)
+    #[test]
+    fn a_refused_entry_never_crowds_out_one_that_fits() {
+        use std::sync::Arc;
+        use std::sync::atomic::AtomicBool;
+        let s = Arc::new(QuotaState::default());
+        let _held = s.enter(Some(2)).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let refused: Vec<_> = (0..2)
+            .map(|_| {
+                let (s, stop) = (s.clone(), stop.clone());
+                std::thread::spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        assert!(s.enter(Some(1)).is_none());
+                    }
+                })
+            })
+            .collect();
+        let spurious = (0..100_000).filter(|_| s.enter(Some(2)).is_none()).count();
+        stop.store(true, Ordering::Relaxed);
+        for t in refused {
+            t.join().unwrap();
+        }
+        assert_eq!(spurious, 0, "entries refused though a place was free");
+        assert_eq!(s.in_flight(), 1);
     }
 
     proptest! {

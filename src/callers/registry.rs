@@ -208,6 +208,20 @@ impl Registry {
             }
         }
         if !unnamed.is_empty() {
+            // Beside named callers, a key without a name is most likely a line that lost its
+            // name, and it would get everything with no limit: said (not refused, since keys
+            // without names are how a single-tenant set-up names its keys, and a keys file may
+            // be rolled out before its callers' names).
+            let named = tables.keys().any(|n| n != ANONYMOUS && n != DEFAULT);
+            if settings.auth.enabled && named && !tables.contains_key(DEFAULT) {
+                warnings.push(format!(
+                    "{} key(s) without a caller name (a bare digest in auth.api_keys_file, or \
+                     auth.api_key_sha256) make the caller `default`, which has no [callers.default] \
+                     table: open policy and no quota, beside the named callers; write \
+                     `<caller> <digest>` lines, or add [callers.default] to limit it",
+                    unnamed.len()
+                ));
+            }
             tables.entry(DEFAULT.to_string()).or_default().key_sha256.extend(unnamed);
         }
         let find_state = |name: &str| {
@@ -313,6 +327,44 @@ impl Registry {
         Ok((registry, warnings))
     }
 
+    /// A warning for each caller whose policy is wider here than in `previous`, or that has
+    /// lost a limit (a file caught half-written, a table left out): what a reload should not
+    /// do unnoticed. Callers new here are not compared.
+    pub fn widened_from(&self, previous: &Registry) -> Vec<String> {
+        let before =
+            |name: &str| previous.callers.iter().chain([&previous.anonymous]).find(|c| c.name() == name);
+        let mut warnings = Vec::new();
+        for caller in self.callers.iter().chain([&self.anonymous]) {
+            let Some(old) = before(caller.name()) else { continue };
+            let wider = caller.policy.wider_than(&old.policy);
+            let (q, o) = (&caller.quota, &old.quota);
+            let removed: Vec<&str> = [
+                (q.requests.is_none() && o.requests.is_some(), "requests_per_second"),
+                (q.bytes.is_none() && o.bytes.is_some(), "bytes_per_second"),
+                (q.max_in_flight.is_none() && o.max_in_flight.is_some(), "max_in_flight"),
+            ]
+            .into_iter()
+            .filter_map(|(gone, key)| gone.then_some(key))
+            .collect();
+            if wider.is_empty() && removed.is_empty() {
+                continue;
+            }
+            let mut what = Vec::new();
+            if !wider.is_empty() {
+                what.push(format!("its policy now allows more ({})", wider.join(", ")));
+            }
+            if !removed.is_empty() {
+                what.push(format!("its quota lost {}", removed.join(", ")));
+            }
+            warnings.push(format!(
+                "reload widens caller {:?}: {}; if that was not meant, check the file is complete",
+                caller.name(),
+                what.join(" and ")
+            ));
+        }
+        warnings
+    }
+
     /// Whether bearer keys are required.
     pub fn auth(&self) -> bool {
         self.auth
@@ -345,9 +397,7 @@ impl Registry {
         if !self.auth {
             return Ok(self.anonymous.clone());
         }
-        let token = bearer
-            .and_then(|v| v.strip_prefix(b"Bearer ").or_else(|| v.strip_prefix(b"bearer ")))
-            .ok_or(ApiError::Unauthorized)?;
+        let token = bearer.and_then(bearer_token).ok_or(ApiError::Unauthorized)?;
         self.find_key(token).map(|i| self.callers[i].clone()).ok_or(ApiError::Unauthorized)
     }
 
@@ -370,6 +420,18 @@ impl Registry {
     pub fn anonymous(&self) -> &Arc<Caller> {
         &self.anonymous
     }
+}
+
+/// The credentials of an `Authorization: Bearer <token>` value: the scheme matched without
+/// regard to case, then one or more spaces (RFC 7235 §2.1, RFC 6750 §2.1).
+fn bearer_token(value: &[u8]) -> Option<&[u8]> {
+    const SCHEME: &[u8] = b"bearer";
+    let (scheme, rest) = value.split_at_checked(SCHEME.len())?;
+    if !scheme.eq_ignore_ascii_case(SCHEME) || rest.first() != Some(&b' ') {
+        return None;
+    }
+    let token = &rest[rest.iter().take_while(|&&b| b == b' ').count()..];
+    (!token.is_empty()).then_some(token)
 }
 
 fn valid_name(name: &str) -> bool {
@@ -462,4 +524,72 @@ fn build_policy(
         _ => max_bits,
     };
     Ok((Policy::new(&algs, &routes, max_bits, p.pr), quota))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn registry() -> Registry {
+        let mut settings = Settings::defaults();
+        settings.auth.enabled = true;
+        let digest = data_encoding::HEXLOWER.encode(&Sha256::digest(b"k3y"));
+        settings
+            .callers
+            .insert("web".into(), CallerSettings { key_sha256: vec![digest], ..Default::default() });
+        Registry::build(&settings, &Metrics::new(Arc::default()), None).unwrap().0
+    }
+
+    /// A `[callers.web]` caught before its policy and quota tables: the reload names `web` and
+    /// what it gained; a narrowing, or nothing changed, says nothing.
+    #[test]
+    fn a_widening_reload_names_the_caller() {
+        let metrics = Metrics::new(Arc::default());
+        let mut strict = Settings::defaults();
+        strict.auth.enabled = true;
+        let mut web = CallerSettings {
+            key_sha256: vec![data_encoding::HEXLOWER.encode(&Sha256::digest(b"k3y"))],
+            ..Default::default()
+        };
+        web.policy.algs = Some(vec![Algorithm::ChaCha20]);
+        web.policy.pr = false;
+        (web.quota.requests_per_second, web.quota.max_in_flight) = (50, 4);
+        strict.callers.insert("web".into(), web.clone());
+        strict.callers.insert(
+            "batch".into(),
+            CallerSettings { identities: vec!["cn:batch".into()], ..Default::default() },
+        );
+        let mut half = strict.clone();
+        half.callers
+            .insert("web".into(), CallerSettings { key_sha256: web.key_sha256, ..Default::default() });
+        let (strict, _) = Registry::build(&strict, &metrics, None).unwrap();
+        let (half, _) = Registry::build(&half, &metrics, Some(&strict)).unwrap();
+        let warnings = half.widened_from(&strict);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        let w = &warnings[0];
+        assert!(
+            w.contains("\"web\"")
+                && w.contains("algs, pr")
+                && w.contains("requests_per_second, max_in_flight"),
+            "{w}"
+        );
+        assert!(strict.widened_from(&half).is_empty(), "narrowing is not warned");
+        assert!(strict.widened_from(&strict).is_empty());
+    }
+
+    /// RFC 7235: the auth scheme is case-insensitive, and one or more spaces follow it.
+    #[test]
+    fn the_bearer_scheme_is_case_insensitive() {
+        let r = registry();
+        for value in ["Bearer k3y", "bearer k3y", "BEARER k3y", "BeArEr k3y", "Bearer  k3y"] {
+            let caller =
+                r.identify(Some(value.as_bytes()), None).unwrap_or_else(|e| panic!("{value}: {e:?}"));
+            assert_eq!(caller.name(), "web", "{value}");
+        }
+        for value in ["Basic k3y", "Bearerk3y", "Bearer", "Bearer ", "Bearer k3y2", "k3y", "Bearer\tk3y"] {
+            let e = r.identify(Some(value.as_bytes()), None).unwrap_err();
+            assert_eq!(e.code(), "unauthorized", "{value}");
+        }
+        assert_eq!(r.identify(None, None).unwrap_err().code(), "unauthorized");
+    }
 }

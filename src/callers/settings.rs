@@ -35,7 +35,8 @@ pub struct PolicySettings {
     pub algs: Option<Vec<Algorithm>>,
     /// Random-output endpoints the caller may call (`/bits`, `/bytes`, `/token`, `/nonce`,
     /// `/uuid`, `/int`; the gRPC method of each counts as the same endpoint); all when absent.
-    /// `/algorithms`, `/usage` and `/openapi.json` are open to every authenticated caller.
+    /// `/algorithms` and `/usage` are open to every caller (and count against its quota),
+    /// `/openapi.json` to everyone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub routes: Option<Vec<Route>>,
     /// Most random bits per request, on every endpoint; `limits.max_bits` when absent.

@@ -1,15 +1,25 @@
 //! The admission layer of the API routes: names the caller (bearer key or verified client
 //! certificate), applies its route policy, in-flight cap and request rate, hands the
 //! [`Admission`] to the handler, and puts the rate-limit fields on the response. Metadata
-//! routes (`/algorithms`, `/usage`) need a caller but no route permission and no quota.
+//! routes (`/algorithms`, `/usage`) need no route permission, but count against the caller's
+//! in-flight cap and request rate like any other call.
+//!
+//! A typed tower layer, applied to each route with the route it guards named explicitly (a
+//! path the policy does not know is never mistaken for a metadata route): no boxed future and
+//! no cloned service per request, which an axum `from_fn` middleware costs.
 
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Instant;
 
-use axum::extract::{MatchedPath, Request, State};
+use axum::extract::Request;
 use axum::http::{HeaderName, header};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use pin_project_lite::pin_project;
+use tower::{Layer, Service};
 
 use crate::callers::headers::{RATELIMIT, RATELIMIT_POLICY, current_field};
 use crate::callers::{Admission, Caller, ClientIdentity, Denied, Route};
@@ -19,28 +29,115 @@ use crate::state::AppState;
 #[derive(Debug, Clone)]
 pub struct CallerName(pub Arc<str>);
 
-/// Middleware: admit or refuse (401/403/429 problem+json), then serve.
-pub async fn admit(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
-    let route = request.extensions().get::<MatchedPath>().and_then(|m| Route::from_path(m.as_str()));
-    let bearer = request.headers().get(header::AUTHORIZATION).map(|v| v.as_bytes());
-    let client = request.extensions().get::<Arc<ClientIdentity>>().map(|c| &**c);
-    match state.callers.admit(bearer, client, route) {
-        Err(Denied { caller, error, at }) => {
-            let mut response = error.into_response();
-            match caller {
-                Some(caller) => finish(&mut response, &caller, at),
-                None => {
-                    response.extensions_mut().insert(CallerName(crate::callers::registry::UNKNOWN.into()));
+/// The admitted caller of a request, for handlers.
+pub type Admitted = axum::Extension<Admission>;
+
+/// Builds [`Admit`] services for one route.
+#[derive(Clone, Debug)]
+pub struct AdmitLayer {
+    state: AppState,
+    /// The random-output route guarded, `None` for a metadata route (a caller and its quota,
+    /// no route permission).
+    route: Option<Route>,
+}
+
+impl AdmitLayer {
+    /// Admission to a random-output route, against the callers in `state` (reloadable).
+    pub fn route(state: &AppState, route: Route) -> Self {
+        AdmitLayer { state: state.clone(), route: Some(route) }
+    }
+
+    /// Admission to a metadata route (`/algorithms`, `/usage`).
+    pub fn metadata(state: &AppState) -> Self {
+        AdmitLayer { state: state.clone(), route: None }
+    }
+}
+
+impl<S> Layer<S> for AdmitLayer {
+    type Service = Admit<S>;
+
+    fn layer(&self, inner: S) -> Admit<S> {
+        Admit { inner, state: self.state.clone(), route: self.route }
+    }
+}
+
+/// Admits or refuses (401/403/429 problem+json), then serves. See the module documentation.
+#[derive(Clone, Debug)]
+pub struct Admit<S> {
+    inner: S,
+    state: AppState,
+    route: Option<Route>,
+}
+
+impl<S> Service<Request> for Admit<S>
+where
+    S: Service<Request, Response = Response, Error = Infallible>,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = AdmitFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut request: Request) -> Self::Future {
+        let bearer = request.headers().get(header::AUTHORIZATION).map(|v| v.as_bytes());
+        let client = request.extensions().get::<Arc<ClientIdentity>>().map(|c| &**c);
+        match self.state.callers.admit(bearer, client, self.route) {
+            Err(Denied { caller, error, at }) => {
+                let mut response = error.into_response();
+                match caller {
+                    Some(caller) => finish(&mut response, &caller, at),
+                    None => {
+                        response
+                            .extensions_mut()
+                            .insert(CallerName(crate::callers::registry::UNKNOWN.into()));
+                    }
                 }
+                AdmitFuture { state: State::Refused { response: Some(response) } }
             }
-            response
+            Ok(admission) => {
+                // Held here until the response (headers) is ready: the caller's in-flight place.
+                request.extensions_mut().insert(admission.clone());
+                AdmitFuture { state: State::Admitted { future: self.inner.call(request), admission } }
+            }
         }
-        Ok(admission) => {
-            // Held here until the response (headers) is ready: the caller's in-flight place.
-            request.extensions_mut().insert(admission.clone());
-            let mut response = next.run(request).await;
-            finish(&mut response, &admission.caller, admission.at);
-            response
+    }
+}
+
+pin_project! {
+    /// The response future of [`Admit`].
+    pub struct AdmitFuture<F> {
+        #[pin]
+        state: State<F>,
+    }
+}
+
+pin_project! {
+    #[project = StateProj]
+    enum State<F> {
+        Admitted { #[pin] future: F, admission: Admission },
+        Refused { response: Option<Response> },
+    }
+}
+
+impl<F: Future<Output = Result<Response, Infallible>>> Future for AdmitFuture<F> {
+    type Output = Result<Response, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project().state.project() {
+            StateProj::Admitted { future, admission } => {
+                let Ok(mut response) = std::task::ready!(future.poll(cx));
+                finish(&mut response, &admission.caller, admission.at);
+                Poll::Ready(Ok(response))
+            }
+            StateProj::Refused { response } => {
+                // Polled again after its end (a contract breach): an error, not a panic.
+                Poll::Ready(Ok(response
+                    .take()
+                    .unwrap_or_else(|| crate::error::ApiError::Internal.into_response())))
+            }
         }
     }
 }
@@ -57,6 +154,3 @@ fn finish(response: &mut Response, caller: &Caller, at: Instant) {
     }
     response.extensions_mut().insert(CallerName(caller.name_arc()));
 }
-
-/// The admitted caller of a request, for handlers.
-pub type Admitted = axum::Extension<Admission>;

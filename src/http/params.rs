@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use axum::extract::FromRequestParts;
-use axum::http::HeaderMap;
+use axum::http::HeaderValue;
 use axum::http::request::Parts;
 
 use crate::error::ApiError;
@@ -135,11 +135,23 @@ impl Params {
     }
 }
 
+/// The request's `Accept` header: one cheap clone of its value, not of the whole header map.
+#[derive(Debug, Default, Clone)]
+pub struct Accept(Option<HeaderValue>);
+
+impl<S: Send + Sync> FromRequestParts<S> for Accept {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        Ok(Accept(parts.headers.get(axum::http::header::ACCEPT).cloned()))
+    }
+}
+
 /// The encoding of random bits: `format` if given, else the `Accept` header, else hex.
 ///
 /// # Errors
 /// `unknown_format` for a `format` that is no bits encoding.
-pub fn choose_format(format: Option<&str>, headers: &HeaderMap) -> Result<Encoding, ApiError> {
+pub fn choose_format(format: Option<&str>, accept: &Accept) -> Result<Encoding, ApiError> {
     if let Some(name) = format {
         return Encoding::parse(name).ok_or_else(|| {
             let names: Vec<&str> = Encoding::ALL.iter().map(|e| e.name()).collect();
@@ -150,12 +162,12 @@ pub fn choose_format(format: Option<&str>, headers: &HeaderMap) -> Result<Encodi
             )
         });
     }
-    Ok(from_accept(headers).unwrap_or(Encoding::ALL[0]))
+    Ok(from_accept(accept).unwrap_or(Encoding::ALL[0]))
 }
 
 /// The most preferred supported media type of the `Accept` header (q-values honoured).
-fn from_accept(headers: &HeaderMap) -> Option<Encoding> {
-    let accept = headers.get(axum::http::header::ACCEPT)?.to_str().ok()?;
+fn from_accept(accept: &Accept) -> Option<Encoding> {
+    let accept = accept.0.as_ref()?.to_str().ok()?;
     let mut ranges: Vec<(f32, usize, Encoding)> = accept
         .split(',')
         .enumerate()
@@ -180,23 +192,21 @@ fn from_accept(headers: &HeaderMap) -> Option<Encoding> {
 }
 
 /// Whether the client prefers JSON over text (for the small-value endpoints).
-pub fn wants_json(headers: &HeaderMap) -> bool {
-    from_accept(headers) == Some(Encoding::Json)
+pub fn wants_json(accept: &Accept) -> bool {
+    from_accept(accept) == Some(Encoding::Json)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn accept(v: &str) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        h.insert(axum::http::header::ACCEPT, v.parse().unwrap());
-        h
+    fn accept(v: &str) -> Accept {
+        Accept(Some(v.parse().unwrap()))
     }
 
     #[test]
     fn accept_negotiation_honours_q() {
-        assert_eq!(choose_format(None, &HeaderMap::new()).unwrap(), Encoding::Hex);
+        assert_eq!(choose_format(None, &Accept::default()).unwrap(), Encoding::Hex);
         assert_eq!(choose_format(None, &accept("application/octet-stream")).unwrap(), Encoding::Binary);
         assert_eq!(
             choose_format(None, &accept("text/plain;q=0.5, application/json")).unwrap(),
@@ -204,7 +214,7 @@ mod tests {
         );
         assert_eq!(choose_format(None, &accept("image/png")).unwrap(), Encoding::Hex);
         assert_eq!(choose_format(Some("BINARY"), &accept("application/json")).unwrap(), Encoding::Binary);
-        assert_eq!(choose_format(Some("morse"), &HeaderMap::new()).unwrap_err().code(), "unknown_format");
+        assert_eq!(choose_format(Some("morse"), &Accept::default()).unwrap_err().code(), "unknown_format");
     }
 
     #[test]

@@ -1,21 +1,25 @@
 //! `GET /bits`, `POST /bits` and `GET /bytes`: random output in any encoding, streamed when
 //! large. Parse into a typed request, call the service, encode.
 
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
 use axum::Json;
 use axum::body::Body;
 use axum::extract::State;
 use axum::extract::rejection::JsonRejection;
-use axum::http::{HeaderMap, HeaderValue, header};
+use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
-use futures_util::StreamExt;
+use bytes::Bytes;
+use http_body::{Frame, SizeHint};
 use serde_json::Value;
 
 use super::admit::Admitted;
-use super::params::{Params, choose_format};
+use super::params::{Accept, Params, choose_format};
 use super::served;
 use crate::callers::Admission;
 use crate::error::ApiError;
-use crate::service::{BitsOutput, BitsRequest, BytesRequest};
+use crate::service::{BitsOutput, BitsRequest, BytesRequest, Chunks};
 use crate::state::AppState;
 
 const PARAMS: &[&str] = &["n", "alg", "format", "pr"];
@@ -24,40 +28,40 @@ const PARAMS: &[&str] = &["n", "alg", "format", "pr"];
 pub async fn get_bits(
     State(state): State<AppState>,
     axum::Extension(admission): Admitted,
-    headers: HeaderMap,
+    accept: Accept,
     params: Params,
 ) -> Result<Response, ApiError> {
-    respond(&state, &admission, bits_request(&state, &headers, &params)?)
+    respond(&state, &admission, bits_request(&state, &accept, &params)?)
 }
 
 /// `POST /bits` with `{"n": 256, "alg": "...", "format": "...", "pr": false}`.
 pub async fn post_bits(
     State(state): State<AppState>,
     axum::Extension(admission): Admitted,
-    headers: HeaderMap,
+    accept: Accept,
     body: Result<Json<Value>, JsonRejection>,
 ) -> Result<Response, ApiError> {
     let Json(body) = body.map_err(|e| ApiError::invalid("invalid_body", "body", e.body_text()))?;
-    respond(&state, &admission, bits_request(&state, &headers, &Params::from_json(&body)?)?)
+    respond(&state, &admission, bits_request(&state, &accept, &Params::from_json(&body)?)?)
 }
 
 /// `GET /bytes?n=&alg=&format=&pr=`: the same, counted in bytes.
 pub async fn get_bytes(
     State(state): State<AppState>,
     axum::Extension(admission): Admitted,
-    headers: HeaderMap,
+    accept: Accept,
     params: Params,
 ) -> Result<Response, ApiError> {
     params.allow(PARAMS)?;
-    let format = choose_format(params.get("format"), &headers)?;
+    let format = choose_format(params.get("format"), &accept)?;
     let (n, alg, pr) = (params.u64("n", "invalid_n")?, params.get("alg"), params.flag("pr")?);
     respond(&state, &admission, BytesRequest::new(state.service.rules(), n, alg, format, pr)?.into_bits())
 }
 
 /// The bits request of a query string or JSON body.
-fn bits_request(state: &AppState, headers: &HeaderMap, params: &Params) -> Result<BitsRequest, ApiError> {
+fn bits_request(state: &AppState, accept: &Accept, params: &Params) -> Result<BitsRequest, ApiError> {
     params.allow(PARAMS)?;
-    let format = choose_format(params.get("format"), headers)?;
+    let format = choose_format(params.get("format"), accept)?;
     let (n, alg, pr) = (params.u64("n", "invalid_n")?, params.get("alg"), params.flag("pr")?);
     BitsRequest::new(state.service.rules(), n, alg, format, pr)
 }
@@ -79,27 +83,56 @@ fn respond(state: &AppState, admission: &Admission, req: BitsRequest) -> Result<
             response
         }
         BitsOutput::Stream { first, rest } => {
+            let len = req.format().encoded_len(req.n_bits());
             // The admission travels with the body: the caller's in-flight place is held
             // until the last chunk is sent or the client goes away, as for gRPC streams.
-            let held = (rest, admission.clone());
-            let rest = futures_util::stream::try_unfold(held, |(mut chunks, admission)| async move {
-                match chunks.next_chunk() {
-                    Ok(Some(chunk)) => Ok(Some((chunk.encoded, (chunks, admission)))),
-                    Ok(None) => Ok(None),
-                    Err(e) => {
-                        tracing::warn!(
-                            code = e.code(),
-                            "aborting a streamed response: generator refused mid-stream"
-                        );
-                        Err(std::io::Error::other(e.code()))
-                    }
-                }
-            });
-            Body::from_stream(futures_util::stream::iter([Ok(first)]).chain(rest)).into_response()
+            Body::new(ChunkBody { first: Some(first), rest, len, _admission: admission.clone() })
+                .into_response()
         }
     };
     response
         .headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static(req.format().content_type()));
     Ok(served(response, req.alg(), req.n_bits()))
+}
+
+/// A streamed response body: each chunk generated when hyper asks for it (so a slow or gone
+/// client stops generation), with its exact length where the encoding allows (everything but
+/// JSON), so the response has a `Content-Length` instead of chunked framing.
+struct ChunkBody {
+    first: Option<Bytes>,
+    rest: Chunks,
+    /// Encoded bytes in all, when known in advance.
+    len: Option<u64>,
+    _admission: Admission,
+}
+
+impl http_body::Body for ChunkBody {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
+        if let Some(first) = self.first.take() {
+            return Poll::Ready(Some(Ok(Frame::data(first))));
+        }
+        Poll::Ready(match self.rest.next_chunk() {
+            Ok(Some(chunk)) => Some(Ok(Frame::data(chunk.encoded))),
+            Ok(None) => None,
+            Err(e) => {
+                tracing::warn!(code = e.code(), "aborting a streamed response: generator refused mid-stream");
+                Some(Err(std::io::Error::other(e.code())))
+            }
+        })
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.first.is_none() && self.rest.is_finished()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.len.map_or_else(SizeHint::default, SizeHint::with_exact)
+    }
 }

@@ -4,12 +4,11 @@
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use super::admit::Admitted;
-use super::params::{Params, wants_json};
+use super::params::{Accept, Params, wants_json};
 use super::served;
 use crate::error::ApiError;
 use crate::service::{IntRequest, NonceRequest, Secret, SecretFormat, TokenRequest, UuidRequest};
@@ -19,7 +18,7 @@ use crate::state::AppState;
 pub async fn token(
     State(state): State<AppState>,
     axum::Extension(admission): Admitted,
-    headers: HeaderMap,
+    accept: Accept,
     params: Params,
 ) -> Result<Response, ApiError> {
     params.allow(&["bytes", "format", "alg"])?;
@@ -29,14 +28,14 @@ pub async fn token(
         secret_format(&params)?,
         params.get("alg"),
     )?;
-    Ok(secret(&headers, state.service.token(&admission.caller, req)?))
+    Ok(secret(&accept, state.service.token(&admission.caller, req)?))
 }
 
 /// `GET /nonce?bytes=12&format=hex|base64|base64url|base32&alg=`.
 pub async fn nonce(
     State(state): State<AppState>,
     axum::Extension(admission): Admitted,
-    headers: HeaderMap,
+    accept: Accept,
     params: Params,
 ) -> Result<Response, ApiError> {
     params.allow(&["bytes", "format", "alg"])?;
@@ -46,7 +45,7 @@ pub async fn nonce(
         secret_format(&params)?,
         params.get("alg"),
     )?;
-    Ok(secret(&headers, state.service.nonce(&admission.caller, req)?))
+    Ok(secret(&accept, state.service.nonce(&admission.caller, req)?))
 }
 
 fn secret_format(params: &Params) -> Result<Option<SecretFormat>, ApiError> {
@@ -65,9 +64,9 @@ fn secret_format(params: &Params) -> Result<Option<SecretFormat>, ApiError> {
         .transpose()
 }
 
-fn secret(headers: &HeaderMap, secret: Secret) -> Response {
+fn secret(accept: &Accept, secret: Secret) -> Response {
     let (alg, bits) = (secret.alg, secret.bytes * 8);
-    let body = if wants_json(headers) {
+    let body = if wants_json(accept) {
         let Secret { value, bytes, format, alg } = secret;
         Json(json!({ "value": value, "bytes": bytes, "format": format.name(), "alg": alg.name() }))
             .into_response()
@@ -81,7 +80,7 @@ fn secret(headers: &HeaderMap, secret: Secret) -> Response {
 pub async fn uuid(
     State(state): State<AppState>,
     axum::Extension(admission): Admitted,
-    headers: HeaderMap,
+    accept: Accept,
     params: Params,
 ) -> Result<Response, ApiError> {
     params.allow(&["count", "version", "alg"])?;
@@ -93,7 +92,7 @@ pub async fn uuid(
     )?;
     let out = state.service.uuids(&admission.caller, req)?;
     let bits = out.uuids.len() as u64 * 122;
-    let body = if wants_json(&headers) {
+    let body = if wants_json(&accept) {
         let list: Vec<String> = out.uuids.iter().map(ToString::to_string).collect();
         Json(json!({ "uuids": list, "version": out.version, "alg": out.alg.name() })).into_response()
     } else {
@@ -106,7 +105,7 @@ pub async fn uuid(
 pub async fn int(
     State(state): State<AppState>,
     axum::Extension(admission): Admitted,
-    headers: HeaderMap,
+    accept: Accept,
     params: Params,
 ) -> Result<Response, ApiError> {
     params.allow(&["min", "max", "count", "alg"])?;
@@ -118,7 +117,7 @@ pub async fn int(
         params.get("alg"),
     )?;
     let out = state.service.ints(&admission.caller, req)?;
-    let body = if wants_json(&headers) {
+    let body = if wants_json(&accept) {
         Json(json!({ "values": out.values, "min": out.min, "max": out.max, "alg": out.alg.name() }))
             .into_response()
     } else {

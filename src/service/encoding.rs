@@ -67,6 +67,22 @@ impl Encoding {
         }
     }
 
+    /// The exact length of `n_bits` bits in this encoding, where it is known before the
+    /// bits are (JSON ends with the count of ones, so its length is not).
+    pub fn encoded_len(self, n_bits: u64) -> Option<u64> {
+        let bytes = bits::byte_len(n_bits);
+        Some(match self {
+            Encoding::Binary => bytes,
+            Encoding::Hex => 2 * bytes,
+            Encoding::Bits => n_bits,
+            Encoding::Base64 => data_encoding::BASE64.encode_len(usize::try_from(bytes).ok()?) as u64,
+            Encoding::Base64Url => {
+                data_encoding::BASE64URL_NOPAD.encode_len(usize::try_from(bytes).ok()?) as u64
+            }
+            Encoding::Json => return None,
+        })
+    }
+
     /// Output bytes per raw byte (an upper bound, for buffer sizes).
     pub fn expansion(self) -> usize {
         match self {
@@ -160,6 +176,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn encoded_lengths_are_exact_for_odd_sizes() {
+        for n_bits in [1u64, 7, 8, 9, 13, 23, 24, 25, 1000, 4097] {
+            let raw = vec![0xa5u8; bits::byte_len(n_bits) as usize];
+            for e in [Encoding::Hex, Encoding::Base64, Encoding::Base64Url, Encoding::Bits, Encoding::Binary]
+            {
+                let mut out = Vec::new();
+                e.encode_into(&raw, n_bits, &mut out);
+                assert_eq!(e.encoded_len(n_bits), Some(out.len() as u64), "{e:?} {n_bits}");
+            }
+        }
+        assert_eq!(Encoding::Json.encoded_len(8), None);
+    }
+
+    #[test]
     fn names_round_trip() {
         for e in Encoding::ALL {
             assert_eq!(Encoding::parse(&e.name().to_uppercase()), Some(e));
@@ -182,6 +212,7 @@ mod tests {
             }
             assert_eq!(whole, pieces, "{e:?}");
             assert!(whole.len() <= raw.len() * e.expansion());
+            assert_eq!(e.encoded_len(raw.len() as u64 * 8), Some(whole.len() as u64), "{e:?}");
         }
     }
 }

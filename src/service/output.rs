@@ -105,6 +105,11 @@ impl Chunks {
         &self.req
     }
 
+    /// Whether every chunk has been handed out.
+    pub fn is_finished(&self) -> bool {
+        self.finished
+    }
+
     /// The next encoded chunk with the raw bits it holds and their ones, `None` at the end.
     ///
     /// # Errors

@@ -101,6 +101,8 @@ async fn the_example_callers_get_their_policies_over_http() {
     assert!(metrics.contains("drbgd_caller_requests_total{caller=\"web\"}"), "{metrics}");
     assert!(metrics.contains("drbgd_caller_output_bytes_total{caller=\"batch\"}"));
     assert!(metrics.contains("drbgd_caller_denials_total{caller=\"unknown\",code=\"unauthorized\"} 2"));
+    // Requests "admitted or denied": the two 401s are requests of `unknown` too.
+    assert!(metrics.contains("drbgd_caller_requests_total{caller=\"unknown\"} 2"), "{metrics}");
     assert!(metrics.contains("drbgd_caller_denials_total{caller=\"web\",code=\"n_not_allowed\"} 2"));
     let callers: std::collections::BTreeSet<&str> = metrics
         .lines()
@@ -166,6 +168,8 @@ async fn a_stream_holds_its_callers_in_flight_place_to_the_end() {
     assert!(r.headers()["retry-after"].to_str().unwrap().parse::<u64>().unwrap() >= 1);
     let body = assert_problem(r, 429, "concurrency_limited").await;
     assert!(body["detail"].as_str().unwrap().contains("1 requests in progress"), "{body}");
+    // A metadata route needs no route permission but takes an in-flight place like any other.
+    assert_problem(get(&app, "batch-example-key", "/usage").await, 429, "concurrency_limited").await;
     assert_eq!(get(&app, "web-example-key", "/token").await.status(), 200, "web has its own share");
     drop(stream); // the client goes away: the stream ends, and its place with it
     assert!(freed().await, "the place was not given back after the client left");
@@ -184,6 +188,43 @@ async fn a_stream_holds_its_callers_in_flight_place_to_the_end() {
     assert!(status.message().starts_with("concurrency_limited: "), "{status:?}");
     drop(stream);
     assert!(freed().await, "the gRPC stream's place was not given back");
+}
+
+/// `/usage`, `/algorithms` and `GetUsage` need no route permission, but they are requests of
+/// their caller: they take its request tokens (and an in-flight place), so a rate-limited caller
+/// cannot hammer them past its quota.
+#[tokio::test]
+async fn metadata_routes_count_against_the_quota() {
+    let app = spawn_example().await;
+    let mut c = RandomnessClient::connect(app.api.clone()).await.unwrap();
+    for path in ["/usage", "/algorithms"] {
+        // A burst of 10 at 50/s: refused well within 40 calls.
+        let mut limited = None;
+        for _ in 0..40 {
+            let r = get(&app, "web-example-key", path).await;
+            if r.status() == 429 {
+                limited = Some(r);
+                break;
+            }
+            assert_eq!(r.status(), 200, "{path}");
+            assert!(r.headers().contains_key("ratelimit"), "{path}");
+        }
+        let r = limited.unwrap_or_else(|| panic!("{path}: no 429 within 40 calls of a caller limited to 10"));
+        assert!(r.headers()["retry-after"].to_str().unwrap().parse::<u64>().unwrap() >= 1);
+        assert_eq!(parse_ratelimit(r.headers()["ratelimit"].to_str().unwrap()).0, 0);
+        assert_problem(r, 429, "rate_limited").await;
+        // gRPC GetUsage: the same bucket, so refused at once.
+        let status = c.get_usage(with_key("web-example-key", GetUsageRequest {})).await.unwrap_err();
+        assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
+        assert!(status.message().starts_with("rate_limited: "), "{status:?}");
+        tokio::time::sleep(Duration::from_millis(500)).await; // refilled to the burst
+    }
+    // An unlimited caller is not affected.
+    for _ in 0..40 {
+        assert_eq!(get(&app, "batch-example-key", "/usage").await.status(), 200);
+    }
+    let usage: serde_json::Value = get(&app, "web-example-key", "/usage").await.json().await.unwrap();
+    assert!(usage["counters"]["denied"]["rate_limited"].as_u64().unwrap() >= 3, "{usage}");
 }
 
 /// A REST request that claims to be gRPC (by its content type) is still measured, counted and
@@ -333,6 +374,91 @@ async fn a_reload_applies_a_valid_file_and_refuses_an_invalid_one() {
     assert!(metrics.contains("drbgd_reloads_total{result=\"ok\",what=\"callers\"} 1"));
     // The counters survived the reloads: the 403 before the first one is still there.
     assert_eq!(usage["counters"]["denied"]["alg_not_allowed"], 1);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// An edit outside `[callers]` (here `[log]`) needs a restart to apply, but it does not block
+/// later `[callers]` changes (a key rotation or revocation must not wait for a restart); only
+/// `[auth]` and `[tls]` changes refuse the reload.
+#[tokio::test]
+async fn a_reload_applies_callers_beside_an_edit_that_needs_a_restart() {
+    let dir = std::env::temp_dir().join(format!(
+        "drbgd-callers-other-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("callers.toml");
+    write_config(&file, |t| t);
+    let source = ConfigSource { file: Some(file.clone()), overrides: on_free_ports() };
+    let app = drbgd::app::App::build(source.load().unwrap()).await.unwrap().with_config_source(source);
+    let reloader = app.reloader();
+    let test = crate::helpers::run(app);
+    let aes = || get(&test, "web-example-key", "/bits?n=256&alg=aes256ctr");
+    assert_eq!(aes().await.status(), 403);
+    // An unrelated edit alone: applied as far as `[callers]` goes (nothing changed there).
+    let audit_off = |t: String| t.replace("audit = true", "audit = false");
+    write_config(&file, audit_off);
+    assert!(reloader.reload_all(), "an edit of [log] alone refuses nothing");
+    // With it still in the file, a later `[callers]` change applies.
+    write_config(&file, |t| audit_off(t).replace("algs = [\"chacha20\"]", "algs = [\"chacha20\", \"aes\"]"));
+    assert!(reloader.reload_all());
+    assert_eq!(aes().await.status(), 200, "the [callers] change applies beside the [log] edit");
+    // The web caller's key revoked (its digest replaced by a new key's) in the same file.
+    write_config(&file, |t| {
+        audit_off(t).replace(
+            "c52e30ad968976c3269f64540428a5a7668aa81c3757563b65c89f2675b26d7a",
+            "0000000000000000000000000000000000000000000000000000000000000000",
+        )
+    });
+    assert!(reloader.reload_all());
+    assert_problem(aes().await, 401, "unauthorized").await;
+    // `[auth]` or `[tls]` changed: refused, whatever else changed.
+    write_config(&file, |t| audit_off(t).replace("enabled = true", "enabled = true\napi_key_sha256 = []"));
+    assert!(reloader.reload_all(), "[auth] as it was (api_key_sha256 = [] is the default)");
+    write_config(&file, |t| t.replace("[auth]\nenabled = true", "[auth]\nenabled = false"));
+    assert!(!reloader.reload_all(), "auth turned off by a reload");
+    write_config(&file, |t| t.replace("[auth]\n", "[tls]\ncert_file = \"/elsewhere.pem\"\n\n[auth]\n"));
+    assert!(!reloader.reload_all(), "[tls] changed by a reload");
+    assert_problem(test.get("/token").await, 401, "unauthorized").await;
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Keys without a caller name belong to `default`; beside named callers, that (open, unlimited)
+/// caller made implicitly is most likely a mistake, and is said.
+#[test]
+fn a_bare_digest_beside_named_callers_is_warned() {
+    let metrics = drbgd::metrics::Metrics::new(Arc::default());
+    let dir = std::env::temp_dir().join(format!("drbgd-bare-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let keys = dir.join("api_keys");
+    let bare = "1111111111111111111111111111111111111111111111111111111111111111";
+    let build = |text: &str, edit: &dyn Fn(&mut Settings)| {
+        std::fs::write(&keys, text).unwrap();
+        let mut s = example();
+        s.auth.api_keys_file = Some(keys.clone());
+        edit(&mut s);
+        let (registry, warnings) = drbgd::callers::Registry::build(&s, &metrics, None).unwrap();
+        let names: Vec<String> = registry.callers().iter().map(|c| c.name().to_string()).collect();
+        (names, warnings)
+    };
+    let implicit =
+        |w: &[String]| w.iter().any(|w| w.contains("`default`") && w.contains("[callers.default]"));
+    let (names, warnings) = build(&format!("# a bare digest\n{bare}\n"), &|_| ());
+    assert!(names.contains(&"default".to_string()), "{names:?}");
+    assert!(implicit(&warnings), "{warnings:?}");
+    assert!(!warnings.iter().any(|w| w.contains(bare)), "digests are not echoed: {warnings:?}");
+    // Named lines only: no `default`, nothing to say.
+    let (names, warnings) = build(&format!("web {bare}\n"), &|_| ());
+    assert!(!names.contains(&"default".to_string()) && !implicit(&warnings), "{names:?} {warnings:?}");
+    // `[callers.default]` configured: the bare digest is its key, as written.
+    let (_, warnings) = build(&format!("{bare}\n"), &|s| {
+        s.callers.insert("default".into(), Default::default());
+    });
+    assert!(!implicit(&warnings), "{warnings:?}");
+    // No named callers at all (the single-tenant set-up): bare digests are the usual thing.
+    let (_, warnings) = build(&format!("{bare}\n"), &|s| s.callers.clear());
+    assert!(!implicit(&warnings), "{warnings:?}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
