@@ -10,6 +10,7 @@
 //! - [`output`]: one chunk or a chunk stream, secrets, UUIDs, integers.
 //! - [`encoding`]: the output formats.
 
+mod buffers;
 pub mod encoding;
 pub mod output;
 pub mod request;
@@ -37,6 +38,8 @@ pub struct Service(Arc<Inner>);
 
 struct Inner {
     pool: Arc<Pool>,
+    /// Recycled chunk buffers of streamed output.
+    buffers: Arc<buffers::Buffers>,
     metrics: Arc<Metrics>,
     rules: Rules,
 }
@@ -67,7 +70,7 @@ impl Rules {
 impl Service {
     /// A service over `pool`, recording into `metrics`.
     pub fn new(pool: Arc<Pool>, metrics: Arc<Metrics>, rules: Rules) -> Self {
-        Service(Arc::new(Inner { pool, metrics, rules }))
+        Service(Arc::new(Inner { pool, buffers: Arc::default(), metrics, rules }))
     }
 
     /// The limits, defaults and enabled algorithms.
@@ -154,6 +157,7 @@ impl Service {
             started: false,
             finished: false,
             buf: Vec::new(),
+            recycle: false,
         })
     }
 
@@ -238,6 +242,11 @@ impl Service {
     /// Fills `buf` from the calling thread's shard, timing the generator.
     fn fill(&self, alg: Algorithm, buf: &mut [u8], pr: bool) -> Result<Duration, ApiError> {
         self.fill_reserved(self.0.pool.current_shard(), alg, buf, pr, &mut 0)
+    }
+
+    /// The recycled chunk buffers of streams.
+    pub(crate) fn buffers(&self) -> &Arc<buffers::Buffers> {
+        &self.0.buffers
     }
 
     /// Fills `buf` from `shard`, drawing down the stream reservation `mine` (0 for requests

@@ -93,7 +93,7 @@ where
                 id
             }
         };
-        let observe = Observe::start(&self.state, &request);
+        let observe = Some(Observe::start(&self.state, &request));
         let inner = match self.not_ready.take() {
             Some(error) => Inner::Refused { error: Some(error) },
             None => Inner::Called { future: self.inner.call(request) },
@@ -159,38 +159,46 @@ fn to_api_error(err: BoxError) -> ApiError {
     }
 }
 
-/// One HTTP request being observed. Dropped before it finishes (the client went away before
-/// the response was ready), it still leaves the in-flight gauge as it found it.
+/// One request being observed. Dropped before it finishes (the client went away before the
+/// response was ready), it still leaves the in-flight gauge as it found it.
 struct Observe {
     state: AppState,
     route: &'static str,
     method: Method,
     start: Instant,
+    /// A gRPC call: observed per method by the gRPC service; here only the errors of the
+    /// layers below (shed, timed out) are counted.
+    grpc: bool,
 }
 
 impl Observe {
-    /// `None` for a gRPC call (observed per method by the gRPC service). Decided by the path
-    /// as well as the content type, so a REST request that claims `application/grpc` is still
-    /// observed, logged and audited.
-    fn start<B>(state: &AppState, request: &Request<B>) -> Option<Observe> {
+    /// Starts observing. A gRPC call is decided by the path as well as the content type, so
+    /// a REST request that claims `application/grpc` is still observed, logged and audited.
+    fn start<B>(state: &AppState, request: &Request<B>) -> Observe {
         let route = route_label(request.uri().path());
         let grpc = route == "unmatched"
             && request
                 .headers()
                 .get(header::CONTENT_TYPE)
                 .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"));
-        if grpc {
-            return None;
+        if !grpc {
+            state.metrics.in_flight.inc();
         }
-        state.metrics.in_flight.inc();
-        Some(Observe { state: state.clone(), route, method: request.method().clone(), start: Instant::now() })
+        let method = request.method().clone();
+        Observe { state: state.clone(), route, method, start: Instant::now(), grpc }
     }
 
     /// Records the response: metrics, the access line, the audit line. Never logs output
     /// bytes, keys, certificates or the query string's values beyond n/alg.
     fn finish(self, response: &Response, id: &HeaderValue) {
-        let elapsed = self.start.elapsed();
         let metrics = &self.state.metrics;
+        if self.grpc {
+            if let Some(code) = response.extensions().get::<ErrorCode>() {
+                metrics.errors.with_label_values(&[code.0]).inc();
+            }
+            return;
+        }
+        let elapsed = self.start.elapsed();
         let served = response.extensions().get::<Served>().copied();
         let alg = served.map_or("none", |s| s.alg.name());
         let status = response.status();
@@ -222,7 +230,9 @@ impl Observe {
 
 impl Drop for Observe {
     fn drop(&mut self) {
-        self.state.metrics.in_flight.dec();
+        if !self.grpc {
+            self.state.metrics.in_flight.dec();
+        }
     }
 }
 

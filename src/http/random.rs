@@ -82,12 +82,19 @@ fn respond(state: &AppState, admission: &Admission, req: BitsRequest) -> Result<
             }
             response
         }
-        BitsOutput::Stream { first, rest } => {
+        BitsOutput::Stream { first, mut rest } => {
+            rest.recycle_buffers();
             let len = req.format().encoded_len(req.n_bits());
             // The admission travels with the body: the caller's in-flight place is held
             // until the last chunk is sent or the client goes away, as for gRPC streams.
-            Body::new(ChunkBody { first: Some(first), rest, len, _admission: admission.clone() })
-                .into_response()
+            Body::new(ChunkBody {
+                first: Some(first),
+                rest,
+                left: len,
+                failed: false,
+                _admission: admission.clone(),
+            })
+            .into_response()
         }
     };
     response
@@ -98,13 +105,31 @@ fn respond(state: &AppState, admission: &Admission, req: BitsRequest) -> Result<
 
 /// A streamed response body: each chunk generated when hyper asks for it (so a slow or gone
 /// client stops generation), with its exact length where the encoding allows (everything but
-/// JSON), so the response has a `Content-Length` instead of chunked framing.
+/// JSON), so the response has a `Content-Length` instead of chunked framing. A generator that
+/// refuses, or a panic while generating, ends the body with an error: the client sees a cut
+/// response (HTTP/1 connection closed, HTTP/2 stream reset), never a short one that looks whole.
 struct ChunkBody {
     first: Option<Bytes>,
     rest: Chunks,
-    /// Encoded bytes in all, when known in advance.
-    len: Option<u64>,
+    /// Encoded bytes still to send, when known in advance.
+    left: Option<u64>,
+    /// The body ended with an error.
+    failed: bool,
     _admission: Admission,
+}
+
+impl ChunkBody {
+    fn data(&mut self, chunk: Bytes) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
+        if let Some(left) = &mut self.left {
+            *left = left.saturating_sub(chunk.len() as u64);
+        }
+        Poll::Ready(Some(Ok(Frame::data(chunk))))
+    }
+
+    fn fail(&mut self, code: &str) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
+        self.failed = true;
+        Poll::Ready(Some(Err(std::io::Error::other(code.to_owned()))))
+    }
 }
 
 impl http_body::Body for ChunkBody {
@@ -115,24 +140,34 @@ impl http_body::Body for ChunkBody {
         mut self: Pin<&mut Self>,
         _cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
-        if let Some(first) = self.first.take() {
-            return Poll::Ready(Some(Ok(Frame::data(first))));
+        if self.failed {
+            return Poll::Ready(None);
         }
-        Poll::Ready(match self.rest.next_chunk() {
-            Ok(Some(chunk)) => Some(Ok(Frame::data(chunk.encoded))),
-            Ok(None) => None,
-            Err(e) => {
+        if let Some(first) = self.first.take() {
+            return self.data(first);
+        }
+        // The layers' panic catcher does not reach into a body: catch here, so that a panic
+        // while generating cuts this response only, not the connection's task.
+        let next = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.rest.next_chunk()));
+        match next {
+            Ok(Ok(Some(chunk))) => self.data(chunk.encoded),
+            Ok(Ok(None)) => Poll::Ready(None),
+            Ok(Err(e)) => {
                 tracing::warn!(code = e.code(), "aborting a streamed response: generator refused mid-stream");
-                Some(Err(std::io::Error::other(e.code())))
+                self.fail(e.code())
             }
-        })
+            Err(_) => {
+                tracing::error!("aborting a streamed response: panic while generating");
+                self.fail("internal")
+            }
+        }
     }
 
     fn is_end_stream(&self) -> bool {
-        self.first.is_none() && self.rest.is_finished()
+        self.failed || (self.first.is_none() && self.rest.is_finished())
     }
 
     fn size_hint(&self) -> SizeHint {
-        self.len.map_or_else(SizeHint::default, SizeHint::with_exact)
+        self.left.map_or_else(SizeHint::default, SizeHint::with_exact)
     }
 }

@@ -90,6 +90,8 @@ pub struct Chunks {
     pub(super) started: bool,
     pub(super) finished: bool,
     pub(super) buf: Vec<u8>,
+    /// Chunks go out in recycled buffers ([`Chunks::recycle_buffers`]).
+    pub(super) recycle: bool,
 }
 
 impl Drop for Chunks {
@@ -103,6 +105,13 @@ impl Chunks {
     /// The request being served.
     pub fn request(&self) -> &BitsRequest {
         &self.req
+    }
+
+    /// Hands the chunks after this call out in recycled buffers, which come back when the
+    /// transport drops them: for transports that send the bytes as they are (HTTP). A
+    /// transport that copies them into a message of its own (gRPC) gains nothing from it.
+    pub fn recycle_buffers(&mut self) {
+        self.recycle = true;
     }
 
     /// Whether every chunk has been handed out.
@@ -120,21 +129,27 @@ impl Chunks {
             return Ok(None);
         }
         let format = self.req.format();
-        let mut out = Vec::new();
+        let remaining = self.req.n_bits() - self.bits_done;
+        let n_bits = remaining.min(self.chunk_bytes as u64 * 8);
+        let len = bits::byte_len(n_bits) as usize;
+        let buffers = self.service.buffers().clone();
+        // Binary: generated straight into the bytes that go to the socket (no copy), a
+        // recycled buffer when the transport gives them back, overwritten whole just below.
+        // Other formats: into the wiped scratch buffer, then encoded.
+        let mut out = match (format, self.recycle) {
+            (Encoding::Binary, true) => buffers.take(len),
+            (Encoding::Binary, false) => vec![0; len],
+            (_, true) => buffers.take_empty(),
+            (_, false) => Vec::new(),
+        };
         if !self.started && format == Encoding::Json {
             out.extend_from_slice(json_prefix(self.req.alg().name(), self.req.n_bits()).as_bytes());
         }
         self.started = true;
-        let remaining = self.req.n_bits() - self.bits_done;
-        let n_bits = remaining.min(self.chunk_bytes as u64 * 8);
         let mut chunk_ones = 0;
         if n_bits > 0 {
             let pr = self.req.pr() && self.bits_done == 0;
-            let len = bits::byte_len(n_bits) as usize;
-            // Binary: generated straight into the bytes that go to the socket (no copy).
-            // Other formats: into the wiped scratch buffer, then encoded.
             let raw = if format == Encoding::Binary {
-                out.resize(len, 0);
                 &mut out[..]
             } else {
                 self.buf.resize(len, 0);
@@ -165,7 +180,9 @@ impl Chunks {
             self.service.observe_bias(self.req.alg(), self.req.n_bits(), self.ones);
             self.finished = true;
         }
-        Ok(Some(Chunk { encoded: Bytes::from(out), offset_bits, n_bits, ones: chunk_ones }))
+        let encoded =
+            if self.recycle { super::buffers::Buffers::share(&buffers, out) } else { Bytes::from(out) };
+        Ok(Some(Chunk { encoded, offset_bits, n_bits, ones: chunk_ones }))
     }
 }
 

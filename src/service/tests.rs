@@ -98,6 +98,30 @@ fn small_outputs_are_whole_and_large_ones_stream_with_the_same_bits_semantics() 
 }
 
 #[test]
+fn a_binary_stream_reuses_one_recycled_buffer_and_never_repeats_output() {
+    let s = service();
+    let n = 8 * 300 * 20;
+    let req = BitsRequest::new(s.rules(), Some(n), None, Encoding::Binary, false).unwrap();
+    let BitsOutput::Stream { first, mut rest } = s.bits(&anyone(), req).unwrap() else {
+        panic!("must stream")
+    };
+    rest.recycle_buffers();
+    let mut seen = std::collections::HashSet::new();
+    let mut addresses = std::collections::HashSet::new();
+    let mut total = first.len();
+    while let Some(chunk) = rest.next_chunk().unwrap() {
+        // Sent (here: read) and dropped, as hyper does, before the next one is asked for.
+        assert!(seen.insert(chunk.encoded.to_vec()), "a chunk repeated an earlier one");
+        assert!(chunk.encoded.iter().any(|b| *b != 0));
+        addresses.insert(chunk.encoded.as_ptr() as usize);
+        total += chunk.encoded.len();
+    }
+    assert_eq!(total as u64, n / 8);
+    assert_eq!(addresses.len(), 1, "every chunk after the first in the same recycled buffer");
+    assert_eq!(s.buffers().free(), 1);
+}
+
+#[test]
 fn values_follow_their_requests() {
     let s = service();
     let r = s.rules().clone();

@@ -4,10 +4,11 @@
 //! on the path at all. Strings that do need escaping (a client's `X-Request-Id` with a quote
 //! or a control character, say) still go through `Debug`, so no line can be forged.
 
-use std::fmt;
+use std::fmt::{self, Write};
 
 use tracing::field::{Field, Visit};
 use tracing::{Event, Level, Subscriber};
+use tracing_log::NormalizeEvent;
 use tracing_subscriber::fmt::format::Writer;
 use tracing_subscriber::fmt::time::{FormatTime, SystemTime};
 use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields, FormattedFields};
@@ -29,21 +30,24 @@ where
         event: &Event<'_>,
     ) -> fmt::Result {
         SystemTime.format_time(&mut writer)?;
-        let meta = event.metadata();
+        // Events from the `log` crate (rustls logs through it) carry their real target and
+        // level in `log.*` fields, as tracing-subscriber's own formatter reads them.
+        let normalized = event.normalized_metadata();
+        let meta = normalized.as_ref().unwrap_or_else(|| event.metadata());
         writer.write_str(level(*meta.level()))?;
-        writer.write_str(meta.target())?;
-        writer.write_str(":")?;
         if let Some(scope) = ctx.event_scope() {
             for span in scope.from_root() {
-                write!(writer, " {}", span.name())?;
+                writer.write_str(span.name())?;
                 if let Some(fields) = span.extensions().get::<FormattedFields<N>>()
                     && !fields.is_empty()
                 {
                     write!(writer, "{{{fields}}}")?;
                 }
-                writer.write_char(':')?;
+                writer.write_str(": ")?;
             }
         }
+        writer.write_str(meta.target())?;
+        writer.write_str(":")?;
         let mut visitor = Fields { writer: &mut writer, result: Ok(()) };
         event.record(&mut visitor);
         visitor.result?;
@@ -70,14 +74,15 @@ struct Fields<'a, 'w> {
 
 impl Fields<'_, '_> {
     fn write(&mut self, field: &Field, value: impl FnOnce(&mut Writer<'_>) -> fmt::Result) {
-        if self.result.is_err() {
+        // `log.*` fields were read into the normalized metadata.
+        if self.result.is_err() || field.name().starts_with("log.") {
             return;
         }
         self.result = (|| {
             if field.name() == "message" {
                 self.writer.write_char(' ')?;
             } else {
-                write!(self.writer, " {}=", field.name())?;
+                write!(self.writer, " {}=", field.name().trim_start_matches("r#"))?;
             }
             value(self.writer)
         })();
@@ -94,7 +99,7 @@ impl Visit for Fields<'_, '_> {
     fn record_str(&mut self, field: &Field, value: &str) {
         let message = field.name() == "message";
         self.write(field, |w| match (message, plain(value)) {
-            (true, _) => w.write_str(value),
+            (true, _) => write_escaped(w, value),
             (false, true) => {
                 w.write_char('"')?;
                 w.write_str(value)?;
@@ -117,12 +122,42 @@ impl Visit for Fields<'_, '_> {
     }
 
     fn record_error(&mut self, field: &Field, value: &(dyn std::error::Error + 'static)) {
-        self.write(field, |w| write!(w, "{value}"));
+        self.write(field, |w| write_escaped(w, &value.to_string()));
     }
 
     fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
-        self.write(field, |w| write!(w, "{value:?}"));
+        if field.name() == "message" {
+            // Messages are format strings of ours; their arguments may not be.
+            self.write(field, |w| write!(Escaping(w), "{value:?}"));
+        } else {
+            self.write(field, |w| write!(w, "{value:?}"));
+        }
     }
+}
+
+/// A writer that escapes control characters as [`write_escaped`] does.
+struct Escaping<'a, 'w>(&'a mut Writer<'w>);
+
+impl Write for Escaping<'_, '_> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        write_escaped(self.0, s)
+    }
+}
+
+/// Writes `s` with control characters (line breaks, ESC and the ANSI/C1 codes) escaped, so
+/// that no text in a message can end the line or restyle a terminal.
+fn write_escaped(w: &mut Writer<'_>, s: &str) -> fmt::Result {
+    if !s.chars().any(char::is_control) {
+        return w.write_str(s);
+    }
+    for c in s.chars() {
+        if c.is_control() {
+            write!(w, "{}", c.escape_default())?;
+        } else {
+            w.write_char(c)?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -137,5 +172,59 @@ mod tests {
         assert!(!plain("a\\b"));
         assert!(!plain("line\nbreak"));
         assert!(!plain("é"));
+    }
+
+    /// Shared bytes a test subscriber writes into.
+    #[derive(Clone, Default)]
+    struct Sink(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Sink {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// The lines `emit` logs through `layer`, without their timestamps.
+    fn lines(plain: bool, emit: fn()) -> Vec<String> {
+        use tracing_subscriber::layer::SubscriberExt;
+        let sink = Sink::default();
+        let writer = {
+            let sink = sink.clone();
+            move || sink.clone()
+        };
+        let layer = tracing_subscriber::fmt::layer().with_writer(writer).with_ansi(false);
+        if plain {
+            tracing::subscriber::with_default(
+                tracing_subscriber::registry().with(layer.event_format(Plain)),
+                emit,
+            );
+        } else {
+            tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), emit);
+        }
+        let text = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
+        text.lines().map(|l| l.split_once(' ').unwrap().1.to_owned()).collect()
+    }
+
+    #[test]
+    fn lines_read_as_tracing_subscribers_own() {
+        let emit = || {
+            let span = tracing::info_span!("conn", peer = "10.0.0.1");
+            let _entered = span.enter();
+            tracing::info!(target: "drbgd::access", request_id = "3f-1a", n = 256u64, ok = true, delta = -3i64, "request");
+            tracing::warn!(code = "entropy_unavailable", "aborting a streamed response");
+            tracing::error!(r#type = "x", odd = "a\"b\nc", "with {} argument", 1);
+        };
+        assert_eq!(lines(true, emit), lines(false, emit));
+    }
+
+    #[test]
+    fn control_characters_in_messages_are_escaped() {
+        let got = lines(true, || tracing::info!("evil {}", "\u{1b}[31mred\nforged line"));
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert!(!got[0].contains('\u{1b}'), "{got:?}");
     }
 }

@@ -197,6 +197,12 @@ async fn large_responses_stream_with_exact_length() {
         assert_eq!(data.len() as u64, bits::byte_len(n), "{format}");
         assert_eq!(data[data.len() - 1] & 0x1f, 0, "{format}: masked tail");
     }
+    // HEAD: the same length, no body (and no generation beyond the first chunk).
+    let head = app.client.head(app.url(&format!("/bits?n={n}&format=binary"))).send().await.unwrap();
+    assert_eq!(head.status(), 200);
+    assert_eq!(head.headers()["content-length"], bits::byte_len(n).to_string().as_str());
+    assert_eq!(head.headers()["cache-control"], "no-store");
+    assert!(head.bytes().await.unwrap().is_empty());
     // JSON ends with the count of ones, so its length is not known before the bits are.
     let r = app.get(&format!("/bits?n={n}&format=json")).await;
     assert!(r.headers().get("content-length").is_none());

@@ -1,0 +1,134 @@
+//! Chunk buffers of streamed output, recycled: a chunk handed to the transport comes back here
+//! when the transport drops it (sent, or the client went away), so a long stream allocates no
+//! memory per chunk, and the kernel maps and zeroes no fresh pages for it (a 10^7-bit binary
+//! response spent about a fifth of its CPU in page faults before, see benches/README.md).
+//!
+//! A buffer is zeroed when it comes back (a memset, no page faults): no output waits in the
+//! free list for the next stream. [`Buffers::take`] hands it out to be overwritten whole (by
+//! the generator) all the same. The list keeps at most [`KEEP_BYTES`] of buffers.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use bytes::Bytes;
+
+/// Capacity kept for reuse, in bytes (170 chunks of the default 48 KiB); buffers beyond it
+/// are freed.
+const KEEP_BYTES: usize = 8 << 20;
+
+/// The free list.
+#[derive(Debug, Default)]
+pub struct Buffers {
+    free: Mutex<Free>,
+}
+
+#[derive(Debug, Default)]
+struct Free {
+    buffers: Vec<Vec<u8>>,
+    /// Their capacities in all.
+    bytes: usize,
+}
+
+impl Buffers {
+    /// A buffer of exactly `len` bytes, to be overwritten whole: recycled where one is free
+    /// (its old contents are still there), new and zeroed otherwise.
+    pub fn take(&self, len: usize) -> Vec<u8> {
+        let mut buf = self.pop();
+        if buf.len() < len {
+            buf.resize(len, 0);
+        }
+        buf.truncate(len);
+        buf
+    }
+
+    /// An empty buffer with whatever capacity a recycled one has, to append to.
+    pub fn take_empty(&self) -> Vec<u8> {
+        let mut buf = self.pop();
+        buf.clear();
+        buf
+    }
+
+    /// `buf` as shared bytes for the transport; it comes back to `buffers` when dropped.
+    pub fn share(buffers: &Arc<Buffers>, buf: Vec<u8>) -> Bytes {
+        Bytes::from_owner(Lent { buf, home: buffers.clone() })
+    }
+
+    fn pop(&self) -> Vec<u8> {
+        let mut free = self.free.lock().unwrap_or_else(PoisonError::into_inner);
+        let buf = free.buffers.pop().unwrap_or_default();
+        free.bytes -= buf.capacity();
+        buf
+    }
+
+    /// Takes `buf` back, zeroed, if there is room for it.
+    fn put(&self, mut buf: Vec<u8>) {
+        buf.fill(0);
+        let mut free = self.free.lock().unwrap_or_else(PoisonError::into_inner);
+        if free.bytes + buf.capacity() <= KEEP_BYTES {
+            free.bytes += buf.capacity();
+            free.buffers.push(buf);
+        }
+    }
+
+    /// Buffers waiting for reuse (tests).
+    #[cfg(test)]
+    pub fn free(&self) -> usize {
+        self.free.lock().unwrap_or_else(PoisonError::into_inner).buffers.len()
+    }
+}
+
+/// A buffer lent to the transport as [`Bytes`].
+struct Lent {
+    buf: Vec<u8>,
+    home: Arc<Buffers>,
+}
+
+impl AsRef<[u8]> for Lent {
+    fn as_ref(&self) -> &[u8] {
+        &self.buf
+    }
+}
+
+impl Drop for Lent {
+    fn drop(&mut self) {
+        self.home.put(std::mem::take(&mut self.buf));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_dropped_chunk_comes_back_and_is_reused_without_reallocating() {
+        let buffers = Arc::new(Buffers::default());
+        let mut buf = buffers.take(4096);
+        buf.fill(7);
+        let ptr = buf.as_ptr();
+        let cap = buf.capacity();
+        let bytes = Buffers::share(&buffers, buf);
+        let copy = bytes.clone();
+        drop(bytes);
+        assert_eq!(buffers.free(), 0, "still lent while any clone lives");
+        assert_eq!(copy.len(), 4096);
+        drop(copy);
+        assert_eq!(buffers.free(), 1);
+        let again = buffers.take(4096);
+        assert_eq!((again.as_ptr(), again.capacity()), (ptr, cap), "the same allocation");
+        // Zeroed on its way back: no earlier output waits in the free list.
+        assert!(again.iter().all(|b| *b == 0));
+        drop(Buffers::share(&buffers, again));
+        assert_eq!(buffers.take(1000).len(), 1000);
+        let longer = buffers.take(8192);
+        assert_eq!(longer.len(), 8192);
+    }
+
+    #[test]
+    fn at_most_keep_bytes_are_kept() {
+        let buffers = Arc::new(Buffers::default());
+        let size = KEEP_BYTES / 10;
+        let lent: Vec<Bytes> = (0..15).map(|_| Buffers::share(&buffers, buffers.take(size))).collect();
+        drop(lent);
+        assert_eq!(buffers.free(), 10);
+        assert!(buffers.free.lock().unwrap().bytes <= KEEP_BYTES);
+    }
+}
