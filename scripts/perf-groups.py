@@ -10,7 +10,7 @@ import sys
 
 GROUPS = [
     ("kernel: TCP, syscalls, scheduling", r"^\[k\]"),
-    ("logging (tracing-subscriber format + write)", r"tracing_subscriber|tracing_appender|nu_ansi_term|tracing_core|core::fmt|fmt::Write|write_str|write_fmt|Formatter|<.*as core::fmt::Display>"),
+    ("logging (tracing-subscriber format + write)", r"drbgd::telemetry|itoa|tracing_subscriber|tracing_appender|nu_ansi_term|tracing_core|core::fmt|fmt::Write|write_str|write_fmt|Formatter|<.*as core::fmt::Display>"),
     ("metrics (prometheus)", r"prometheus"),
     ("generators (ChaCha, AES, BLAKE3, Randen)", r"chacha20|aes::|aes_|blake3|randen|drbgd::drbg|ctr_drbg|fke"),
     ("drbgd service + handlers", r"drbgd::(service|http|grpc|error|state)"),

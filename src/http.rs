@@ -13,11 +13,10 @@ mod values;
 use std::time::Duration;
 
 use axum::Router;
-use axum::http::{HeaderName, HeaderValue, header};
-use axum::response::{IntoResponse, Response};
+use axum::http::{HeaderName, HeaderValue};
+use axum::response::Response;
 use axum::routing::get;
 use tower::ServiceBuilder;
-use tower_http::catch_panic::CatchPanicLayer;
 
 use crate::drbg::Algorithm;
 use crate::error::ApiError;
@@ -62,11 +61,10 @@ pub fn router(state: AppState, grpc: Router) -> Router {
 pub fn service(state: &AppState, router: Router) -> ApiService {
     let timeout = Duration::from_millis(state.settings.server.request_timeout_ms);
     ServiceBuilder::new()
-        // Outermost, so that no panic anywhere below (a layer or a handler) can drop a
-        // connection: it becomes a 500 problem+json, no-store, with nothing revealed.
-        .layer(CatchPanicLayer::custom(panic_response as fn(_) -> Response))
-        // Request id (kept or made, echoed), `no-store` on every response, the errors of the
-        // layers below as 503 problem+json, and observation: metrics, access and audit lines.
+        // Outermost: panics anywhere below (a layer or a handler) become a 500 problem+json,
+        // never a dropped connection; request id (kept or made, echoed), `no-store` on every
+        // response, the errors of the layers below as 503 problem+json, and observation:
+        // metrics, access and audit lines.
         .layer(front::FrontLayer::new(state.clone()))
         // Refuse at once when full (503 + Retry-After) instead of queueing without bound...
         .load_shed()
@@ -78,19 +76,8 @@ pub fn service(state: &AppState, router: Router) -> ApiService {
 }
 
 /// The type of [`service`].
-pub type ApiService = tower_http::catch_panic::CatchPanic<
-    front::Front<tower::load_shed::LoadShed<tower::limit::ConcurrencyLimit<tower::timeout::Timeout<Router>>>>,
-    fn(Box<dyn std::any::Any + Send + 'static>) -> Response,
->;
-
-/// The 500 for a caught panic; built here because the header layer sits inside the catcher.
-fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
-    let mut response = ApiError::Internal.into_response();
-    let headers = response.headers_mut();
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    headers.insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
-    response
-}
+pub type ApiService =
+    front::Front<tower::load_shed::LoadShed<tower::limit::ConcurrencyLimit<tower::timeout::Timeout<Router>>>>;
 
 async fn not_found() -> ApiError {
     ApiError::NotFound

@@ -1,16 +1,22 @@
 //! The front of the API port's stack, as one typed tower layer (no boxed future, no cloned
-//! service per request): it gives every request an id (the caller's `X-Request-Id` or a new
+//! service per request, no boxed body): it catches panics anywhere below it or in itself (a
+//! 500 problem+json, with everything below — never a dropped connection), gives every
+//! request an id (the caller's `X-Request-Id` or a new
 //! one) and echoes it, marks every response `no-store`, turns the errors of the tower layers
 //! below it (load shed, timeout) into problem+json 503s, and observes every HTTP request —
 //! latency by route, algorithm and status, error counts by code, the access line and (with
 //! `log.audit`) the audit line — shed and timed-out requests included. gRPC calls pass
 //! through observed per method by the gRPC service itself.
 //!
-//! One layer instead of five (request id, propagation, two header setters, error handling)
-//! and an axum `from_fn` middleware: measured in benches/README.md.
+//! One layer instead of six (panic catcher, request id, propagation, two header setters,
+//! error handling) and an axum `from_fn` middleware: measured in benches/README.md. The panic
+//! catcher is tower-http's `CatchPanic` done here, `catch_unwind` around the inner call and
+//! each poll, because there it boxed every response body and answered panics without the
+//! request id, the metrics or the access line.
 
 use std::convert::Infallible;
 use std::future::Future;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Instant;
@@ -96,7 +102,10 @@ where
         let observe = Some(Observe::start(&self.state, &request));
         let inner = match self.not_ready.take() {
             Some(error) => Inner::Refused { error: Some(error) },
-            None => Inner::Called { future: self.inner.call(request) },
+            None => match catch_unwind(AssertUnwindSafe(|| self.inner.call(request))) {
+                Ok(future) => Inner::Called { future },
+                Err(_) => Inner::Refused { error: Some(panicked()) },
+            },
         };
         FrontFuture { inner, id, observe }
     }
@@ -130,9 +139,11 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         let mut response = match this.inner.project() {
-            InnerProj::Called { future } => match std::task::ready!(future.poll(cx)) {
-                Ok(response) => response,
-                Err(e) => to_api_error(e.into()).into_response(),
+            InnerProj::Called { future } => match catch_unwind(AssertUnwindSafe(|| future.poll(cx))) {
+                Ok(Poll::Pending) => return Poll::Pending,
+                Ok(Poll::Ready(Ok(response))) => response,
+                Ok(Poll::Ready(Err(e))) => to_api_error(e.into()).into_response(),
+                Err(_) => panicked().into_response(),
             },
             InnerProj::Refused { error } => error.take().unwrap_or(ApiError::Internal).into_response(),
         };
@@ -142,10 +153,21 @@ where
         headers.insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
         headers.insert(X_REQUEST_ID, this.id.clone());
         if let Some(observe) = this.observe.take() {
-            observe.finish(&response, this.id);
+            // A panic while recording (it would be a bug of ours) costs the line, not the
+            // response.
+            if catch_unwind(AssertUnwindSafe(|| observe.finish(&response, this.id))).is_err() {
+                tracing::error!("panic while recording a response");
+            }
         }
         Poll::Ready(Ok(response))
     }
+}
+
+/// The error of a panic below: logged (without its message, which could hold anything) and
+/// answered as a 500.
+fn panicked() -> ApiError {
+    tracing::error!("panic while serving a request; answered 500");
+    ApiError::Internal
 }
 
 /// The errors of the tower layers below [`Front`] as API errors.

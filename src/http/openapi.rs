@@ -198,7 +198,7 @@ pub fn document(rules: &Rules, auth: bool) -> OpenApi {
                 .content("application/json", content(ObjectBuilder::new().schema_type(Type::Object).into()))
                 .build(),
         ),
-        &["503"],
+        &["403", "429", "503"],
     );
     let usage = d.errors(
         d.op("getUsage", "The calling caller's policy, remaining quota and counters (this instance)")
@@ -209,7 +209,7 @@ pub fn document(rules: &Rules, auth: bool) -> OpenApi {
                     .content("application/json", content(Ref::from_schema_name("Usage").into()))
                     .build(),
             ),
-        &["403", "503"],
+        &["403", "429", "503"],
     );
     let openapi = OperationBuilder::new()
         .operation_id(Some("getOpenapi"))
@@ -278,7 +278,7 @@ pub fn document(rules: &Rules, auth: bool) -> OpenApi {
         bearer.description = Some("An API key; the server stores only its SHA-256.".into());
         components = components.security_scheme("bearer", SecurityScheme::Http(bearer));
     }
-    OpenApiBuilder::new()
+    let mut document = OpenApiBuilder::new()
         .info(
             InfoBuilder::new()
                 .title("drbgd")
@@ -287,7 +287,19 @@ pub fn document(rules: &Rules, auth: bool) -> OpenApi {
         )
         .paths(paths)
         .components(Some(components.build()))
-        .build()
+        .build();
+    // Every admitted route's answers carry the caller's rate-limit fields, successes included.
+    for (path, item) in &mut document.paths.paths {
+        if path == "/openapi.json" {
+            continue;
+        }
+        for op in [&mut item.get, &mut item.post].into_iter().flatten() {
+            if let Some(utoipa::openapi::RefOr::T(ok)) = op.responses.responses.get_mut("200") {
+                *ok = with_rate_limit_fields(std::mem::take(ok));
+            }
+        }
+    }
+    document
 }
 
 /// `GET /openapi.json`: the document rendered at start-up.

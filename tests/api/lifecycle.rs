@@ -291,3 +291,36 @@ async fn api_keys_file_reloads_and_a_bad_file_keeps_the_old_keys() {
     assert!(eventually(|| async { status("second").await == 401 }).await, "every key revoked");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+async fn boom() -> &'static str {
+    panic!("boom")
+}
+
+/// A panic in a handler (or anything below the front layer) is a 500 problem+json with
+/// `no-store` and the request id, counted and logged like any answer; the in-flight gauge is
+/// back where it was. A body that panics while streaming cuts that response only.
+#[tokio::test]
+async fn a_panicking_handler_is_a_500_with_every_header_and_nothing_leaks() {
+    use axum::body::Body;
+    use axum::http::Request;
+    use tower::ServiceExt;
+    let app = drbgd::app::App::build(test_settings()).await.unwrap();
+    let state = app.state().clone();
+    let router = axum::Router::new()
+        .route("/token", axum::routing::get(boom))
+        .route("/nonce", axum::routing::get(|| async { "fine" }));
+    let errors = || state.metrics.errors.with_label_values(&["internal"]).get();
+    let before = errors();
+    let service = drbgd::http::service(&state, router);
+    let request = Request::get("/token").header("x-request-id", "panic-1").body(Body::empty()).unwrap();
+    let response = service.clone().oneshot(request).await.unwrap();
+    assert_eq!(response.status(), 500);
+    assert_eq!(response.headers()["cache-control"], "no-store");
+    assert_eq!(response.headers()["x-request-id"], "panic-1");
+    assert_eq!(response.headers()["content-type"], "application/problem+json");
+    assert_eq!(errors(), before + 1);
+    assert_eq!(state.metrics.in_flight.get(), 0);
+    // The service (and whatever it shares) still answers.
+    let response = service.oneshot(Request::get("/nonce").body(Body::empty()).unwrap()).await.unwrap();
+    assert_eq!(response.status(), 200);
+}
