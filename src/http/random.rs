@@ -71,13 +71,9 @@ fn respond(state: &AppState, admission: &Admission, req: BitsRequest) -> Result<
         BitsOutput::Whole(generated) => {
             let start = std::time::Instant::now();
             let body = generated.render(&req);
-            let timing = format!(
-                "gen;dur={:.3};desc=\"generate\", enc;dur={:.3};desc=\"encode\"",
-                generated.generate_time.as_secs_f64() * 1e3,
-                start.elapsed().as_secs_f64() * 1e3
-            );
+            let timing = server_timing(generated.generate_time, start.elapsed());
             let mut response = body.into_response();
-            if let Ok(v) = HeaderValue::from_str(&timing) {
+            if let Ok(v) = HeaderValue::try_from(timing) {
                 response.headers_mut().insert("server-timing", v);
             }
             response
@@ -101,6 +97,28 @@ fn respond(state: &AppState, admission: &Admission, req: BitsRequest) -> Result<
         .headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static(req.format().content_type()));
     Ok(served(response, req.alg(), req.n_bits()))
+}
+
+/// `Server-Timing: gen;dur=<ms>;desc="generate", enc;dur=<ms>;desc="encode"`, milliseconds
+/// with three decimals, written with integers (no float formatting on every response).
+fn server_timing(generate: std::time::Duration, encode: std::time::Duration) -> String {
+    let mut out = String::with_capacity(64);
+    let ms = |out: &mut String, label: &str, d: std::time::Duration, desc: &str| {
+        let micros = d.as_micros();
+        out.push_str(label);
+        out.push_str(";dur=");
+        out.push_str(itoa::Buffer::new().format(micros / 1000));
+        out.push('.');
+        let frac = (micros % 1000) as u16;
+        out.push_str(&itoa::Buffer::new().format(1000 + frac)[1..]);
+        out.push_str(";desc=\"");
+        out.push_str(desc);
+        out.push('"');
+    };
+    ms(&mut out, "gen", generate, "generate");
+    out.push_str(", ");
+    ms(&mut out, "enc", encode, "encode");
+    out
 }
 
 /// A streamed response body: each chunk generated when hyper asks for it (so a slow or gone
@@ -169,5 +187,22 @@ impl http_body::Body for ChunkBody {
 
     fn size_hint(&self) -> SizeHint {
         self.left.map_or_else(SizeHint::default, SizeHint::with_exact)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    #[test]
+    fn server_timing_is_milliseconds_with_three_decimals() {
+        assert_eq!(
+            super::server_timing(Duration::from_nanos(12_345), Duration::from_micros(2_003_004)),
+            "gen;dur=0.012;desc=\"generate\", enc;dur=2003.004;desc=\"encode\""
+        );
+        assert_eq!(
+            super::server_timing(Duration::ZERO, Duration::from_micros(1_000)),
+            "gen;dur=0.000;desc=\"generate\", enc;dur=1.000;desc=\"encode\""
+        );
     }
 }

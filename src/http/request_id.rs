@@ -8,8 +8,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use axum::http::{HeaderValue, Request};
-use tower_http::request_id::{MakeRequestId, RequestId};
+use axum::http::HeaderValue;
 
 /// Hex digits of the per-process prefix (64 random bits).
 const PREFIX_LEN: usize = 16;
@@ -40,12 +39,6 @@ impl ProcessRequestIds {
         write_hex(n, &mut id[PREFIX_LEN + 1..end]);
         // Only [0-9a-f-] were written: always a valid header value.
         HeaderValue::from_bytes(&id[..end]).unwrap_or(HeaderValue::from_static("unknown"))
-    }
-}
-
-impl MakeRequestId for ProcessRequestIds {
-    fn make_request_id<B>(&mut self, _request: &Request<B>) -> Option<RequestId> {
-        Some(RequestId::new(self.next_value()))
     }
 }
 
