@@ -326,10 +326,13 @@ fn write_config(path: &std::path::Path, edit: impl Fn(String) -> String) {
     std::fs::write(path, edit(text)).unwrap();
 }
 
-#[tokio::test]
-async fn a_reload_applies_a_valid_file_and_refuses_an_invalid_one() {
+/// The example written to a fresh directory (named by `tag`), an app built from it and
+/// running, and its reloader.
+async fn reloadable_example(
+    tag: &str,
+) -> (std::path::PathBuf, std::path::PathBuf, drbgd::reload::Reloader, crate::helpers::TestApp) {
     let dir = std::env::temp_dir().join(format!(
-        "drbgd-callers-{}-{:?}",
+        "drbgd-callers-{tag}-{}-{:?}",
         std::process::id(),
         std::thread::current().id()
     ));
@@ -339,7 +342,12 @@ async fn a_reload_applies_a_valid_file_and_refuses_an_invalid_one() {
     let source = ConfigSource { file: Some(file.clone()), overrides: on_free_ports() };
     let app = drbgd::app::App::build(source.load().unwrap()).await.unwrap().with_config_source(source);
     let reloader = app.reloader();
-    let test = crate::helpers::run(app);
+    (dir, file, reloader, crate::helpers::run(app))
+}
+
+#[tokio::test]
+async fn a_reload_applies_a_valid_file_and_refuses_an_invalid_one() {
+    let (dir, file, reloader, test) = reloadable_example("valid").await;
     assert_eq!(get(&test, "web-example-key", "/bits?n=256&alg=aes256ctr").await.status(), 403);
 
     // Valid: web may now use aes256ctr too; the new policy applies to the next request.
@@ -382,18 +390,7 @@ async fn a_reload_applies_a_valid_file_and_refuses_an_invalid_one() {
 /// `[auth]` and `[tls]` changes refuse the reload.
 #[tokio::test]
 async fn a_reload_applies_callers_beside_an_edit_that_needs_a_restart() {
-    let dir = std::env::temp_dir().join(format!(
-        "drbgd-callers-other-{}-{:?}",
-        std::process::id(),
-        std::thread::current().id()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("callers.toml");
-    write_config(&file, |t| t);
-    let source = ConfigSource { file: Some(file.clone()), overrides: on_free_ports() };
-    let app = drbgd::app::App::build(source.load().unwrap()).await.unwrap().with_config_source(source);
-    let reloader = app.reloader();
-    let test = crate::helpers::run(app);
+    let (dir, file, reloader, test) = reloadable_example("other").await;
     let aes = || get(&test, "web-example-key", "/bits?n=256&alg=aes256ctr");
     assert_eq!(aes().await.status(), 403);
     // An unrelated edit alone: applied as far as `[callers]` goes (nothing changed there).
