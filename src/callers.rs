@@ -120,8 +120,10 @@ impl Callers {
 
     /// Identifies the caller and admits the request to `route`: policy route check, in-flight
     /// cap, request bucket. `None` is a metadata route (`/algorithms`, `/usage`, `GetUsage`),
-    /// which every caller may call: no route check, but its in-flight place and request token
-    /// are taken as for any other, so the metadata routes are no way around a quota.
+    /// which every caller may call: no route check and no request token (a caller held at its
+    /// rate can still read its own usage, which is what `/usage` is for; answering it costs
+    /// what answering a 429 costs), but an in-flight place as for any other, so the metadata
+    /// routes are no way around the caller's share of the concurrency limit.
     ///
     /// # Errors
     /// [`Denied`] with 401, 403 (`unknown_client`, `route_not_allowed`) or 429
@@ -160,7 +162,8 @@ impl Callers {
             );
             return deny(caller, error);
         };
-        if let Some(rate) = caller.quota.requests
+        if route.is_some()
+            && let Some(rate) = caller.quota.requests
             && let Err(wait) = caller.quota_state().requests.take(rate, 1.0, at)
         {
             let error = ApiError::rate_limited(

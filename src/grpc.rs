@@ -97,8 +97,8 @@ type Reply<T> = Result<Response<T>, Status>;
 
 impl RandomnessAdapter {
     /// Names the caller of `request` and admits it to `route` (`None`, for `GetUsage`: no route
-    /// permission needed, but the caller's in-flight place and request token are taken as for
-    /// any call), or answers the refusal (counted, observed and audited here).
+    /// permission and no request token needed, but the caller's in-flight place is taken as
+    /// for any call), or answers the refusal (counted, observed and audited here).
     #[allow(clippy::result_large_err)] // tonic's Status
     fn admit<T>(
         &self,

@@ -1,8 +1,8 @@
 //! The admission layer of the API routes: names the caller (bearer key or verified client
 //! certificate), applies its route policy, in-flight cap and request rate, hands the
 //! [`Admission`] to the handler, and puts the rate-limit fields on the response. Metadata
-//! routes (`/algorithms`, `/usage`) need no route permission, but count against the caller's
-//! in-flight cap and request rate like any other call.
+//! routes (`/algorithms`, `/usage`) need no route permission and no request token (a caller
+//! held at its rate can still read its usage), but take an in-flight place like any call.
 //!
 //! A typed tower layer, applied to each route with the route it guards named explicitly (a
 //! path the policy does not know is never mistaken for a metadata route): no boxed future and
@@ -36,8 +36,8 @@ pub type Admitted = axum::Extension<Admission>;
 #[derive(Clone, Debug)]
 pub struct AdmitLayer {
     state: AppState,
-    /// The random-output route guarded, `None` for a metadata route (a caller and its quota,
-    /// no route permission).
+    /// The random-output route guarded, `None` for a metadata route (a caller and an
+    /// in-flight place; no route permission, no request token).
     route: Option<Route>,
 }
 

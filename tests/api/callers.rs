@@ -7,7 +7,10 @@ use std::time::Duration;
 
 use drbgd::config::{ConfigSource, Settings};
 use drbgd::grpc::pb::randomness_service_client::RandomnessServiceClient as RandomnessClient;
-use drbgd::grpc::pb::{Algorithm, GetBitsRequest, GetIntsRequest, GetTokenRequest, GetUsageRequest};
+use drbgd::grpc::pb::{
+    Algorithm, GetBitsRequest, GetBytesRequest, GetIntsRequest, GetTokenRequest, GetUsageRequest,
+    StreamBitsRequest,
+};
 use tonic::Code;
 
 use crate::helpers::{TestApp, assert_problem, spawn_with};
@@ -190,41 +193,32 @@ async fn a_stream_holds_its_callers_in_flight_place_to_the_end() {
     assert!(freed().await, "the gRPC stream's place was not given back");
 }
 
-/// `/usage`, `/algorithms` and `GetUsage` need no route permission, but they are requests of
-/// their caller: they take its request tokens (and an in-flight place), so a rate-limited caller
-/// cannot hammer them past its quota.
+/// The metadata routes take no request token: a caller held at its rate still reads its own
+/// usage (HTTP and gRPC), with the rate-limit fields saying it is at zero, and its denials.
 #[tokio::test]
-async fn metadata_routes_count_against_the_quota() {
+async fn metadata_routes_answer_a_caller_held_at_its_rate() {
     let app = spawn_example().await;
     let mut c = RandomnessClient::connect(app.api.clone()).await.unwrap();
-    for path in ["/usage", "/algorithms"] {
-        // A burst of 10 at 50/s: refused well within 40 calls.
-        let mut limited = None;
-        for _ in 0..40 {
-            let r = get(&app, "web-example-key", path).await;
-            if r.status() == 429 {
-                limited = Some(r);
-                break;
-            }
-            assert_eq!(r.status(), 200, "{path}");
-            assert!(r.headers().contains_key("ratelimit"), "{path}");
-        }
-        let r = limited.unwrap_or_else(|| panic!("{path}: no 429 within 40 calls of a caller limited to 10"));
-        assert!(r.headers()["retry-after"].to_str().unwrap().parse::<u64>().unwrap() >= 1);
-        assert_eq!(parse_ratelimit(r.headers()["ratelimit"].to_str().unwrap()).0, 0);
-        assert_problem(r, 429, "rate_limited").await;
-        // gRPC GetUsage: the same bucket, so refused at once.
-        let status = c.get_usage(with_key("web-example-key", GetUsageRequest {})).await.unwrap_err();
-        assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
-        assert!(status.message().starts_with("rate_limited: "), "{status:?}");
-        tokio::time::sleep(Duration::from_millis(500)).await; // refilled to the burst
-    }
-    // An unlimited caller is not affected.
+    // A burst of 10 at 50/s: /token is refused well within 40 calls.
+    let mut limited = false;
     for _ in 0..40 {
-        assert_eq!(get(&app, "batch-example-key", "/usage").await.status(), 200);
+        if get(&app, "web-example-key", "/token").await.status() == 429 {
+            limited = true;
+            break;
+        }
     }
+    assert!(limited, "no 429 within 40 calls of a caller limited to 10");
+    for path in ["/usage", "/algorithms", "/usage"] {
+        let r = get(&app, "web-example-key", path).await;
+        assert_eq!(r.status(), 200, "{path}");
+        assert_eq!(parse_ratelimit(r.headers()["ratelimit"].to_str().unwrap()).0, 0, "{path}");
+    }
+    let usage = c.get_usage(with_key("web-example-key", GetUsageRequest {})).await.unwrap().into_inner();
+    assert!(format!("{usage:?}").contains("rate_limited"), "{usage:?}");
     let usage: serde_json::Value = get(&app, "web-example-key", "/usage").await.json().await.unwrap();
-    assert!(usage["counters"]["denied"]["rate_limited"].as_u64().unwrap() >= 3, "{usage}");
+    assert!(usage["counters"]["denied"]["rate_limited"].as_u64().unwrap() >= 1, "{usage}");
+    // Still held: the next random request is refused.
+    assert_problem(get(&app, "web-example-key", "/token").await, 429, "rate_limited").await;
 }
 
 /// A REST request that claims to be gRPC (by its content type) is still measured, counted and
@@ -829,5 +823,276 @@ async fn sighup_reloads_the_callers_of_the_real_binary() {
     assert_eq!(reloads("error").await, 1);
     assert_eq!(aes().await.unwrap().status(), 200, "the callers in force stay after a bad file");
     assert!(child.try_wait().unwrap().is_none(), "SIGHUP never stops the process");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A fresh directory for one test's files (named by `tag`).
+fn temp_dir(tag: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "drbgd-callers-{tag}-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The example edited by `edit`, written to a fresh directory, loaded as a file (as the
+/// binary would) and served.
+async fn spawn_edited(tag: &str, edit: impl Fn(String) -> String) -> (std::path::PathBuf, TestApp) {
+    let dir = temp_dir(tag);
+    let file = dir.join("callers.toml");
+    write_config(&file, edit);
+    let settings = Settings::load(Some(&file), on_free_ports()).expect("the edited example loads");
+    (dir, spawn_with(settings, Arc::new(drbgd::drbg::entropy::OsEntropy)).await)
+}
+
+/// web may also call `/bytes` (so its bit limit, not its routes, decides), with room for the
+/// requests of one test in its burst.
+fn web_with_bytes(text: String) -> String {
+    let edited = text
+        .replace(
+            "routes = [\"/token\", \"/nonce\", \"/uuid\", \"/bits\"]",
+            "routes = [\"/token\", \"/nonce\", \"/uuid\", \"/bits\", \"/bytes\"]",
+        )
+        .replace("burst = 10\n", "burst = 1000\n");
+    assert_ne!(edited, text, "the example changed: the edit no longer applies");
+    assert!(edited.contains("\"/bytes\"]") && edited.contains("burst = 1000"));
+    edited
+}
+
+/// The policy over HTTP for `/bytes` (n in bytes, the limit in bits) and the JSON body of
+/// `POST /bits`, each rule with its code.
+#[tokio::test]
+async fn the_policy_applies_to_bytes_and_to_json_bodies() {
+    let (dir, app) = spawn_edited("shapes", web_with_bytes).await;
+    let web = "web-example-key";
+    // max_bits = 4096: 512 bytes fit exactly, 513 do not.
+    let r = get(&app, web, "/bytes?n=512&format=hex").await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.text().await.unwrap().len(), 1024);
+    let body = assert_problem(get(&app, web, "/bytes?n=513").await, 403, "n_not_allowed").await;
+    assert!(body["detail"].as_str().unwrap().contains("4104"), "{body}");
+    assert_problem(get(&app, web, "/bytes?n=16&alg=blake3").await, 403, "alg_not_allowed").await;
+    assert_problem(get(&app, web, "/bytes?n=16&pr=true").await, 403, "pr_not_allowed").await;
+
+    // POST /bits with a JSON body: the same rules as the query string.
+    let post =
+        |body: serde_json::Value| app.client.post(app.url("/bits")).bearer_auth(web).json(&body).send();
+    let r = post(serde_json::json!({ "n": 256, "format": "hex" })).await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.text().await.unwrap().len(), 64);
+    assert_problem(post(serde_json::json!({ "n": 8192 })).await.unwrap(), 403, "n_not_allowed").await;
+    assert_problem(post(serde_json::json!({ "n": 4097 })).await.unwrap(), 403, "n_not_allowed").await;
+    assert_problem(
+        post(serde_json::json!({ "n": 256, "alg": "aes" })).await.unwrap(),
+        403,
+        "alg_not_allowed",
+    )
+    .await;
+    assert_problem(post(serde_json::json!({ "n": 256, "pr": true })).await.unwrap(), 403, "pr_not_allowed")
+        .await;
+    // batch (pr allowed, no limit of its own) gets all of them.
+    let r = app
+        .client
+        .post(app.url("/bits"))
+        .bearer_auth("batch-example-key")
+        .json(&serde_json::json!({ "n": 8192, "alg": "aes", "pr": true }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+
+    let usage: serde_json::Value = get(&app, web, "/usage").await.json().await.unwrap();
+    assert_eq!(
+        usage["policy"]["routes"],
+        serde_json::json!(["/bits", "/bytes", "/token", "/nonce", "/uuid"])
+    );
+    assert_eq!(usage["counters"]["denied"]["n_not_allowed"], 3, "{usage}");
+    assert_eq!(usage["counters"]["denied"]["alg_not_allowed"], 2, "{usage}");
+    assert_eq!(usage["counters"]["denied"]["pr_not_allowed"], 2, "{usage}");
+    assert_eq!(usage["counters"]["output_bytes"], 512 + 32, "{usage}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// `msg` as the caller `web`.
+fn web<T>(msg: T) -> tonic::Request<T> {
+    with_key("web-example-key", msg)
+}
+
+/// The gRPC status of a refused call: PERMISSION_DENIED and `code` first in its message.
+#[track_caller]
+fn assert_denied(status: &tonic::Status, code: &str) {
+    assert_eq!(status.code(), Code::PermissionDenied, "{code}: {status:?}");
+    assert!(status.message().starts_with(&format!("{code}: ")), "{code}: {status:?}");
+}
+
+/// `GetBytes`, `GetBits` and `StreamBits` beyond web's n, with an algorithm it may not use and
+/// with prediction resistance: PERMISSION_DENIED with the code; a route it may not call too.
+#[tokio::test]
+async fn grpc_checks_the_policy_of_every_random_output_method() {
+    let (dir, app) = spawn_edited("grpc-shapes", web_with_bytes).await;
+    let mut c = RandomnessClient::connect(app.api.clone()).await.unwrap();
+    let bytes = |n, alg: Algorithm, pr| GetBytesRequest { n, alg: alg as i32, prediction_resistance: pr };
+    let bits = |n, alg: Algorithm, pr| GetBitsRequest { n, alg: alg as i32, prediction_resistance: pr };
+    let stream = |n, alg: Algorithm, pr| StreamBitsRequest {
+        n,
+        alg: alg as i32,
+        chunk_bytes: 0,
+        prediction_resistance: pr,
+    };
+
+    let ok = c.get_bytes(web(bytes(512, Algorithm::Unspecified, false))).await.unwrap().into_inner();
+    assert_eq!(ok.data.len(), 512);
+    for (msg, code) in [
+        (bytes(513, Algorithm::Unspecified, false), "n_not_allowed"),
+        (bytes(16, Algorithm::Aes256ctr, false), "alg_not_allowed"),
+        (bytes(16, Algorithm::Unspecified, true), "pr_not_allowed"),
+    ] {
+        assert_denied(&c.get_bytes(web(msg)).await.unwrap_err(), code);
+    }
+    for (msg, code) in [
+        (bits(8192, Algorithm::Unspecified, false), "n_not_allowed"),
+        (bits(256, Algorithm::Aes256ctr, false), "alg_not_allowed"),
+        (bits(256, Algorithm::Chacha20, true), "pr_not_allowed"),
+    ] {
+        assert_denied(&c.get_bits(web(msg)).await.unwrap_err(), code);
+    }
+    // StreamBits: refused before the first message, not part-way through.
+    let mut ok = c.stream_bits(web(stream(4096, Algorithm::Chacha20, false))).await.unwrap().into_inner();
+    let mut streamed = 0;
+    while let Some(chunk) = ok.message().await.unwrap() {
+        streamed += chunk.data.len();
+    }
+    assert_eq!(streamed, 512);
+    for (msg, code) in [
+        (stream(4097, Algorithm::Unspecified, false), "n_not_allowed"),
+        (stream(100_000_000, Algorithm::Unspecified, false), "n_not_allowed"),
+        (stream(256, Algorithm::Blake3, false), "alg_not_allowed"),
+        (stream(256, Algorithm::Unspecified, true), "pr_not_allowed"),
+    ] {
+        assert_denied(&c.stream_bits(web(msg)).await.unwrap_err(), code);
+    }
+    // Routes: web may not call GetInts (here) nor GetBytes (in the example as shipped).
+    let ints = GetIntsRequest { min: 1, max: 6, count: 1, alg: 0 };
+    assert_denied(&c.get_ints(web(ints)).await.unwrap_err(), "route_not_allowed");
+    let usage = c.get_usage(web(GetUsageRequest {})).await.unwrap().into_inner();
+    assert_eq!(usage.denied["n_not_allowed"], 4);
+    assert_eq!(usage.denied["alg_not_allowed"], 3);
+    assert_eq!(usage.denied["pr_not_allowed"], 3);
+    assert_eq!(usage.denied["route_not_allowed"], 1);
+    std::fs::remove_dir_all(&dir).ok();
+
+    let shipped = spawn_example().await;
+    let mut c = RandomnessClient::connect(shipped.api.clone()).await.unwrap();
+    let status = c.get_bytes(web(bytes(16, Algorithm::Unspecified, false))).await.unwrap_err();
+    assert_denied(&status, "route_not_allowed");
+    assert!(
+        c.get_bytes(with_key("batch-example-key", bytes(16, Algorithm::Unspecified, false))).await.is_ok()
+    );
+}
+
+/// A byte quota (`bytes_per_second`, `bytes_burst`): over it, 429 `rate_limited` with
+/// Retry-After and the `"bytes"` rate-limit fields, nothing left.
+#[tokio::test]
+async fn over_the_byte_quota_is_429_naming_the_bytes_policy() {
+    // batch: no request limit, 64 bytes at once and 8 per second after; a request of the whole
+    // burst leaves it empty for 1/8 s, so the next one is refused with nothing left.
+    let (dir, app) = spawn_edited("bytes", |t| {
+        t.replace(
+            "# batch-example-key\n",
+            "# batch-example-key\n\n[callers.batch.quota]\nbytes_per_second = 8\nbytes_burst = 64\n",
+        )
+    })
+    .await;
+    let batch = "batch-example-key";
+    let policy = "\"bytes\";q=8;w=1;qu=\"content-bytes\";drbgd-burst=64";
+    let mut ok = 0;
+    let mut limited = None;
+    for _ in 0..10 {
+        let r = get(&app, batch, "/bytes?n=64").await;
+        assert_eq!(r.headers()["ratelimit-policy"], policy);
+        if r.status() == 429 {
+            limited = Some(r);
+            break;
+        }
+        assert_eq!(r.status(), 200);
+        ok += 1;
+    }
+    assert!((1..10).contains(&ok), "{ok} served before the first 429");
+    let r = limited.expect("a 429 within 10 requests of 64 bytes at 8 bytes/s");
+    let retry: u64 = r.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!(retry >= 1, "{retry}");
+    let ratelimit = r.headers()["ratelimit"].to_str().unwrap().to_string();
+    let item =
+        ratelimit.split(", ").find(|i| i.starts_with("\"bytes\"")).unwrap_or_else(|| panic!("{ratelimit}"));
+    assert!(item.split(';').any(|p| p == "r=0"), "{ratelimit}");
+    let t: u64 = item.split(';').find_map(|p| p.strip_prefix("t=")).unwrap().parse().unwrap();
+    assert!(t >= 1, "{ratelimit}");
+    assert!(!ratelimit.contains("\"requests\""), "batch has no request quota: {ratelimit}");
+    let body = assert_problem(r, 429, "rate_limited").await;
+    assert!(body["detail"].as_str().unwrap().contains("bytes"), "{body}");
+    // Bytes, not requests: a request for no random output still passes, and web is unaffected.
+    assert_eq!(get(&app, batch, "/usage").await.status(), 200);
+    assert_eq!(get(&app, "web-example-key", "/token").await.status(), 200);
+    let usage: serde_json::Value = get(&app, batch, "/usage").await.json().await.unwrap();
+    assert_eq!(usage["quota"]["bytes"]["per_second"], 8, "{usage}");
+    assert_eq!(usage["quota"]["bytes"]["burst"], 64, "{usage}");
+    assert!(usage["counters"]["denied"]["rate_limited"].as_u64().unwrap() >= 1, "{usage}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// An edit of the config file itself is picked up by the watcher (server.reload_interval_ms),
+/// no SIGHUP and no explicit reload: a complete edit written in two steps (as an editor or a
+/// `cp` may) is loaded once stable, the half-written file never.
+#[tokio::test]
+async fn the_watcher_applies_an_edit_of_the_config_file() {
+    let dir = temp_dir("watch");
+    let file = dir.join("callers.toml");
+    let polled = |t: String| format!("{t}\n[server]\nreload_interval_ms = 100\n");
+    write_config(&file, polled);
+    let source = ConfigSource { file: Some(file.clone()), overrides: on_free_ports() };
+    let settings = source.load().unwrap();
+    assert_eq!(settings.server.reload_interval_ms, 100);
+    let app = drbgd::app::App::build(settings).await.unwrap().with_config_source(source);
+    let test = crate::helpers::run(app);
+    let aes = || get(&test, "web-example-key", "/bits?n=256&alg=aes256ctr");
+    let reloads = |result: &'static str| {
+        let url = format!("{}/metrics", test.admin);
+        let client = test.client.clone();
+        async move {
+            let text = client.get(url).send().await.unwrap().text().await.unwrap();
+            let series = format!("drbgd_reloads_total{{result=\"{result}\",what=\"callers\"}} ");
+            text.lines().find_map(|l| l.strip_prefix(&series)).map_or(0, |v| v.parse::<u64>().unwrap())
+        }
+    };
+    assert_problem(aes().await, 403, "alg_not_allowed").await;
+
+    let edited = polled(std::fs::read_to_string(EXAMPLE).unwrap())
+        .replace("algs = [\"chacha20\"]", "algs = [\"chacha20\", \"aes\"]");
+    // The first half alone would not validate (or would drop web); it is replaced at once.
+    std::fs::write(&file, &edited[..edited.len() / 2]).unwrap();
+    std::fs::write(&file, &edited).unwrap();
+    let mut applied = false;
+    for _ in 0..50 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let r = aes().await;
+        match r.status().as_u16() {
+            200 => {
+                applied = true;
+                break;
+            }
+            403 => {}
+            other => panic!("unexpected {other} while waiting for the reload"),
+        }
+    }
+    assert!(applied, "the edited file was not applied within 5 s");
+    assert_eq!(reloads("ok").await, 1);
+    assert_eq!(reloads("error").await, 0, "the half-written file was loaded");
+    let usage: serde_json::Value = get(&test, "web-example-key", "/usage").await.json().await.unwrap();
+    assert_eq!(usage["policy"]["algs"], serde_json::json!(["chacha20", "aes256ctr"]), "{usage}");
+    // Nothing more changes: no more reloads.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(reloads("ok").await, 1);
     std::fs::remove_dir_all(&dir).ok();
 }
