@@ -48,13 +48,18 @@ pub fn init(log: &LogSettings) -> LogGuard {
         LogFormat::Text if ansi => main.boxed(),
         LogFormat::Text => main.event_format(plain::Plain).boxed(),
     };
-    // Audit lines are JSON whatever log.format says, and only on their own layer.
-    let not_audit = filter::filter_fn(|m| m.target() != AUDIT_TARGET);
-    let audit = fmt::layer().with_writer(writer).with_ansi(false).json().flatten_event(true);
-    let installed = tracing_subscriber::registry()
-        .with(main.with_filter(filter.and(not_audit)))
-        .with(audit.with_filter(filter::Targets::new().with_target(AUDIT_TARGET, tracing::Level::INFO)))
-        .try_init();
+    let installed = if log.audit {
+        // Audit lines are JSON whatever log.format says, and only on their own layer.
+        let not_audit = filter::filter_fn(|m| m.target() != AUDIT_TARGET);
+        let audit = fmt::layer().with_writer(writer).with_ansi(false).json().flatten_event(true);
+        tracing_subscriber::registry()
+            .with(main.with_filter(filter.and(not_audit)))
+            .with(audit.with_filter(filter::Targets::new().with_target(AUDIT_TARGET, tracing::Level::INFO)))
+            .try_init()
+    } else {
+        // No audit lines: one layer, one filter (no second layer to offer every event to).
+        tracing_subscriber::registry().with(main.with_filter(filter)).try_init()
+    };
     LogGuard(installed.is_ok().then_some(guard))
 }
 
