@@ -79,10 +79,11 @@ impl Fields<'_, '_> {
             return;
         }
         self.result = (|| {
-            if field.name() == "message" {
-                self.writer.write_char(' ')?;
-            } else {
-                write!(self.writer, " {}=", field.name().trim_start_matches("r#"))?;
+            self.writer.write_char(' ')?;
+            if field.name() != "message" {
+                let name = field.name();
+                self.writer.write_str(name.strip_prefix("r#").unwrap_or(name))?;
+                self.writer.write_char('=')?;
             }
             value(self.writer)
         })();
