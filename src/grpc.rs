@@ -166,30 +166,30 @@ impl RandomnessAdapter {
         if let Some(e) = error {
             self.state.metrics.errors.with_label_values(&[e.code()]).inc();
         }
-        self.observe(method, alg, code, start);
-        if self.state.settings.log.audit {
-            let status = code as u16;
-            let code = error.map_or("", ApiError::code);
-            crate::telemetry::Audit {
-                transport: "grpc",
-                request_id,
-                caller,
-                route: method,
-                alg,
-                n,
-                status,
-                code,
-            }
-            .log();
-        }
+        let line = crate::telemetry::Audit {
+            transport: "grpc",
+            request_id,
+            caller,
+            route: method,
+            alg,
+            n,
+            status: code as u16,
+            code: error.map_or("", ApiError::code),
+        };
+        self.record(&line, code, start);
     }
 
-    fn observe(&self, method: &'static str, alg: &'static str, code: tonic::Code, start: Instant) {
+    /// One latency observation (by method, algorithm and code) and, with `log.audit`, the
+    /// audit line of a finished call.
+    fn record(&self, line: &crate::telemetry::Audit<'_>, code: tonic::Code, start: Instant) {
         self.state
             .metrics
             .grpc_duration
-            .with_label_values(&[method, alg, code_label(code)])
+            .with_label_values(&[line.route, line.alg, code_label(code)])
             .observe(start.elapsed().as_secs_f64());
+        if self.state.settings.log.audit {
+            line.log();
+        }
     }
 
     /// One unary bits reply; the output is moved, not copied, into the message.
@@ -516,21 +516,17 @@ impl Drop for ChunkStreamState {
         if self.done {
             return;
         }
-        let alg = self.chunks.request().alg().name();
-        self.adapter.observe("StreamBits", alg, tonic::Code::Cancelled, self.start);
-        if self.adapter.state.settings.log.audit {
-            crate::telemetry::Audit {
-                transport: "grpc",
-                request_id: &self.id,
-                caller: self.admission.caller.name(),
-                route: "StreamBits",
-                alg,
-                n: 0,
-                status: tonic::Code::Cancelled as u16,
-                code: "cancelled",
-            }
-            .log();
-        }
+        let line = crate::telemetry::Audit {
+            transport: "grpc",
+            request_id: &self.id,
+            caller: self.admission.caller.name(),
+            route: "StreamBits",
+            alg: self.chunks.request().alg().name(),
+            n: 0,
+            status: tonic::Code::Cancelled as u16,
+            code: "cancelled",
+        };
+        self.adapter.record(&line, tonic::Code::Cancelled, self.start);
     }
 }
 

@@ -1,9 +1,9 @@
 //! The front of the API port's stack, as one typed tower layer (no boxed future, no cloned
 //! service per request, no boxed body): it catches panics anywhere below it or in itself (a
-//! 500 problem+json, with everything below — never a dropped connection), gives every
-//! request an id (the caller's `X-Request-Id` or a new
-//! one) and echoes it, marks every response `no-store`, turns the errors of the tower layers
-//! below it (load shed, timeout) into problem+json 503s, and observes every HTTP request —
+//! 500 problem+json with everything below — never a dropped connection), gives every request
+//! an id (the caller's `X-Request-Id` or a new one) and echoes it, marks every response
+//! `no-store`, turns the errors of the tower layers below it (load shed, timeout) into
+//! problem+json 503s, and observes every HTTP request —
 //! latency by route, algorithm and status, error counts by code, the access line and (with
 //! `log.audit`) the audit line — shed and timed-out requests included. gRPC calls pass
 //! through observed per method by the gRPC service itself.

@@ -29,8 +29,8 @@ struct Free {
 }
 
 impl Buffers {
-    /// A buffer of exactly `len` bytes, to be overwritten whole: recycled where one is free
-    /// (its old contents are still there), new and zeroed otherwise.
+    /// A buffer of exactly `len` bytes, zeroed, to be overwritten whole: recycled where one is
+    /// free, new otherwise.
     pub fn take(&self, len: usize) -> Vec<u8> {
         let mut buf = self.pop();
         if buf.len() < len {
@@ -59,12 +59,15 @@ impl Buffers {
         buf
     }
 
-    /// Takes `buf` back, zeroed, if there is room for it.
+    /// Takes `buf` back if there is room for it, zeroed over its whole capacity (a last,
+    /// shorter chunk leaves an earlier one's bytes past its length).
     fn put(&self, mut buf: Vec<u8>) {
+        let capacity = buf.capacity();
         buf.fill(0);
+        buf.resize(capacity, 0);
         let mut free = self.free.lock().unwrap_or_else(PoisonError::into_inner);
-        if free.bytes + buf.capacity() <= KEEP_BYTES {
-            free.bytes += buf.capacity();
+        if free.bytes + capacity <= KEEP_BYTES {
+            free.bytes += capacity;
             free.buffers.push(buf);
         }
     }
@@ -116,7 +119,17 @@ mod tests {
         assert_eq!((again.as_ptr(), again.capacity()), (ptr, cap), "the same allocation");
         // Zeroed on its way back: no earlier output waits in the free list.
         assert!(again.iter().all(|b| *b == 0));
+        // A shorter last chunk: the bytes past its length are zeroed too.
+        let mut again = again;
+        again.fill(9);
+        again.truncate(100);
         drop(Buffers::share(&buffers, again));
+        {
+            let free = buffers.free.lock().unwrap();
+            let kept = &free.buffers[0];
+            assert_eq!(kept.len(), kept.capacity(), "zeroed over its whole capacity");
+            assert!(kept.iter().all(|b| *b == 0));
+        }
         assert_eq!(buffers.take(1000).len(), 1000);
         let longer = buffers.take(8192);
         assert_eq!(longer.len(), 8192);

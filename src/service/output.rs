@@ -132,15 +132,15 @@ impl Chunks {
         let remaining = self.req.n_bits() - self.bits_done;
         let n_bits = remaining.min(self.chunk_bytes as u64 * 8);
         let len = bits::byte_len(n_bits) as usize;
-        let buffers = self.service.buffers().clone();
+        let buffers = self.recycle.then(|| self.service.buffers().clone());
         // Binary: generated straight into the bytes that go to the socket (no copy), a
         // recycled buffer when the transport gives them back, overwritten whole just below.
         // Other formats: into the wiped scratch buffer, then encoded.
-        let mut out = match (format, self.recycle) {
-            (Encoding::Binary, true) => buffers.take(len),
-            (Encoding::Binary, false) => vec![0; len],
-            (_, true) => buffers.take_empty(),
-            (_, false) => Vec::new(),
+        let mut out = match (&buffers, format) {
+            (Some(buffers), Encoding::Binary) => buffers.take(len),
+            (Some(buffers), _) => buffers.take_empty(),
+            (None, Encoding::Binary) => vec![0; len],
+            (None, _) => Vec::new(),
         };
         if !self.started && format == Encoding::Json {
             out.extend_from_slice(json_prefix(self.req.alg().name(), self.req.n_bits()).as_bytes());
@@ -180,8 +180,10 @@ impl Chunks {
             self.service.observe_bias(self.req.alg(), self.req.n_bits(), self.ones);
             self.finished = true;
         }
-        let encoded =
-            if self.recycle { super::buffers::Buffers::share(&buffers, out) } else { Bytes::from(out) };
+        let encoded = match &buffers {
+            Some(buffers) => super::buffers::Buffers::share(buffers, out),
+            None => Bytes::from(out),
+        };
         Ok(Some(Chunk { encoded, offset_bits, n_bits, ones: chunk_ones }))
     }
 }
