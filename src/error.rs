@@ -213,11 +213,7 @@ impl IntoResponse for ApiError {
         if matches!(self, ApiError::Unauthorized) {
             headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
-        response.extensions_mut().insert(ErrorCode(self.code()));
+        crate::http::Outcome::of(&mut response).code = Some(self.code());
         response
     }
 }
-
-/// The machine code of an error response, left in its extensions for the metrics layer.
-#[derive(Debug, Clone, Copy)]
-pub struct ErrorCode(pub &'static str);

@@ -10,6 +10,7 @@ mod random;
 pub mod request_id;
 mod values;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
@@ -87,8 +88,7 @@ async fn method_not_allowed() -> ApiError {
     ApiError::MethodNotAllowed
 }
 
-/// What a response served, for the metrics and the access log: handlers attach it, and
-/// the front layer reads it (never the response headers).
+/// What a response served, for the metrics and the access log.
 #[derive(Debug, Clone, Copy)]
 pub struct Served {
     /// The generator.
@@ -97,13 +97,47 @@ pub struct Served {
     pub n_bits: u64,
 }
 
-/// Attaches [`Served`] and the `X-Drbg-Alg` / `X-Drbg-Bits` headers to a response.
+/// What the front layer records of a response, left in its extensions by whoever knows it
+/// (the handler, admission, the error's rendering) and never read back from its headers: one
+/// extension for all three, so a response allocates one entry, not three.
+#[derive(Debug, Clone, Default)]
+pub struct Outcome {
+    /// What was served (`None`: nothing generated).
+    pub served: Option<Served>,
+    /// The caller's name.
+    pub caller: Option<Arc<str>>,
+    /// The error's machine code.
+    pub code: Option<&'static str>,
+}
+
+impl Outcome {
+    /// The outcome of `response`, added if it has none yet.
+    pub fn of<B>(response: &mut axum::http::Response<B>) -> &mut Outcome {
+        response.extensions_mut().get_or_insert_default()
+    }
+}
+
+/// A response of `body` as `content_type`, its header map sized up front for every header
+/// the handlers and the front layer add (one allocation; a map grown on the way rehashes
+/// its entries).
+pub fn response(body: axum::body::Body, content_type: &'static str) -> Response {
+    let mut response = Response::new(body);
+    let mut headers = axum::http::HeaderMap::with_capacity(12);
+    headers.insert(axum::http::header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    *response.headers_mut() = headers;
+    response
+}
+
+/// The content type of plain-text values.
+pub const TEXT: &str = "text/plain; charset=utf-8";
+
+/// Records what was served and sets the `X-Drbg-Alg` / `X-Drbg-Bits` headers.
 pub fn served(mut response: Response, alg: Algorithm, n_bits: u64) -> Response {
     let h = response.headers_mut();
     h.insert(X_DRBG_ALG, HeaderValue::from_static(alg.name()));
     if n_bits > 0 {
         h.insert(X_DRBG_BITS, HeaderValue::from(n_bits));
     }
-    response.extensions_mut().insert(Served { alg, n_bits });
+    Outcome::of(&mut response).served = Some(Served { alg, n_bits });
     response
 }

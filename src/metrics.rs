@@ -2,13 +2,13 @@
 //! series has help text and a unit suffix; label values come from fixed sets only (route
 //! templates, algorithm names, status codes, machine codes).
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use prometheus::core::{Collector, Desc};
 use prometheus::proto::MetricFamily;
 use prometheus::{
-    Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
-    TextEncoder,
+    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
+    Registry, TextEncoder,
 };
 
 use crate::drbg::stats::Stats;
@@ -71,6 +71,24 @@ pub struct Metrics {
     pub caller_output_bytes: IntCounterVec,
     /// `drbgd_caller_denials_total{caller,code}`: requests refused by auth, policy or quota.
     pub caller_denials: IntCounterVec,
+    /// Each algorithm's series, resolved on first use (see [`AlgSeries`]).
+    per_alg: [OnceLock<AlgSeries>; Algorithm::ALL.len()],
+    /// `http_duration` of status 200 per (route, algorithm or none), resolved on first use.
+    http_ok: Vec<OnceLock<Histogram>>,
+}
+
+/// The series of one algorithm, kept once resolved: the request path does not hash label
+/// values (a series, once it exists, is never removed).
+#[derive(Debug)]
+pub struct AlgSeries {
+    /// `drbgd_generate_duration_seconds{alg}`.
+    pub generate: Histogram,
+    /// `drbgd_output_bytes_total{alg}`.
+    pub output_bytes: IntCounter,
+    ones_ratio: Histogram,
+    bias_zscore: Histogram,
+    bias_observations: IntCounter,
+    bias_ones: IntCounter,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -163,6 +181,10 @@ impl Metrics {
                 "Requests refused by caller and code: unauthorized, unknown_client, route_not_allowed, alg_not_allowed, n_not_allowed, pr_not_allowed, rate_limited, concurrency_limited.",
                 &["caller", "code"],
             ),
+            per_alg: Default::default(),
+            http_ok: (0..(crate::http::ROUTES.len() + 1) * (Algorithm::ALL.len() + 1))
+                .map(|_| OnceLock::new())
+                .collect(),
         };
         for what in ["tls", "callers"] {
             for result in ["ok", "error"] {
@@ -202,6 +224,21 @@ impl Metrics {
         m
     }
 
+    /// The series of `alg`.
+    pub fn alg(&self, alg: Algorithm) -> &AlgSeries {
+        self.per_alg[alg.index()].get_or_init(|| {
+            let label = [alg.name()];
+            AlgSeries {
+                generate: self.generate_duration.with_label_values(&label),
+                output_bytes: self.output_bytes.with_label_values(&label),
+                ones_ratio: self.ones_ratio.with_label_values(&label),
+                bias_zscore: self.bias_zscore.with_label_values(&label),
+                bias_observations: self.bias_observations.with_label_values(&label),
+                bias_ones: self.bias_ones.with_label_values(&label),
+            }
+        })
+    }
+
     /// Records one response's bias: exactly `n_bits` bits with `ones` ones.
     pub fn observe_bias(&self, alg: Algorithm, n_bits: u64, ones: u64) {
         if n_bits == 0 {
@@ -209,12 +246,31 @@ impl Metrics {
         }
         let n = n_bits as f64;
         let z = (ones as f64 - n / 2.0) / (n / 4.0).sqrt();
-        let label = [alg.name()];
-        self.ones_ratio.with_label_values(&label).observe(ones as f64 / n);
-        self.bias_zscore.with_label_values(&label).observe(z);
-        self.bias_observations.with_label_values(&label).inc_by(n_bits);
-        self.bias_ones.with_label_values(&label).inc_by(ones);
-        self.output_bytes.with_label_values(&label).inc_by(bits::byte_len(n_bits));
+        let series = self.alg(alg);
+        series.ones_ratio.observe(ones as f64 / n);
+        series.bias_zscore.observe(z);
+        series.bias_observations.inc_by(n_bits);
+        series.bias_ones.inc_by(ones);
+        series.output_bytes.inc_by(bits::byte_len(n_bits));
+    }
+
+    /// Records one HTTP request's latency. `route` is the index of its template in
+    /// [`crate::http::ROUTES`] (past its end: `unmatched`). 200s (nearly every request) use a
+    /// handle resolved once per (route, algorithm); other statuses look theirs up.
+    pub fn observe_http(&self, route: usize, alg: Option<Algorithm>, status: u16, seconds: f64) {
+        let routes = crate::http::ROUTES;
+        let route = route.min(routes.len());
+        let label = routes.get(route).copied().unwrap_or("unmatched");
+        let alg_label = alg.map_or("none", Algorithm::name);
+        if status != 200 {
+            let status = itoa::Buffer::new().format(status).to_owned();
+            self.http_duration.with_label_values(&[label, alg_label, &status]).observe(seconds);
+            return;
+        }
+        let slot = route * (Algorithm::ALL.len() + 1) + alg.map_or(Algorithm::ALL.len(), Algorithm::index);
+        self.http_ok[slot]
+            .get_or_init(|| self.http_duration.with_label_values(&[label, alg_label, "200"]))
+            .observe(seconds);
     }
 
     /// The text exposition of every series.

@@ -271,7 +271,7 @@ impl Service {
     }
 
     fn observe_generate(&self, alg: Algorithm, elapsed: Duration) {
-        self.0.metrics.generate_duration.with_label_values(&[alg.name()]).observe(elapsed.as_secs_f64());
+        self.0.metrics.alg(alg).generate.observe(elapsed.as_secs_f64());
     }
 
     pub(crate) fn prepare(
@@ -293,7 +293,7 @@ impl Service {
     }
 
     fn count_output(&self, caller: &Caller, alg: Algorithm, bytes: u64) {
-        self.0.metrics.output_bytes.with_label_values(&[alg.name()]).inc_by(bytes);
+        self.0.metrics.alg(alg).output_bytes.inc_by(bytes);
         caller.count_output(bytes);
     }
 }

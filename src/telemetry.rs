@@ -2,22 +2,20 @@
 //! with `log.audit` one JSON audit line per API request on its own target ([`Audit`]).
 //! Nothing in drbgd logs output bytes or key material.
 //!
-//! Lines go through tracing-appender's non-blocking writer: request threads format a line and
-//! queue it; one background thread writes them to stderr through a 64 KiB buffer, flushed at the
-//! end of each batch, so no request makes a write syscall of its own. The queue is bounded
-//! ([`QUEUE_LINES`] lines, so memory is bounded); when the sink is slower than the traffic and
-//! the queue is full, request threads wait for room — back-pressure, never a dropped line.
-//! Dropping the [`LogGuard`] at exit flushes the queue; tracing-appender gives that flush one
-//! second, so with a sink stalled at exit the lines still queued after that second are lost (a
-//! writer of our own that waited without a limit measured 40 % fewer requests/s, see
-//! benches/README.md). ANSI colours only when stderr is a terminal; off one, text lines go
-//! through [`plain::Plain`], the same line formatted at a fraction of the cost.
+//! Lines go through [`writer`]: request threads append a formatted line to a bounded queue;
+//! one background thread writes it to stderr in batches (a few milliseconds' worth, so no
+//! request makes a write syscall of its own, and under load one `write` carries hundreds of
+//! lines). When the sink is slower than the traffic and the queue is full, the threads that
+//! log wait for room — back-pressure, never a dropped line. Dropping the [`LogGuard`] at exit
+//! writes the queue (waiting at most [`writer::EXIT_WAIT`] for a stalled sink). ANSI colours
+//! only when stderr is a terminal; off one, text lines go through [`plain::Plain`], the same
+//! line formatted at a fraction of the cost.
 
 mod plain;
+mod writer;
 
-use std::io::{BufWriter, IsTerminal};
+use std::io::IsTerminal;
 
-use tracing_appender::non_blocking::{NonBlockingBuilder, WorkerGuard};
 use tracing_subscriber::filter::{self, FilterExt};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
@@ -25,23 +23,16 @@ use tracing_subscriber::{EnvFilter, Layer, fmt};
 
 use crate::config::{LogFormat, LogSettings};
 
-/// Lines the queue holds before request threads wait: a few seconds of peak traffic, about
-/// 2 MiB of ~200-byte lines.
-pub const QUEUE_LINES: usize = 10_000;
-/// Bytes buffered by the writer thread between flushes.
-const WRITE_BUFFER: usize = 64 << 10;
-
 /// Keeps the log writer running; dropping it flushes the queue (hold it until exit).
 #[must_use = "dropping the guard stops the log writer"]
-pub struct LogGuard(#[allow(dead_code)] Option<WorkerGuard>);
+pub struct LogGuard(#[allow(dead_code)] Option<writer::WriterGuard>);
 
 /// Installs the global subscriber (once; later calls are ignored and return an inert guard).
-pub fn init(log: &LogSettings) -> LogGuard {
+/// Fails only when the writer's thread cannot be started.
+pub fn init(log: &LogSettings) -> std::io::Result<LogGuard> {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&log.level));
     let ansi = std::io::stderr().is_terminal();
-    let sink = BufWriter::with_capacity(WRITE_BUFFER, std::io::stderr());
-    let (writer, guard) =
-        NonBlockingBuilder::default().lossy(false).buffered_lines_limit(QUEUE_LINES).finish(sink);
+    let (writer, guard) = writer::spawn(std::io::stderr())?;
     let main = fmt::layer().with_writer(writer.clone()).with_ansi(ansi);
     let main = match log.format {
         LogFormat::Json => main.json().flatten_event(true).boxed(),
@@ -60,7 +51,7 @@ pub fn init(log: &LogSettings) -> LogGuard {
         // No audit lines: one layer, one filter (no second layer to offer every event to).
         tracing_subscriber::registry().with(main.with_filter(filter)).try_init()
     };
-    LogGuard(installed.is_ok().then_some(guard))
+    Ok(LogGuard(installed.is_ok().then_some(guard)))
 }
 
 /// The tracing target of audit lines.

@@ -21,13 +21,10 @@ use axum::response::{IntoResponse, Response};
 use pin_project_lite::pin_project;
 use tower::{Layer, Service};
 
+use super::Outcome;
 use crate::callers::headers::{RATELIMIT, RATELIMIT_POLICY, current_field};
 use crate::callers::{Admission, Caller, ClientIdentity, Denied, Route};
 use crate::state::AppState;
-
-/// The caller's name, left in the response's extensions for the access log and audit line.
-#[derive(Debug, Clone)]
-pub struct CallerName(pub Arc<str>);
 
 /// The admitted caller of a request, for handlers.
 pub type Admitted = axum::Extension<Admission>;
@@ -90,9 +87,7 @@ where
                 match caller {
                     Some(caller) => finish(&mut response, &caller, at),
                     None => {
-                        response
-                            .extensions_mut()
-                            .insert(CallerName(crate::callers::registry::UNKNOWN.into()));
+                        Outcome::of(&mut response).caller = Some(crate::callers::registry::UNKNOWN.into());
                     }
                 }
                 AdmitFuture { state: State::Refused { response: Some(response) } }
@@ -152,5 +147,5 @@ fn finish(response: &mut Response, caller: &Caller, at: Instant) {
             headers.insert(HeaderName::from_static(RATELIMIT), now);
         }
     }
-    response.extensions_mut().insert(CallerName(caller.name_arc()));
+    Outcome::of(response).caller = Some(caller.name_arc());
 }

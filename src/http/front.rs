@@ -27,9 +27,8 @@ use axum::response::{IntoResponse, Response};
 use pin_project_lite::pin_project;
 use tower::{Layer, Service};
 
-use super::Served;
-use super::admit::CallerName;
-use crate::error::{ApiError, ErrorCode};
+use super::Outcome;
+use crate::error::ApiError;
 use crate::state::AppState;
 
 /// The request id header.
@@ -91,15 +90,20 @@ where
     }
 
     fn call(&mut self, mut request: Request<B>) -> Self::Future {
+        let observe = Observe::start(&self.state, &request);
         let id = match request.headers().get(X_REQUEST_ID) {
             Some(id) => id.clone(),
             None => {
                 let id = self.state.request_ids.next_value();
-                request.headers_mut().insert(X_REQUEST_ID, id.clone());
+                // gRPC reads it from the metadata for its audit line; REST handlers never do
+                // (and the request's header map would grow for it).
+                if observe.grpc {
+                    request.headers_mut().insert(X_REQUEST_ID, id.clone());
+                }
                 id
             }
         };
-        let observe = Some(Observe::start(&self.state, &request));
+        let observe = Some(observe);
         let inner = match self.not_ready.take() {
             Some(error) => Inner::Refused { error: Some(error) },
             None => match catch_unwind(AssertUnwindSafe(|| self.inner.call(request))) {
@@ -147,11 +151,6 @@ where
             },
             InnerProj::Refused { error } => error.take().unwrap_or(ApiError::Internal).into_response(),
         };
-        let headers = response.headers_mut();
-        // Random output must never be cached by any proxy: on every response, errors included.
-        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-        headers.insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
-        headers.insert(X_REQUEST_ID, this.id.clone());
         if let Some(observe) = this.observe.take() {
             // A panic while recording (it would be a bug of ours) costs the line, not the
             // response.
@@ -159,6 +158,11 @@ where
                 tracing::error!("panic while recording a response");
             }
         }
+        let headers = response.headers_mut();
+        // Random output must never be cached by any proxy: on every response, errors included.
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        headers.insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
+        headers.insert(X_REQUEST_ID, std::mem::replace(this.id, HeaderValue::from_static("")));
         Poll::Ready(Ok(response))
     }
 }
@@ -186,6 +190,8 @@ fn to_api_error(err: BoxError) -> ApiError {
 struct Observe {
     state: AppState,
     route: &'static str,
+    /// The index of `route` in [`ROUTES`] (its length for `unmatched`).
+    route_index: usize,
     method: Method,
     start: Instant,
     /// A gRPC call: observed per method by the gRPC service; here only the errors of the
@@ -197,7 +203,8 @@ impl Observe {
     /// Starts observing. A gRPC call is decided by the path as well as the content type, so
     /// a REST request that claims `application/grpc` is still observed, logged and audited.
     fn start<B>(state: &AppState, request: &Request<B>) -> Observe {
-        let route = route_label(request.uri().path());
+        let route_index = route_index(request.uri().path());
+        let route = ROUTES.get(route_index).copied().unwrap_or("unmatched");
         let grpc = route == "unmatched"
             && request
                 .headers()
@@ -207,33 +214,28 @@ impl Observe {
             state.metrics.in_flight.inc();
         }
         let method = request.method().clone();
-        Observe { state: state.clone(), route, method, start: Instant::now(), grpc }
+        Observe { state: state.clone(), route, route_index, method, start: Instant::now(), grpc }
     }
 
     /// Records the response: metrics, the access line, the audit line. Never logs output
     /// bytes, keys, certificates or the query string's values beyond n/alg.
     fn finish(self, response: &Response, id: &HeaderValue) {
         let metrics = &self.state.metrics;
-        if self.grpc {
-            if let Some(code) = response.extensions().get::<ErrorCode>() {
-                metrics.errors.with_label_values(&[code.0]).inc();
-            }
-            return;
-        }
-        let elapsed = self.start.elapsed();
-        let served = response.extensions().get::<Served>().copied();
-        let alg = served.map_or("none", |s| s.alg.name());
-        let status = response.status();
-        metrics
-            .http_duration
-            .with_label_values(&[self.route, alg, status.as_str()])
-            .observe(elapsed.as_secs_f64());
-        let code = response.extensions().get::<ErrorCode>().map(|c| c.0);
+        let outcome = response.extensions().get::<Outcome>();
+        let code = outcome.and_then(|o| o.code);
         if let Some(code) = code {
             metrics.errors.with_label_values(&[code]).inc();
         }
+        if self.grpc {
+            return;
+        }
+        let elapsed = self.start.elapsed();
+        let served = outcome.and_then(|o| o.served);
+        let alg = served.map_or("none", |s| s.alg.name());
+        let status = response.status();
+        metrics.observe_http(self.route_index, served.map(|s| s.alg), status.as_u16(), elapsed.as_secs_f64());
         let n = served.map_or(0, |s| s.n_bits);
-        let caller = response.extensions().get::<CallerName>().map_or("", |c| &c.0);
+        let caller = outcome.and_then(|o| o.caller.as_deref()).unwrap_or("");
         let request_id = id.to_str().unwrap_or("");
         let route = self.route;
         tracing::info!(
@@ -258,8 +260,8 @@ impl Drop for Observe {
     }
 }
 
-/// Maps a path to its entry in [`ROUTES`] (a `&'static str`, so labels stay bounded). The
-/// routes are exact paths, so the path a route matches is its template.
-fn route_label(path: &str) -> &'static str {
-    ROUTES.iter().find(|r| **r == path).copied().unwrap_or("unmatched")
+/// The index of a path's entry in [`ROUTES`] (its length for a path that is none of them).
+/// The routes are exact paths, so the path a route matches is its template.
+fn route_index(path: &str) -> usize {
+    ROUTES.iter().position(|r| *r == path).unwrap_or(ROUTES.len())
 }

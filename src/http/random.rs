@@ -8,8 +8,8 @@ use axum::Json;
 use axum::body::Body;
 use axum::extract::State;
 use axum::extract::rejection::JsonRejection;
-use axum::http::{HeaderValue, header};
-use axum::response::{IntoResponse, Response};
+use axum::http::HeaderValue;
+use axum::response::Response;
 use bytes::Bytes;
 use http_body::{Frame, SizeHint};
 use serde_json::Value;
@@ -23,6 +23,8 @@ use crate::service::{BitsOutput, BitsRequest, BytesRequest, Chunks};
 use crate::state::AppState;
 
 const PARAMS: &[&str] = &["n", "alg", "format", "pr"];
+
+const SERVER_TIMING: axum::http::HeaderName = axum::http::HeaderName::from_static("server-timing");
 
 /// `GET /bits?n=&alg=&format=&pr=`.
 pub async fn get_bits(
@@ -67,14 +69,15 @@ fn bits_request(state: &AppState, accept: &Accept, params: &Params) -> Result<Bi
 }
 
 fn respond(state: &AppState, admission: &Admission, req: BitsRequest) -> Result<Response, ApiError> {
-    let mut response = match state.service.bits(&admission.caller, req)? {
+    let content_type = req.format().content_type();
+    let response = match state.service.bits(&admission.caller, req)? {
         BitsOutput::Whole(generated) => {
             let start = std::time::Instant::now();
             let body = generated.render(&req);
             let timing = server_timing(generated.generate_time, start.elapsed());
-            let mut response = body.into_response();
+            let mut response = super::response(body.into(), content_type);
             if let Ok(v) = HeaderValue::try_from(timing) {
-                response.headers_mut().insert("server-timing", v);
+                response.headers_mut().insert(SERVER_TIMING, v);
             }
             response
         }
@@ -83,19 +86,16 @@ fn respond(state: &AppState, admission: &Admission, req: BitsRequest) -> Result<
             let len = req.format().encoded_len(req.n_bits());
             // The admission travels with the body: the caller's in-flight place is held
             // until the last chunk is sent or the client goes away, as for gRPC streams.
-            Body::new(ChunkBody {
+            let body = Body::new(ChunkBody {
                 first: Some(first),
                 rest,
                 left: len,
                 failed: false,
                 _admission: admission.clone(),
-            })
-            .into_response()
+            });
+            super::response(body, content_type)
         }
     };
-    response
-        .headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static(req.format().content_type()));
     Ok(served(response, req.alg(), req.n_bits()))
 }
 

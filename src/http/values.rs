@@ -71,7 +71,7 @@ fn secret(accept: &Accept, secret: Secret) -> Response {
         Json(json!({ "value": value, "bytes": bytes, "format": format.name(), "alg": alg.name() }))
             .into_response()
     } else {
-        secret.value.into_response()
+        super::response(secret.value.into(), super::TEXT)
     };
     served(body, alg, bits)
 }

@@ -29,30 +29,119 @@ where
         mut writer: Writer<'_>,
         event: &Event<'_>,
     ) -> fmt::Result {
-        SystemTime.format_time(&mut writer)?;
-        // Events from the `log` crate (rustls logs through it) carry their real target and
-        // level in `log.*` fields, as tracing-subscriber's own formatter reads them.
-        let normalized = event.normalized_metadata();
-        let meta = normalized.as_ref().unwrap_or_else(|| event.metadata());
-        writer.write_str(level(*meta.level()))?;
-        if let Some(scope) = ctx.event_scope() {
-            for span in scope.from_root() {
-                writer.write_str(span.name())?;
-                if let Some(fields) = span.extensions().get::<FormattedFields<N>>()
-                    && !fields.is_empty()
-                {
-                    write!(writer, "{{{fields}}}")?;
-                }
-                writer.write_str(": ")?;
+        // The line is built in a String of this thread's (direct, inlined pushes) and handed
+        // to the writer once, instead of a dynamic call per piece.
+        thread_local!(static LINE: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) });
+        LINE.with(|line| match line.try_borrow_mut() {
+            Ok(mut line) => {
+                line.clear();
+                format_line(ctx, &mut line, event)?;
+                writer.write_str(&line)
             }
-        }
-        writer.write_str(meta.target())?;
-        writer.write_str(":")?;
-        let mut visitor = Fields { writer: &mut writer, result: Ok(()) };
-        event.record(&mut visitor);
-        visitor.result?;
-        writer.write_char('\n')
+            // A field's `Debug` that logs while this line is being written.
+            Err(_) => {
+                let mut line = String::new();
+                format_line(ctx, &mut line, event)?;
+                writer.write_str(&line)
+            }
+        })
     }
+}
+
+fn format_line<S, N>(ctx: &FmtContext<'_, S, N>, line: &mut String, event: &Event<'_>) -> fmt::Result
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+    N: for<'a> FormatFields<'a> + 'static,
+{
+    write_now(line)?;
+    // Events from the `log` crate (rustls logs through it) carry their real target and
+    // level in `log.*` fields, as tracing-subscriber's own formatter reads them.
+    let normalized = event.normalized_metadata();
+    let meta = normalized.as_ref().unwrap_or_else(|| event.metadata());
+    line.push_str(level(*meta.level()));
+    if let Some(scope) = ctx.event_scope() {
+        for span in scope.from_root() {
+            line.push_str(span.name());
+            if let Some(fields) = span.extensions().get::<FormattedFields<N>>()
+                && !fields.is_empty()
+            {
+                write!(line, "{{{fields}}}")?;
+            }
+            line.push_str(": ");
+        }
+    }
+    line.push_str(meta.target());
+    line.push(':');
+    let mut visitor = Fields { line, result: Ok(()) };
+    event.record(&mut visitor);
+    visitor.result?;
+    line.push('\n');
+    Ok(())
+}
+
+/// The time as tracing-subscriber's `SystemTime` writes it (`2026-11-25T09:51:46.494765Z`),
+/// with the date and time of day worked out once per second per thread instead of through
+/// `core::fmt` on every line (the largest part of a line's cost).
+fn write_now(writer: &mut impl Write) -> fmt::Result {
+    use std::cell::Cell;
+    thread_local! {
+        /// The second last formatted on this thread, and its `YYYY-MM-DDTHH:MM:SS`.
+        static SECOND: Cell<(u64, [u8; 19])> = const { Cell::new((u64::MAX, [0; 19])) };
+    }
+    let Some(since) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).ok() else {
+        return SystemTime.format_time(&mut Writer::new(writer));
+    };
+    let secs = since.as_secs();
+    let prefix = match SECOND.get() {
+        (cached, prefix) if cached == secs => prefix,
+        _ => match date_time(secs) {
+            Some(prefix) => {
+                SECOND.set((secs, prefix));
+                prefix
+            }
+            // Past year 9999: tracing-subscriber's own, which writes such years its way.
+            None => return SystemTime.format_time(&mut Writer::new(writer)),
+        },
+    };
+    let mut line = [0u8; 27];
+    line[..19].copy_from_slice(&prefix);
+    line[19] = b'.';
+    let micros = since.subsec_micros();
+    for (i, place) in [100_000, 10_000, 1_000, 100, 10, 1].into_iter().enumerate() {
+        line[20 + i] = b'0' + (micros / place % 10) as u8;
+    }
+    line[26] = b'Z';
+    writer.write_str(std::str::from_utf8(&line).map_err(|_| fmt::Error)?)
+}
+
+/// `YYYY-MM-DDTHH:MM:SS` of a Unix time in seconds (UTC), `None` past year 9999. The civil
+/// date from the day count is Howard Hinnant's `civil_from_days`.
+fn date_time(secs: u64) -> Option<[u8; 19]> {
+    let (days, of_day) = (secs / 86_400, secs % 86_400);
+    let z = days + 719_468;
+    let (era, day_of_era) = (z / 146_097, z % 146_097);
+    let year_of_era = (day_of_era - day_of_era / 1_460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let mp = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = year_of_era + era * 400 + u64::from(month <= 2);
+    if year > 9999 {
+        return None;
+    }
+    let mut out = *b"0000-00-00T00:00:00";
+    let mut put = |at: usize, value: u64, digits: u32| {
+        for i in 0..digits as usize {
+            out[at + i] = b'0' + (value / 10u64.pow(digits - 1 - i as u32) % 10) as u8;
+        }
+    };
+    put(0, year, 4);
+    put(5, month, 2);
+    put(8, day, 2);
+    put(11, of_day / 3_600, 2);
+    put(14, of_day / 60 % 60, 2);
+    put(17, of_day % 60, 2);
+    Some(out)
 }
 
 /// The level, padded as tracing-subscriber pads it, between single spaces.
@@ -67,26 +156,24 @@ fn level(level: Level) -> &'static str {
 }
 
 /// Writes each field as ` key=value` (the message as itself).
-struct Fields<'a, 'w> {
-    writer: &'a mut Writer<'w>,
+struct Fields<'a> {
+    line: &'a mut String,
     result: fmt::Result,
 }
 
-impl Fields<'_, '_> {
-    fn write(&mut self, field: &Field, value: impl FnOnce(&mut Writer<'_>) -> fmt::Result) {
+impl Fields<'_> {
+    fn write(&mut self, field: &Field, value: impl FnOnce(&mut String) -> fmt::Result) {
         // `log.*` fields were read into the normalized metadata.
         if self.result.is_err() || field.name().starts_with("log.") {
             return;
         }
-        self.result = (|| {
-            self.writer.write_char(' ')?;
-            if field.name() != "message" {
-                let name = field.name();
-                self.writer.write_str(name.strip_prefix("r#").unwrap_or(name))?;
-                self.writer.write_char('=')?;
-            }
-            value(self.writer)
-        })();
+        self.line.push(' ');
+        if field.name() != "message" {
+            let name = field.name();
+            self.line.push_str(name.strip_prefix("r#").unwrap_or(name));
+            self.line.push('=');
+        }
+        self.result = value(self.line);
     }
 }
 
@@ -96,30 +183,41 @@ fn plain(s: &str) -> bool {
     s.bytes().all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\')
 }
 
-impl Visit for Fields<'_, '_> {
+impl Fields<'_> {
+    /// Writes a value that needs no quoting or escaping (numbers, booleans).
+    fn raw(&mut self, field: &Field, text: &str) {
+        self.write(field, |w| {
+            w.push_str(text);
+            Ok(())
+        });
+    }
+}
+
+impl Visit for Fields<'_> {
     fn record_str(&mut self, field: &Field, value: &str) {
         let message = field.name() == "message";
         self.write(field, |w| match (message, plain(value)) {
             (true, _) => write_escaped(w, value),
             (false, true) => {
-                w.write_char('"')?;
-                w.write_str(value)?;
-                w.write_char('"')
+                w.push('"');
+                w.push_str(value);
+                w.push('"');
+                Ok(())
             }
             (false, false) => write!(w, "{value:?}"),
         });
     }
 
     fn record_u64(&mut self, field: &Field, value: u64) {
-        self.write(field, |w| w.write_str(itoa::Buffer::new().format(value)));
+        self.raw(field, itoa::Buffer::new().format(value));
     }
 
     fn record_i64(&mut self, field: &Field, value: i64) {
-        self.write(field, |w| w.write_str(itoa::Buffer::new().format(value)));
+        self.raw(field, itoa::Buffer::new().format(value));
     }
 
     fn record_bool(&mut self, field: &Field, value: bool) {
-        self.write(field, |w| w.write_str(if value { "true" } else { "false" }));
+        self.raw(field, if value { "true" } else { "false" });
     }
 
     fn record_error(&mut self, field: &Field, value: &(dyn std::error::Error + 'static)) {
@@ -137,9 +235,9 @@ impl Visit for Fields<'_, '_> {
 }
 
 /// A writer that escapes control characters as [`write_escaped`] does.
-struct Escaping<'a, 'w>(&'a mut Writer<'w>);
+struct Escaping<'a>(&'a mut String);
 
-impl Write for Escaping<'_, '_> {
+impl Write for Escaping<'_> {
     fn write_str(&mut self, s: &str) -> fmt::Result {
         write_escaped(self.0, s)
     }
@@ -147,7 +245,7 @@ impl Write for Escaping<'_, '_> {
 
 /// Writes `s` with control characters (line breaks, ESC and the ANSI/C1 codes) escaped, so
 /// that no text in a message can end the line or restyle a terminal.
-fn write_escaped(w: &mut Writer<'_>, s: &str) -> fmt::Result {
+fn write_escaped(w: &mut String, s: &str) -> fmt::Result {
     if !s.chars().any(char::is_control) {
         return w.write_str(s);
     }
@@ -164,6 +262,50 @@ fn write_escaped(w: &mut Writer<'_>, s: &str) -> fmt::Result {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The date and time of day against httpdate's (an independent calendar), over four
+    /// centuries of days and the edges: leap days, 1900/2000/2100 rules, year ends.
+    #[test]
+    fn date_time_reads_as_an_independent_calendar() {
+        let check = |secs: u64| {
+            let ours = String::from_utf8(date_time(secs).unwrap().to_vec()).unwrap();
+            let http = httpdate::fmt_http_date(std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs));
+            // "Wed, 25 Nov 2026 09:52:50 GMT"
+            let parts: Vec<&str> = http.split([' ', ':']).collect();
+            let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+            let month = months.iter().position(|m| *m == parts[2]).unwrap() + 1;
+            let want = format!("{}-{month:02}-{}T{}:{}:{}", parts[3], parts[1], parts[4], parts[5], parts[6]);
+            assert_eq!(ours, want, "at {secs}");
+        };
+        let day = 86_400;
+        for d in (0..146_097u64 * 2).step_by(7) {
+            check(d * day + (d * 3_607) % day);
+        }
+        for edge in [0, 951_782_399, 951_782_400, 951_868_800, 4_107_542_399, 4_107_542_400, 253_402_300_799]
+        {
+            check(edge);
+        }
+        assert_eq!(date_time(253_402_300_800), None, "year 10000");
+    }
+
+    /// The live timestamp as tracing-subscriber's `SystemTime` writes it (same second).
+    #[test]
+    fn now_reads_as_tracing_subscribers_own() {
+        let render = |f: &dyn Fn(&mut Writer<'_>) -> fmt::Result| {
+            let mut s = String::new();
+            f(&mut Writer::new(&mut s)).unwrap();
+            s
+        };
+        for _ in 0..100 {
+            let (ours, theirs) = (render(&|w| write_now(w)), render(&|w| SystemTime.format_time(w)));
+            assert_eq!(ours.len(), theirs.len(), "{ours:?} {theirs:?}");
+            assert!(ours.ends_with('Z'), "{ours:?}");
+            if ours[..19] == theirs[..19] {
+                return;
+            }
+        }
+        panic!("never the same second in 100 tries");
+    }
 
     #[test]
     fn only_printable_ascii_without_quotes_is_written_as_is() {

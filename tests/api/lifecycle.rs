@@ -324,3 +324,70 @@ async fn a_panicking_handler_is_a_500_with_every_header_and_nothing_leaks() {
     let response = service.oneshot(Request::get("/nonce").body(Body::empty()).unwrap()).await.unwrap();
     assert_eq!(response.status(), 200);
 }
+
+/// The real binary, default config: every request gets exactly one access line, and the
+/// batching log writer has written all of them by the time the process exits on SIGTERM (the
+/// last ones are still queued when the signal arrives).
+#[tokio::test]
+async fn every_request_has_its_access_line_and_none_is_lost_at_exit() {
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_drbgd"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--shards", "1"])
+        .env_remove("RUST_LOG")
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let mut log = Vec::new();
+    let api = loop {
+        let mut chunk = [0u8; 4096];
+        let n = tokio::time::timeout(Duration::from_secs(30), stderr.read(&mut chunk)).await.unwrap().unwrap();
+        assert!(n > 0, "drbgd exited before serving: {}", String::from_utf8_lossy(&log));
+        log.extend_from_slice(&chunk[..n]);
+        let text = String::from_utf8_lossy(&log);
+        if let Some(rest) = text.split("api=").nth(1)
+            && rest.contains(' ')
+        {
+            break rest.split_whitespace().next().unwrap().to_string();
+        }
+    };
+    let (connections, each) = (8, 250);
+    let tasks: Vec<_> = (0..connections)
+        .map(|c| {
+            let api = api.clone();
+            tokio::spawn(async move {
+                let client = reqwest::Client::new();
+                for i in 0..each {
+                    let r = client
+                        .get(format!("http://{api}/token"))
+                        .header("x-request-id", format!("exit-test-{c}-{i}"))
+                        .send()
+                        .await
+                        .unwrap();
+                    assert_eq!(r.status(), 200);
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+    // At once: the last lines are still in the writer's queue (it writes every few ms).
+    let pid = i32::try_from(child.id().unwrap()).unwrap();
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    tokio::time::timeout(Duration::from_secs(30), stderr.read_to_end(&mut log)).await.unwrap().unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(30), child.wait()).await.unwrap().unwrap();
+    assert!(status.success(), "{status}");
+    let text = String::from_utf8(log).unwrap();
+    let mut ids: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("drbgd::access"))
+        .map(|l| l.split("request_id=\"").nth(1).unwrap().split('"').next().unwrap())
+        .collect();
+    assert_eq!(ids.len(), connections * each, "one access line per request");
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), connections * each, "each request's own line");
+    assert!(text.lines().last().unwrap().contains("stopped"), "the last line is the shutdown's: {text:.300}");
+}

@@ -1,0 +1,290 @@
+//! The log writer: request threads append each formatted line to one shared buffer and go on;
+//! one background thread writes the buffer to the sink in batches. A batch starts with the
+//! first line after the writer went idle and is written [`LINGER`] later, or as soon as it
+//! holds [`HIGH_WATER`] bytes — so under load the sink sees a few hundred lines per `write`,
+//! and a line written alone reaches it within [`LINGER`].
+//!
+//! Why not tracing-appender's non-blocking writer: its worker wakes for every line (a crossbeam
+//! channel), and on a busy core that meant one `write` and one `sched_yield` per request — the
+//! largest single cost of a `/token` request (benches/README.md).
+//!
+//! Bounded memory: the buffer holds at most [`LIMIT`] bytes. When the sink is slower than the
+//! traffic and the buffer is full, the threads that log wait for room (back-pressure, never a
+//! dropped line). A sink that fails (stderr closed) loses the batch it failed on; the writer
+//! goes on with the next. At exit, dropping the [`WriterGuard`] writes everything queued,
+//! waiting at most [`EXIT_WAIT`] for a stalled sink; lines logged after that are written
+//! directly.
+
+use std::io::{self, Write};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use tracing_subscriber::fmt::MakeWriter;
+
+/// How long a batch gathers lines after its first one.
+pub const LINGER: Duration = Duration::from_millis(5);
+/// A batch this large is written without waiting for the rest of [`LINGER`].
+pub const HIGH_WATER: usize = 256 << 10;
+/// The most bytes queued; beyond it, loggers wait for the writer.
+pub const LIMIT: usize = 4 << 20;
+/// How long the guard waits at exit for the queue to be written.
+pub const EXIT_WAIT: Duration = Duration::from_secs(5);
+
+/// What the loggers and the writer thread share.
+#[derive(Debug, Default)]
+struct Shared {
+    queue: Mutex<Queue>,
+    /// The writer waits here for lines (or for the end).
+    lines: Condvar,
+    /// Loggers wait here for room; the guard waits here for the end.
+    room: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct Queue {
+    bytes: Vec<u8>,
+    /// The guard asked the writer to finish.
+    closing: bool,
+    /// The writer thread has written everything and stopped: loggers write directly.
+    stopped: bool,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        // A panic while holding the lock cannot leave the queue half-updated (appends and
+        // swaps only), so a poisoned lock is still good.
+        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Queues one line (or part of one: the fmt layer writes a whole line per call).
+    fn push(&self, line: &[u8]) {
+        let mut queue = self.lock();
+        while !queue.stopped && !queue.bytes.is_empty() && queue.bytes.len() + line.len() > LIMIT {
+            queue = self.room.wait(queue).unwrap_or_else(PoisonError::into_inner);
+        }
+        if queue.stopped {
+            drop(queue);
+            let _ = io::stderr().write_all(line);
+            return;
+        }
+        let before = queue.bytes.len();
+        queue.bytes.extend_from_slice(line);
+        let after = queue.bytes.len();
+        drop(queue);
+        // The writer sleeps only on an empty queue, and lingers only below the high water.
+        if before == 0 || (before < HIGH_WATER && after >= HIGH_WATER) {
+            self.lines.notify_one();
+        }
+    }
+
+    /// The writer thread: batches until the guard closes the queue and it is empty.
+    fn run(&self, mut sink: impl Write) {
+        let mut batch = Vec::new();
+        loop {
+            let mut queue = self.lock();
+            queue = self.wait(queue, |q| q.bytes.is_empty() && !q.closing, None);
+            if !queue.closing {
+                queue = self.wait(queue, |q| q.bytes.len() < HIGH_WATER && !q.closing, Some(LINGER));
+            }
+            if queue.bytes.is_empty() {
+                queue.stopped = true;
+                drop(queue);
+                self.room.notify_all();
+                return;
+            }
+            std::mem::swap(&mut queue.bytes, &mut batch);
+            drop(queue);
+            self.room.notify_all();
+            // A failed write loses this batch only; nothing can be reported about it but to
+            // the sink that failed.
+            let _ = sink.write_all(&batch).and_then(|()| sink.flush());
+            batch.clear();
+            batch.shrink_to(HIGH_WATER);
+        }
+    }
+
+    fn wait<'a>(
+        &self,
+        queue: MutexGuard<'a, Queue>,
+        condition: impl FnMut(&mut Queue) -> bool,
+        timeout: Option<Duration>,
+    ) -> MutexGuard<'a, Queue> {
+        match timeout {
+            None => self.lines.wait_while(queue, condition).unwrap_or_else(PoisonError::into_inner),
+            Some(timeout) => {
+                self.lines
+                    .wait_timeout_while(queue, timeout, condition)
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .0
+            }
+        }
+    }
+}
+
+/// The writer the fmt layers log through (cheap to clone).
+#[derive(Debug, Clone)]
+pub struct BatchWriter(Arc<Shared>);
+
+/// Keeps the writer thread; dropping it writes what is queued (see the module documentation).
+#[derive(Debug)]
+pub struct WriterGuard {
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// Starts the writer thread over `sink`.
+pub fn spawn(sink: impl Write + Send + 'static) -> io::Result<(BatchWriter, WriterGuard)> {
+    let shared = Arc::new(Shared::default());
+    let worker = Arc::clone(&shared);
+    let thread = std::thread::Builder::new().name("drbgd-log".into()).spawn(move || worker.run(sink))?;
+    Ok((BatchWriter(Arc::clone(&shared)), WriterGuard { shared, thread: Some(thread) }))
+}
+
+impl Drop for WriterGuard {
+    fn drop(&mut self) {
+        let deadline = Instant::now() + EXIT_WAIT;
+        let mut queue = self.shared.lock();
+        queue.closing = true;
+        self.shared.lines.notify_one();
+        while !queue.stopped {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                // The sink is stalled: give up on what is queued rather than hang the exit.
+                return;
+            }
+            queue = self.shared.room.wait_timeout(queue, left).unwrap_or_else(PoisonError::into_inner).0;
+        }
+        drop(queue);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// One logger's handle on the queue, for the length of one event.
+#[derive(Debug)]
+pub struct LineWriter<'a>(&'a Shared);
+
+impl Write for LineWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.push(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> MakeWriter<'a> for BatchWriter {
+    type Writer = LineWriter<'a>;
+
+    fn make_writer(&'a self) -> Self::Writer {
+        LineWriter(&self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A sink that records each `write` call.
+    #[derive(Clone, Default)]
+    struct Recorder(Arc<Mutex<Vec<Vec<u8>>>>);
+
+    impl Write for Recorder {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.0.lock().unwrap().push(buf.to_vec());
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn line(i: usize) -> String {
+        format!("line {i:06} {}\n", "x".repeat(100))
+    }
+
+    #[test]
+    fn many_lines_are_written_in_few_writes_in_order_and_all_by_the_guard() {
+        let sink = Recorder::default();
+        let (writer, guard) = spawn(sink.clone()).unwrap();
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                let writer = writer.clone();
+                std::thread::spawn(move || {
+                    for i in 0..5_000 {
+                        writer.make_writer().write_all(line(t * 10_000 + i).as_bytes()).unwrap();
+                    }
+                })
+            })
+            .collect();
+        threads.into_iter().for_each(|t| t.join().unwrap());
+        drop(guard);
+        let writes = sink.0.lock().unwrap();
+        let all: Vec<u8> = writes.concat();
+        let lines: Vec<&str> = std::str::from_utf8(&all).unwrap().lines().collect();
+        assert_eq!(lines.len(), 20_000, "every line written once the guard is dropped");
+        for t in 0..4 {
+            let own: Vec<String> = lines
+                .iter()
+                .filter(|l| l[5..11].parse::<usize>().unwrap() / 10_000 == t)
+                .map(|l| format!("{l}\n"))
+                .collect();
+            let want: Vec<String> = (0..5_000).map(|i| line(t * 10_000 + i)).collect();
+            assert_eq!(own, want, "thread {t}'s lines whole and in its order");
+        }
+        assert!(writes.len() < 2_000, "{} writes for 20,000 lines: not batched", writes.len());
+    }
+
+    #[test]
+    fn a_lone_line_is_written_within_the_linger() {
+        let sink = Recorder::default();
+        let (writer, _guard) = spawn(sink.clone()).unwrap();
+        writer.make_writer().write_all(b"alone\n").unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while sink.0.lock().unwrap().is_empty() {
+            assert!(Instant::now() < deadline, "a lone line never written");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(sink.0.lock().unwrap().concat(), b"alone\n");
+    }
+
+    /// A sink that blocks until released: loggers fill the queue to its limit and wait.
+    #[test]
+    fn a_stalled_sink_bounds_the_queue_and_holds_loggers_back() {
+        let gate = Arc::new(Mutex::new(()));
+        struct Gated(Arc<Mutex<()>>, Recorder);
+        impl Write for Gated {
+            fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+                let _open = self.0.lock().unwrap();
+                self.1.write(buf)
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let sink = Recorder::default();
+        let closed = gate.lock().unwrap();
+        let (writer, guard) = spawn(Gated(Arc::clone(&gate), sink.clone())).unwrap();
+        let logger = {
+            let writer = writer.clone();
+            std::thread::spawn(move || {
+                for i in 0..100_000 {
+                    writer.make_writer().write_all(line(i).as_bytes()).unwrap();
+                }
+            })
+        };
+        std::thread::sleep(Duration::from_millis(300));
+        let queued = writer.0.lock().bytes.len();
+        assert!(queued <= LIMIT, "queue at {queued} bytes, over its limit");
+        assert!(!logger.is_finished(), "the logger went on past a full queue");
+        drop(closed);
+        logger.join().unwrap();
+        drop(guard);
+        let total: usize = sink.0.lock().unwrap().iter().map(Vec::len).sum();
+        assert_eq!(total, 100_000 * line(0).len(), "every line written once the sink moved again");
+    }
+}
