@@ -95,9 +95,10 @@ where
             Some(id) => id.clone(),
             None => {
                 let id = self.state.request_ids.next_value();
-                // gRPC reads it from the metadata for its audit line; REST handlers never do
-                // (and the request's header map would grow for it).
-                if observe.grpc {
+                // gRPC reads it from the metadata for its audit line (tonic routes by path,
+                // whatever the content type, so every path that is no REST route gets it);
+                // REST handlers never do, and the request's header map would grow for it.
+                if observe.route_index == ROUTES.len() {
                     request.headers_mut().insert(X_REQUEST_ID, id.clone());
                 }
                 id

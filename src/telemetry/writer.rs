@@ -10,10 +10,13 @@
 //!
 //! Bounded memory: the buffer holds at most [`LIMIT`] bytes. When the sink is slower than the
 //! traffic and the buffer is full, the threads that log wait for room (back-pressure, never a
-//! dropped line). A sink that fails (stderr closed) loses the batch it failed on; the writer
-//! goes on with the next. At exit, dropping the [`WriterGuard`] writes everything queued,
-//! waiting at most [`EXIT_WAIT`] for a stalled sink; lines logged after that are written
-//! directly.
+//! dropped line); a sink that is full for now (`WouldBlock`) is waited for the same way. A sink
+//! that fails (stderr closed, disk full) loses the rest of the batch it failed on; the writer
+//! goes on with the next. A line longer than the whole queue waits for an empty queue and
+//! then goes alone. At exit, dropping the [`WriterGuard`] writes everything queued, waiting at
+//! most [`EXIT_WAIT`] for a stalled sink; lines logged after that are written directly. (That
+//! bound is the guard's: with the sink stalled and the queue full, the threads that log are
+//! already waiting for room before the guard is dropped, and so is an exit that logs.)
 
 use std::io::{self, Write};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -96,9 +99,7 @@ impl Shared {
             std::mem::swap(&mut queue.bytes, &mut batch);
             drop(queue);
             self.room.notify_all();
-            // A failed write loses this batch only; nothing can be reported about it but to
-            // the sink that failed.
-            let _ = sink.write_all(&batch).and_then(|()| sink.flush());
+            write_batch(&mut sink, &batch);
             batch.clear();
             batch.shrink_to(HIGH_WATER);
         }
@@ -120,6 +121,33 @@ impl Shared {
             }
         }
     }
+}
+
+/// Writes one batch. A sink that is full for now (a non-blocking pipe: `WouldBlock`) is
+/// waited for, as back-pressure; one that fails (a closed stderr, a full disk) loses the rest
+/// of this batch only — nothing can be reported about it but to the sink that failed — and a
+/// line cut by the failure is ended, so the next batch starts on a line of its own.
+fn write_batch(sink: &mut impl Write, batch: &[u8]) {
+    let written = write_waiting(sink, batch);
+    if written < batch.len() && written > 0 && batch[written - 1] != b'\n' {
+        write_waiting(sink, b"\n");
+    }
+    let _ = sink.flush();
+}
+
+/// Writes `bytes`, waiting out `WouldBlock`; returns how many were written before a failure.
+fn write_waiting(sink: &mut impl Write, bytes: &[u8]) -> usize {
+    let mut written = 0;
+    while written < bytes.len() {
+        match sink.write(&bytes[written..]) {
+            Ok(0) => break,
+            Ok(n) => written += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(1)),
+            Err(_) => break,
+        }
+    }
+    written
 }
 
 /// The writer the fmt layers log through (cheap to clone).
@@ -244,12 +272,23 @@ mod tests {
         let sink = Recorder::default();
         let (writer, _guard) = spawn(sink.clone()).unwrap();
         writer.make_writer().write_all(b"alone\n").unwrap();
-        let deadline = Instant::now() + Duration::from_secs(5);
+        // LINGER is 5 ms; a second leaves room for a busy machine, not for a line left waiting.
+        let deadline = Instant::now() + Duration::from_secs(1);
         while sink.0.lock().unwrap().is_empty() {
-            assert!(Instant::now() < deadline, "a lone line never written");
+            assert!(Instant::now() < deadline, "a lone line not written within a second");
             std::thread::sleep(Duration::from_millis(1));
         }
         assert_eq!(sink.0.lock().unwrap().concat(), b"alone\n");
+    }
+
+    /// Waits for `thread` at most `secs`: a broken writer fails the test instead of hanging it.
+    fn join_within(thread: std::thread::JoinHandle<()>, secs: u64) {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        while !thread.is_finished() {
+            assert!(Instant::now() < deadline, "still blocked after {secs} s");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        thread.join().unwrap();
     }
 
     /// A sink that blocks until released: loggers fill the queue to its limit and wait.
@@ -279,12 +318,74 @@ mod tests {
         };
         std::thread::sleep(Duration::from_millis(300));
         let queued = writer.0.lock().bytes.len();
-        assert!(queued <= LIMIT, "queue at {queued} bytes, over its limit");
-        assert!(!logger.is_finished(), "the logger went on past a full queue");
+        let waiting = !logger.is_finished();
         drop(closed);
-        logger.join().unwrap();
+        assert!(queued <= LIMIT, "queue at {queued} bytes, over its limit");
+        assert!(waiting, "the logger went on past a full queue");
+        join_within(logger, 30);
         drop(guard);
         let total: usize = sink.0.lock().unwrap().iter().map(Vec::len).sum();
         assert_eq!(total, 100_000 * line(0).len(), "every line written once the sink moved again");
+    }
+
+    /// A sink that takes a few bytes at a time, says `WouldBlock` every other call (a full
+    /// non-blocking pipe), and fails outright once: what it was given reads as whole lines,
+    /// only the batch it failed on is lost, and later batches are written.
+    #[test]
+    fn a_slow_or_failing_sink_loses_at_most_the_batch_it_failed_on() {
+        #[derive(Clone, Default)]
+        struct Flaky(Arc<Mutex<(Vec<u8>, usize)>>);
+        impl Write for Flaky {
+            fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+                let mut state = self.0.lock().unwrap();
+                state.1 += 1;
+                match state.1 {
+                    5 => Err(io::Error::other("disk full")),
+                    n if n % 2 == 0 => Err(io::ErrorKind::WouldBlock.into()),
+                    _ => {
+                        let n = buf.len().min(50);
+                        state.0.extend_from_slice(&buf[..n]);
+                        Ok(n)
+                    }
+                }
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let sink = Flaky::default();
+        let (writer, guard) = spawn(sink.clone()).unwrap();
+        writer.make_writer().write_all(line(1).as_bytes()).unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        writer.make_writer().write_all(line(2).as_bytes()).unwrap();
+        drop(guard);
+        let text = String::from_utf8(sink.0.lock().unwrap().0.clone()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        // line 1 (113 bytes) went in 50-byte pieces; the failure cut it after 100 bytes.
+        assert_eq!(lines.len(), 2, "{text:?}");
+        assert_eq!(lines[0], &line(1)[..100], "the cut line is ended, not glued to the next");
+        assert_eq!(format!("{}\n", lines[1]), line(2), "the next batch is whole");
+    }
+
+    /// A line longer than the whole queue still goes through (alone).
+    #[test]
+    fn a_line_longer_than_the_queue_is_written() {
+        let sink = Recorder::default();
+        let (writer, guard) = spawn(sink.clone()).unwrap();
+        let big = vec![b'x'; LIMIT + 10];
+        let logger = {
+            let writer = writer.clone();
+            let big = big.clone();
+            std::thread::spawn(move || {
+                writer.make_writer().write_all(b"before\n").unwrap();
+                writer.make_writer().write_all(&big).unwrap();
+                writer.make_writer().write_all(b"after\n").unwrap();
+            })
+        };
+        join_within(logger, 30);
+        drop(guard);
+        let all = sink.0.lock().unwrap().concat();
+        assert_eq!(all.len(), 7 + big.len() + 6);
+        assert!(all.starts_with(b"before\n") && all.ends_with(b"after\n"));
     }
 }

@@ -342,7 +342,8 @@ async fn every_request_has_its_access_line_and_none_is_lost_at_exit() {
     let mut log = Vec::new();
     let api = loop {
         let mut chunk = [0u8; 4096];
-        let n = tokio::time::timeout(Duration::from_secs(30), stderr.read(&mut chunk)).await.unwrap().unwrap();
+        let n =
+            tokio::time::timeout(Duration::from_secs(30), stderr.read(&mut chunk)).await.unwrap().unwrap();
         assert!(n > 0, "drbgd exited before serving: {}", String::from_utf8_lossy(&log));
         log.extend_from_slice(&chunk[..n]);
         let text = String::from_utf8_lossy(&log);
@@ -370,11 +371,19 @@ async fn every_request_has_its_access_line_and_none_is_lost_at_exit() {
             })
         })
         .collect();
-    for task in tasks {
-        task.await.unwrap();
-    }
-    // At once: the last lines are still in the writer's queue (it writes every few ms).
+    // stderr is not read meanwhile: the pipe fills and the writer waits on it, so most lines
+    // are still queued when the signal comes (about 0.5 MB: under the queue's 4 MiB, so the
+    // requests never wait for room; the timeout turns a stall into a failure, not a hang).
+    tokio::time::timeout(Duration::from_secs(60), async {
+        for task in tasks {
+            task.await.unwrap();
+        }
+    })
+    .await
+    .expect("2,000 requests within a minute");
     let pid = i32::try_from(child.id().unwrap()).unwrap();
+    // SAFETY: kill(2) with a pid we spawned and still own (not yet waited for); no memory
+    // is touched.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
     tokio::time::timeout(Duration::from_secs(30), stderr.read_to_end(&mut log)).await.unwrap().unwrap();
     let status = tokio::time::timeout(Duration::from_secs(30), child.wait()).await.unwrap().unwrap();
