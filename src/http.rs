@@ -11,7 +11,6 @@ pub mod request_id;
 mod values;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::Router;
 use axum::http::{HeaderName, HeaderValue};
@@ -56,29 +55,23 @@ pub fn router(state: AppState, grpc: Router) -> Router {
         .fallback(not_found)
 }
 
-/// The API port's service: the router inside the one global stack, outermost first, each
-/// layer there for one reason. Applied to the router as a whole (not per route), so limits
-/// such as the concurrency cap are shared by every route.
+/// The API port's service: the router inside the one global stack. One layer, [`front`]
+/// (outermost, and applied to the router as a whole, not per route, so that the cap on
+/// requests in progress is shared by every route):
+/// - panics anywhere below (a layer or a handler) become a 500 problem+json, never a dropped
+///   connection;
+/// - a request id (kept or made, echoed) and `no-store` on every response;
+/// - at most `server.concurrency_limit` requests in progress: past it, 503 `overloaded` with
+///   `Retry-After` at once instead of a queue without bound;
+/// - `server.request_timeout_ms` for the response's headers (streamed bodies continue past
+///   it): 503 `timeout`;
+/// - observation: metrics, access and audit lines, for refused requests too.
 pub fn service(state: &AppState, router: Router) -> ApiService {
-    let timeout = Duration::from_millis(state.settings.server.request_timeout_ms);
-    ServiceBuilder::new()
-        // Outermost: panics anywhere below (a layer or a handler) become a 500 problem+json,
-        // never a dropped connection; request id (kept or made, echoed), `no-store` on every
-        // response, the errors of the layers below as 503 problem+json, and observation:
-        // metrics, access and audit lines.
-        .layer(front::FrontLayer::new(state.clone()))
-        // Refuse at once when full (503 + Retry-After) instead of queueing without bound...
-        .load_shed()
-        // ...the bound being this many requests in progress, across all routes.
-        .concurrency_limit(state.settings.server.concurrency_limit)
-        // Headers must be ready in time (streamed bodies continue past it).
-        .timeout(timeout)
-        .service(router)
+    ServiceBuilder::new().layer(front::FrontLayer::new(state.clone())).service(router)
 }
 
 /// The type of [`service`].
-pub type ApiService =
-    front::Front<tower::load_shed::LoadShed<tower::limit::ConcurrencyLimit<tower::timeout::Timeout<Router>>>>;
+pub type ApiService = front::Front<Router>;
 
 async fn not_found() -> ApiError {
     ApiError::NotFound

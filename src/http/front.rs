@@ -2,24 +2,30 @@
 //! service per request, no boxed body): it catches panics anywhere below it or in itself (a
 //! 500 problem+json with everything below — never a dropped connection), gives every request
 //! an id (the caller's `X-Request-Id` or a new one) and echoes it, marks every response
-//! `no-store`, turns the errors of the tower layers below it (load shed, timeout) into
-//! problem+json 503s, and observes every HTTP request —
-//! latency by route, algorithm and status, error counts by code, the access line and (with
-//! `log.audit`) the audit line — shed and timed-out requests included. gRPC calls pass
+//! `no-store`, caps the requests in progress (past the cap: 503 `overloaded` at once, never a
+//! queue), bounds the time to the response's headers (503 `timeout`), and observes every HTTP
+//! request — latency by route, algorithm and status, error counts by code, the access line and
+//! (with `log.audit`) the audit line — shed and timed-out requests included. gRPC calls pass
 //! through observed per method by the gRPC service itself.
 //!
-//! One layer instead of six (panic catcher, request id, propagation, two header setters,
-//! error handling) and an axum `from_fn` middleware: measured in benches/README.md. The panic
-//! catcher is tower-http's `CatchPanic` done here, `catch_unwind` around the inner call and
-//! each poll, because there it boxed every response body and answered panics without the
-//! request id, the metrics or the access line.
+//! One layer instead of eight (panic catcher, request id, propagation, two header setters,
+//! error handling, load shed, concurrency limit, timeout) and an axum `from_fn` middleware:
+//! measured in benches/README.md. The panic catcher is tower-http's `CatchPanic` done here,
+//! `catch_unwind` around the inner call and each poll, because there it boxed every response
+//! body and answered panics without the request id, the metrics or the access line. The cap
+//! and the timeout are tower's `load_shed` + `concurrency_limit` and `timeout` done here
+//! because those allocated a semaphore future for every request (hyper clones the service per
+//! request) and built a timer for every request; here the cap is one atomic counter and the
+//! timer is armed only for a request that is not answered on its first poll.
 
 use std::convert::Infallible;
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use axum::BoxError;
 use axum::http::{HeaderName, HeaderValue, Method, Request, header};
@@ -42,12 +48,18 @@ pub const ROUTES: &[&str] =
 #[derive(Clone, Debug)]
 pub struct FrontLayer {
     state: AppState,
+    cap: Arc<Cap>,
+    timeout: Duration,
 }
 
 impl FrontLayer {
-    /// The front layer over the shared state (metrics, request ids, log settings).
+    /// The front layer over the shared state (metrics, request ids, log settings), with the
+    /// cap (`server.concurrency_limit`) and timeout (`server.request_timeout_ms`) configured.
     pub fn new(state: AppState) -> Self {
-        FrontLayer { state }
+        let server = &state.settings.server;
+        let cap = Arc::new(Cap { in_progress: AtomicUsize::new(0), max: server.concurrency_limit });
+        let timeout = Duration::from_millis(server.request_timeout_ms);
+        FrontLayer { state, cap, timeout }
     }
 }
 
@@ -55,7 +67,42 @@ impl<S> Layer<S> for FrontLayer {
     type Service = Front<S>;
 
     fn layer(&self, inner: S) -> Front<S> {
-        Front { inner, state: self.state.clone(), not_ready: None }
+        Front {
+            inner,
+            state: self.state.clone(),
+            cap: self.cap.clone(),
+            timeout: self.timeout,
+            not_ready: None,
+        }
+    }
+}
+
+/// The cap on requests in progress, shared by every clone of the layer: a request holds a
+/// [`Slot`] from its call until its response's headers are ready (a streamed body goes on
+/// without it, as with tower's `concurrency_limit`).
+#[derive(Debug)]
+struct Cap {
+    in_progress: AtomicUsize,
+    max: usize,
+}
+
+/// One request's place under the [`Cap`], given back when dropped.
+struct Slot(Arc<Cap>);
+
+impl Cap {
+    /// A place, or `None` at the cap. A compare-and-swap on the bound, so that requests
+    /// refused under contention are only those that really did not fit.
+    fn enter(self: &Arc<Self>) -> Option<Slot> {
+        self.in_progress
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < self.max).then_some(n + 1))
+            .ok()
+            .map(|_| Slot(self.clone()))
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.in_progress.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -64,8 +111,11 @@ impl<S> Layer<S> for FrontLayer {
 pub struct Front<S> {
     inner: S,
     state: AppState,
+    cap: Arc<Cap>,
+    /// Time from the call to the response's headers.
+    timeout: Duration,
     /// An error the inner service gave when asked whether it was ready, answered to the next
-    /// request (tower's load shed never gives one; kept so that nothing is lost if it did).
+    /// request (axum's router never gives one; kept so that nothing is lost if it did).
     not_ready: Option<ApiError>,
 }
 
@@ -104,15 +154,19 @@ where
                 id
             }
         };
+        let deadline = observe.start + self.timeout;
         let observe = Some(observe);
-        let inner = match self.not_ready.take() {
-            Some(error) => Inner::Refused { error: Some(error) },
-            None => match catch_unwind(AssertUnwindSafe(|| self.inner.call(request))) {
+        let slot = self.cap.enter();
+        let inner = match (self.not_ready.take(), &slot) {
+            (Some(error), _) => Inner::Refused { error: Some(error) },
+            // Refused at once, never queued: the client retries (Retry-After) elsewhere.
+            (None, None) => Inner::Refused { error: Some(ApiError::Overloaded) },
+            (None, Some(_)) => match catch_unwind(AssertUnwindSafe(|| self.inner.call(request))) {
                 Ok(future) => Inner::Called { future },
                 Err(_) => Inner::Refused { error: Some(panicked()) },
             },
         };
-        FrontFuture { inner, id, observe }
+        FrontFuture { inner, id, observe, slot, deadline, timer: None }
     }
 }
 
@@ -123,6 +177,11 @@ pin_project! {
         inner: Inner<F>,
         id: HeaderValue,
         observe: Option<Observe>,
+        slot: Option<Slot>,
+        deadline: Instant,
+        // Armed only when the inner future is not ready on its first poll.
+        #[pin]
+        timer: Option<tokio::time::Sleep>,
     }
 }
 
@@ -142,16 +201,31 @@ where
     type Output = Result<Response, Infallible>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.project();
-        let mut response = match this.inner.project() {
+        let mut this = self.project();
+        let mut response = match this.inner.as_mut().project() {
             InnerProj::Called { future } => match catch_unwind(AssertUnwindSafe(|| future.poll(cx))) {
-                Ok(Poll::Pending) => return Poll::Pending,
+                Ok(Poll::Pending) => {
+                    if this.timer.is_none() {
+                        this.timer.set(Some(tokio::time::sleep_until((*this.deadline).into())));
+                    }
+                    match this.timer.as_mut().as_pin_mut().map(|timer| timer.poll(cx)) {
+                        Some(Poll::Ready(())) => {
+                            // Out of time: the handler's future is dropped here, and with it
+                            // whatever it held (its caller's in-flight place, a body read).
+                            this.inner.set(Inner::Refused { error: None });
+                            ApiError::Timeout.into_response()
+                        }
+                        _ => return Poll::Pending,
+                    }
+                }
                 Ok(Poll::Ready(Ok(response))) => response,
                 Ok(Poll::Ready(Err(e))) => to_api_error(e.into()).into_response(),
                 Err(_) => panicked().into_response(),
             },
             InnerProj::Refused { error } => error.take().unwrap_or(ApiError::Internal).into_response(),
         };
+        // The headers are ready: the place under the cap is free for the next request.
+        this.slot.take();
         if let Some(observe) = this.observe.take() {
             // A panic while recording (it would be a bug of ours) costs the line, not the
             // response.
@@ -175,15 +249,9 @@ fn panicked() -> ApiError {
     ApiError::Internal
 }
 
-/// The errors of the tower layers below [`Front`] as API errors.
-fn to_api_error(err: BoxError) -> ApiError {
-    if err.is::<tower::load_shed::error::Overloaded>() {
-        ApiError::Overloaded
-    } else if err.is::<tower::timeout::error::Elapsed>() {
-        ApiError::Timeout
-    } else {
-        ApiError::Internal
-    }
+/// An error of the service below [`Front`] (axum's router has none) as an API error.
+fn to_api_error(_: BoxError) -> ApiError {
+    ApiError::Internal
 }
 
 /// One request being observed. Dropped before it finishes (the client went away before the

@@ -114,6 +114,42 @@ async fn overload_is_shed_with_503_and_retry_after() {
     let _ = stalled_read_nothing();
 }
 
+/// A request not answered in `server.request_timeout_ms` gets a 503 `timeout` (the timer is
+/// armed only for requests that wait), and its place under the cap is given back.
+#[tokio::test]
+async fn a_request_past_its_timeout_is_a_503_and_frees_its_place() {
+    let mut settings = test_settings();
+    settings.server.concurrency_limit = 1;
+    settings.server.request_timeout_ms = 300;
+    let app = spawn_with(settings, Arc::new(drbgd::drbg::entropy::OsEntropy)).await;
+    let addr = app.api.trim_start_matches("http://").to_string();
+    let started = std::time::Instant::now();
+    let answer = tokio::task::spawn_blocking(move || {
+        // A body that never arrives keeps the handler waiting.
+        let mut stalled = std::net::TcpStream::connect(&addr).unwrap();
+        write!(
+            stalled,
+            "POST /bits HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 50\r\n\r\n{{"
+        )
+        .unwrap();
+        stalled.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut answer = vec![0u8; 4096];
+        let n = stalled.read(&mut answer).unwrap();
+        answer.truncate(n);
+        String::from_utf8_lossy(&answer).into_owned()
+    })
+    .await
+    .unwrap();
+    let waited = started.elapsed();
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    assert!(answer.contains("\"code\":\"timeout\""), "{answer}");
+    assert!(answer.to_ascii_lowercase().contains("cache-control: no-store"), "{answer}");
+    assert!(waited >= Duration::from_millis(300) && waited < Duration::from_secs(5), "{waited:?}");
+    assert_eq!(app.state.metrics.in_flight.get(), 0);
+    // The only place under the cap is free again.
+    assert_eq!(app.get("/bits?n=8").await.status(), 200);
+}
+
 fn stalled_read_nothing() -> usize {
     let mut empty: &[u8] = &[];
     let mut buf = [0u8; 1];
