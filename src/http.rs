@@ -16,7 +16,7 @@ use axum::Router;
 use axum::http::{HeaderName, HeaderValue};
 use axum::response::Response;
 use axum::routing::get;
-use tower::ServiceBuilder;
+use tower::Layer;
 
 use crate::drbg::Algorithm;
 use crate::error::ApiError;
@@ -55,7 +55,7 @@ pub fn router(state: AppState, grpc: Router) -> Router {
         .fallback(not_found)
 }
 
-/// The API port's service: the router inside the one global stack. One layer, [`front`]
+/// The API port's service: the router inside the one global stack. One layer, the front layer
 /// (outermost, and applied to the router as a whole, not per route, so that the cap on
 /// requests in progress is shared by every route):
 /// - panics anywhere below (a layer or a handler) become a 500 problem+json, never a dropped
@@ -67,7 +67,7 @@ pub fn router(state: AppState, grpc: Router) -> Router {
 ///   it): 503 `timeout`;
 /// - observation: metrics, access and audit lines, for refused requests too.
 pub fn service(state: &AppState, router: Router) -> ApiService {
-    ServiceBuilder::new().layer(front::FrontLayer::new(state.clone())).service(router)
+    front::FrontLayer::new(state.clone()).layer(router)
 }
 
 /// The type of [`service`].

@@ -1,14 +1,16 @@
-//! The front of the API port's stack, as one typed tower layer (no boxed future, no cloned
-//! service per request, no boxed body): it catches panics anywhere below it or in itself (a
+//! The front of the API port's stack, as one typed tower layer (no boxed future, no boxed
+//! body; hyper clones the service for each request, and a clone is a few reference counts): it
+//! catches panics anywhere below it or in itself (a
 //! 500 problem+json with everything below — never a dropped connection), gives every request
 //! an id (the caller's `X-Request-Id` or a new one) and echoes it, marks every response
 //! `no-store`, caps the requests in progress (past the cap: 503 `overloaded` at once, never a
 //! queue), bounds the time to the response's headers (503 `timeout`), and observes every HTTP
 //! request — latency by route, algorithm and status, error counts by code, the access line and
 //! (with `log.audit`) the audit line — shed and timed-out requests included. gRPC calls pass
-//! through observed per method by the gRPC service itself.
+//! through observed per method by the gRPC service itself; those this layer answers (shed,
+//! timed out, a panic) get a gRPC status and are observed and logged here.
 //!
-//! One layer instead of eight (panic catcher, request id, propagation, two header setters,
+//! One layer instead of nine (panic catcher, request id, propagation, two header setters,
 //! error handling, load shed, concurrency limit, timeout) and an axum `from_fn` middleware:
 //! measured in benches/README.md. The panic catcher is tower-http's `CatchPanic` done here,
 //! `catch_unwind` around the inner call and each poll, because there it boxed every response
@@ -154,7 +156,9 @@ where
                 id
             }
         };
-        let deadline = observe.start + self.timeout;
+        // A timeout too large to add is none at all (a year is as good as for ever here).
+        let deadline = (observe.start.checked_add(self.timeout))
+            .unwrap_or_else(|| observe.start + Duration::from_secs(365 * 86_400));
         let observe = Some(observe);
         let slot = self.cap.enter();
         let inner = match (self.not_ready.take(), &slot) {
@@ -202,34 +206,46 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
-        let mut response = match this.inner.as_mut().project() {
+        let grpc = this.observe.as_ref().is_some_and(|o| o.grpc);
+        // An answer of this layer's own (shed, timed out, a panic below), or the service's.
+        let (mut response, own) = match this.inner.as_mut().project() {
             InnerProj::Called { future } => match catch_unwind(AssertUnwindSafe(|| future.poll(cx))) {
                 Ok(Poll::Pending) => {
-                    if this.timer.is_none() {
-                        this.timer.set(Some(tokio::time::sleep_until((*this.deadline).into())));
-                    }
-                    match this.timer.as_mut().as_pin_mut().map(|timer| timer.poll(cx)) {
-                        Some(Poll::Ready(())) => {
+                    let deadline = *this.deadline;
+                    let mut timer = this.timer.as_mut();
+                    // Inside the catch too: a runtime without a time driver panics here.
+                    let expired = catch_unwind(AssertUnwindSafe(|| {
+                        if timer.is_none() {
+                            timer.set(Some(tokio::time::sleep_until(deadline.into())));
+                        }
+                        timer.as_mut().as_pin_mut().is_some_and(|timer| timer.poll(cx).is_ready())
+                    }));
+                    match expired {
+                        Ok(false) => return Poll::Pending,
+                        Ok(true) => {
                             // Out of time: the handler's future is dropped here, and with it
                             // whatever it held (its caller's in-flight place, a body read).
                             this.inner.set(Inner::Refused { error: None });
-                            ApiError::Timeout.into_response()
+                            (refusal(ApiError::Timeout, grpc), true)
                         }
-                        _ => return Poll::Pending,
+                        Err(_) => {
+                            this.inner.set(Inner::Refused { error: None });
+                            (refusal(panicked(), grpc), true)
+                        }
                     }
                 }
-                Ok(Poll::Ready(Ok(response))) => response,
-                Ok(Poll::Ready(Err(e))) => to_api_error(e.into()).into_response(),
-                Err(_) => panicked().into_response(),
+                Ok(Poll::Ready(Ok(response))) => (response, false),
+                Ok(Poll::Ready(Err(e))) => (refusal(to_api_error(e.into()), grpc), true),
+                Err(_) => (refusal(panicked(), grpc), true),
             },
-            InnerProj::Refused { error } => error.take().unwrap_or(ApiError::Internal).into_response(),
+            InnerProj::Refused { error } => (refusal(error.take().unwrap_or(ApiError::Internal), grpc), true),
         };
         // The headers are ready: the place under the cap is free for the next request.
         this.slot.take();
         if let Some(observe) = this.observe.take() {
             // A panic while recording (it would be a bug of ours) costs the line, not the
             // response.
-            if catch_unwind(AssertUnwindSafe(|| observe.finish(&response, this.id))).is_err() {
+            if catch_unwind(AssertUnwindSafe(|| observe.finish(&response, this.id, own))).is_err() {
                 tracing::error!("panic while recording a response");
             }
         }
@@ -240,6 +256,19 @@ where
         headers.insert(X_REQUEST_ID, std::mem::replace(this.id, HeaderValue::from_static("")));
         Poll::Ready(Ok(response))
     }
+}
+
+/// An answer of the front layer's own: problem+json, or for a gRPC call its status (so a
+/// client sees `RESOURCE_EXHAUSTED` / `DEADLINE_EXCEEDED` with `retry-after`, not an HTTP 503
+/// it cannot read), with the error's code for the records.
+fn refusal(error: ApiError, grpc: bool) -> Response {
+    if !grpc {
+        return error.into_response();
+    }
+    let code = error.code();
+    let mut response = error.to_status().into_http::<axum::body::Body>();
+    Outcome::of(&mut response).code = Some(code);
+    response
 }
 
 /// The error of a panic below: logged (without its message, which could hold anything) and
@@ -263,8 +292,8 @@ struct Observe {
     route_index: usize,
     method: Method,
     start: Instant,
-    /// A gRPC call: observed per method by the gRPC service; here only the errors of the
-    /// layers below (shed, timed out) are counted.
+    /// A gRPC call: observed per method by the gRPC service, unless this layer answered it
+    /// (shed, timed out, a panic) and the gRPC service never saw it.
     grpc: bool,
 }
 
@@ -288,14 +317,14 @@ impl Observe {
 
     /// Records the response: metrics, the access line, the audit line. Never logs output
     /// bytes, keys, certificates or the query string's values beyond n/alg.
-    fn finish(self, response: &Response, id: &HeaderValue) {
+    fn finish(self, response: &Response, id: &HeaderValue, own: bool) {
         let metrics = &self.state.metrics;
         let outcome = response.extensions().get::<Outcome>();
         let code = outcome.and_then(|o| o.code);
         if let Some(code) = code {
             metrics.errors.with_label_values(&[code]).inc();
         }
-        if self.grpc {
+        if self.grpc && !own {
             return;
         }
         let elapsed = self.start.elapsed();

@@ -101,6 +101,16 @@ async fn overload_is_shed_with_503_and_retry_after() {
     let r = app.get("/bits?n=8").await;
     assert_eq!(r.headers()["retry-after"], "1");
     assert_problem(r, 503, "overloaded").await;
+    // A gRPC call shed the same way gets a gRPC status it can read, not an HTTP 503.
+    let mut grpc =
+        drbgd::grpc::pb::randomness_service_client::RandomnessServiceClient::connect(app.api.clone())
+            .await
+            .unwrap();
+    let shed = grpc.get_token(drbgd::grpc::pb::GetTokenRequest::default()).await.unwrap_err();
+    assert_eq!(shed.code(), tonic::Code::ResourceExhausted, "{shed:?}");
+    assert!(shed.message().starts_with("overloaded"), "{shed:?}");
+    assert_eq!(shed.metadata().get("retry-after").unwrap(), "1");
+    assert_eq!(app.state.metrics.errors.with_label_values(&["overloaded"]).get(), 2, "both counted once");
     drop(stalled);
     let mut ok = false;
     for _ in 0..400 {
@@ -146,6 +156,7 @@ async fn a_request_past_its_timeout_is_a_503_and_frees_its_place() {
     assert!(answer.to_ascii_lowercase().contains("cache-control: no-store"), "{answer}");
     assert!(waited >= Duration::from_millis(300) && waited < Duration::from_secs(5), "{waited:?}");
     assert_eq!(app.state.metrics.in_flight.get(), 0);
+    assert_eq!(app.state.metrics.errors.with_label_values(&["timeout"]).get(), 1);
     // The only place under the cap is free again.
     assert_eq!(app.get("/bits?n=8").await.status(), 200);
 }
