@@ -4,6 +4,8 @@
 
 use std::sync::{Arc, OnceLock};
 
+use axum::http::StatusCode;
+
 use prometheus::core::{Collector, Desc};
 use prometheus::proto::MetricFamily;
 use prometheus::{
@@ -257,14 +259,13 @@ impl Metrics {
     /// Records one HTTP request's latency. `route` is the index of its template in
     /// [`crate::http::ROUTES`] (past its end: `unmatched`). 200s (nearly every request) use a
     /// handle resolved once per (route, algorithm); other statuses look theirs up.
-    pub fn observe_http(&self, route: usize, alg: Option<Algorithm>, status: u16, seconds: f64) {
+    pub fn observe_http(&self, route: usize, alg: Option<Algorithm>, status: StatusCode, seconds: f64) {
         let routes = crate::http::ROUTES;
         let route = route.min(routes.len());
         let label = routes.get(route).copied().unwrap_or("unmatched");
         let alg_label = alg.map_or("none", Algorithm::name);
-        if status != 200 {
-            let status = itoa::Buffer::new().format(status).to_owned();
-            self.http_duration.with_label_values(&[label, alg_label, &status]).observe(seconds);
+        if status != StatusCode::OK {
+            self.http_duration.with_label_values(&[label, alg_label, status.as_str()]).observe(seconds);
             return;
         }
         let slot = route * (Algorithm::ALL.len() + 1) + alg.map_or(Algorithm::ALL.len(), Algorithm::index);

@@ -29,7 +29,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use axum::BoxError;
 use axum::http::{HeaderName, HeaderValue, Method, Request, header};
 use axum::response::{IntoResponse, Response};
 use pin_project_lite::pin_project;
@@ -69,13 +68,7 @@ impl<S> Layer<S> for FrontLayer {
     type Service = Front<S>;
 
     fn layer(&self, inner: S) -> Front<S> {
-        Front {
-            inner,
-            state: self.state.clone(),
-            cap: self.cap.clone(),
-            timeout: self.timeout,
-            not_ready: None,
-        }
+        Front { inner, state: self.state.clone(), cap: self.cap.clone(), timeout: self.timeout }
     }
 }
 
@@ -116,29 +109,18 @@ pub struct Front<S> {
     cap: Arc<Cap>,
     /// Time from the call to the response's headers.
     timeout: Duration,
-    /// An error the inner service gave when asked whether it was ready, answered to the next
-    /// request (axum's router never gives one; kept so that nothing is lost if it did).
-    not_ready: Option<ApiError>,
 }
 
 impl<S, B> Service<Request<B>> for Front<S>
 where
-    S: Service<Request<B>, Response = Response>,
-    S::Error: Into<BoxError>,
+    S: Service<Request<B>, Response = Response, Error = Infallible>,
 {
     type Response = Response;
     type Error = Infallible;
     type Future = FrontFuture<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        match self.inner.poll_ready(cx) {
-            Poll::Ready(Err(e)) => {
-                self.not_ready = Some(to_api_error(e.into()));
-                Poll::Ready(Ok(()))
-            }
-            Poll::Ready(Ok(())) => Poll::Ready(Ok(())),
-            Poll::Pending => Poll::Pending,
-        }
+        self.inner.poll_ready(cx)
     }
 
     fn call(&mut self, mut request: Request<B>) -> Self::Future {
@@ -150,7 +132,7 @@ where
                 // gRPC reads it from the metadata for its audit line (tonic routes by path,
                 // whatever the content type, so every path that is no REST route gets it);
                 // REST handlers never do, and the request's header map would grow for it.
-                if observe.route_index == ROUTES.len() {
+                if observe.route_index == UNMATCHED {
                     request.headers_mut().insert(X_REQUEST_ID, id.clone());
                 }
                 id
@@ -161,11 +143,10 @@ where
             .unwrap_or_else(|| observe.start + Duration::from_secs(365 * 86_400));
         let observe = Some(observe);
         let slot = self.cap.enter();
-        let inner = match (self.not_ready.take(), &slot) {
-            (Some(error), _) => Inner::Refused { error: Some(error) },
+        let inner = match &slot {
             // Refused at once, never queued: the client retries (Retry-After) elsewhere.
-            (None, None) => Inner::Refused { error: Some(ApiError::Overloaded) },
-            (None, Some(_)) => match catch_unwind(AssertUnwindSafe(|| self.inner.call(request))) {
+            None => Inner::Refused { error: Some(ApiError::Overloaded) },
+            Some(_) => match catch_unwind(AssertUnwindSafe(|| self.inner.call(request))) {
                 Ok(future) => Inner::Called { future },
                 Err(_) => Inner::Refused { error: Some(panicked()) },
             },
@@ -197,10 +178,9 @@ pin_project! {
     }
 }
 
-impl<F, E> Future for FrontFuture<F>
+impl<F> Future for FrontFuture<F>
 where
-    F: Future<Output = Result<Response, E>>,
-    E: Into<BoxError>,
+    F: Future<Output = Result<Response, Infallible>>,
 {
     type Output = Result<Response, Infallible>;
 
@@ -235,7 +215,6 @@ where
                     }
                 }
                 Ok(Poll::Ready(Ok(response))) => (response, false),
-                Ok(Poll::Ready(Err(e))) => (refusal(to_api_error(e.into()), grpc), true),
                 Err(_) => (refusal(panicked(), grpc), true),
             },
             InnerProj::Refused { error } => (refusal(error.take().unwrap_or(ApiError::Internal), grpc), true),
@@ -278,17 +257,11 @@ fn panicked() -> ApiError {
     ApiError::Internal
 }
 
-/// An error of the service below [`Front`] (axum's router has none) as an API error.
-fn to_api_error(_: BoxError) -> ApiError {
-    ApiError::Internal
-}
-
 /// One request being observed. Dropped before it finishes (the client went away before the
 /// response was ready), it still leaves the in-flight gauge as it found it.
 struct Observe {
     state: AppState,
-    route: &'static str,
-    /// The index of `route` in [`ROUTES`] (its length for `unmatched`).
+    /// The index of the route template in [`ROUTES`] ([`UNMATCHED`] for none).
     route_index: usize,
     method: Method,
     start: Instant,
@@ -302,8 +275,7 @@ impl Observe {
     /// a REST request that claims `application/grpc` is still observed, logged and audited.
     fn start<B>(state: &AppState, request: &Request<B>) -> Observe {
         let route_index = route_index(request.uri().path());
-        let route = ROUTES.get(route_index).copied().unwrap_or("unmatched");
-        let grpc = route == "unmatched"
+        let grpc = route_index == UNMATCHED
             && request
                 .headers()
                 .get(header::CONTENT_TYPE)
@@ -312,7 +284,7 @@ impl Observe {
             state.metrics.in_flight.inc();
         }
         let method = request.method().clone();
-        Observe { state: state.clone(), route, route_index, method, start: Instant::now(), grpc }
+        Observe { state: state.clone(), route_index, method, start: Instant::now(), grpc }
     }
 
     /// Records the response: metrics, the access line, the audit line. Never logs output
@@ -331,11 +303,11 @@ impl Observe {
         let served = outcome.and_then(|o| o.served);
         let alg = served.map_or("none", |s| s.alg.name());
         let status = response.status();
-        metrics.observe_http(self.route_index, served.map(|s| s.alg), status.as_u16(), elapsed.as_secs_f64());
+        metrics.observe_http(self.route_index, served.map(|s| s.alg), status, elapsed.as_secs_f64());
         let n = served.map_or(0, |s| s.n_bits);
         let caller = outcome.and_then(|o| o.caller.as_deref()).unwrap_or("");
         let request_id = id.to_str().unwrap_or("");
-        let route = self.route;
+        let route = ROUTES.get(self.route_index).copied().unwrap_or("unmatched");
         tracing::info!(
             target: "drbgd::access",
             request_id, caller, method = self.method.as_str(), route, alg, n, status = status.as_u16(),
@@ -358,8 +330,11 @@ impl Drop for Observe {
     }
 }
 
-/// The index of a path's entry in [`ROUTES`] (its length for a path that is none of them).
+/// The index of a path's entry in [`ROUTES`] ([`UNMATCHED`] for a path that is none of them).
 /// The routes are exact paths, so the path a route matches is its template.
 fn route_index(path: &str) -> usize {
-    ROUTES.iter().position(|r| *r == path).unwrap_or(ROUTES.len())
+    ROUTES.iter().position(|r| *r == path).unwrap_or(UNMATCHED)
 }
+
+/// The route index of a path that is no REST route (label `unmatched`; gRPC's paths).
+const UNMATCHED: usize = ROUTES.len();

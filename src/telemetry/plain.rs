@@ -32,18 +32,13 @@ where
         // The line is built in a String of this thread's (direct, inlined pushes) and handed
         // to the writer once, instead of a dynamic call per piece.
         thread_local!(static LINE: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) });
-        LINE.with(|line| match line.try_borrow_mut() {
-            Ok(mut line) => {
-                line.clear();
-                format_line(ctx, &mut line, event)?;
-                writer.write_str(&line)
-            }
-            // A field's `Debug` that logs while this line is being written.
-            Err(_) => {
-                let mut line = String::new();
-                format_line(ctx, &mut line, event)?;
-                writer.write_str(&line)
-            }
+        LINE.with(|cell| {
+            // A fresh String only when a field's `Debug` logs while this line is being written.
+            let (mut borrowed, mut fresh) = (cell.try_borrow_mut().ok(), String::new());
+            let line = borrowed.as_deref_mut().unwrap_or(&mut fresh);
+            line.clear();
+            format_line(ctx, line, event)?;
+            writer.write_str(line)
         })
     }
 }

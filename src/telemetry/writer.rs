@@ -21,7 +21,7 @@
 use std::io::{self, Write};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tracing_subscriber::fmt::MakeWriter;
 
@@ -171,17 +171,15 @@ pub fn spawn(sink: impl Write + Send + 'static) -> io::Result<(BatchWriter, Writ
 
 impl Drop for WriterGuard {
     fn drop(&mut self) {
-        let deadline = Instant::now() + EXIT_WAIT;
         let mut queue = self.shared.lock();
         queue.closing = true;
         self.shared.lines.notify_one();
-        while !queue.stopped {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                // The sink is stalled: give up on what is queued rather than hang the exit.
-                return;
-            }
-            queue = self.shared.room.wait_timeout(queue, left).unwrap_or_else(PoisonError::into_inner).0;
+        let (queue, _) = (self.shared.room)
+            .wait_timeout_while(queue, EXIT_WAIT, |q| !q.stopped)
+            .unwrap_or_else(PoisonError::into_inner);
+        if !queue.stopped {
+            // The sink is stalled: give up on what is queued rather than hang the exit.
+            return;
         }
         drop(queue);
         if let Some(thread) = self.thread.take() {
@@ -216,6 +214,7 @@ impl<'a> MakeWriter<'a> for BatchWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Instant;
 
     /// A sink that records each `write` call.
     #[derive(Clone, Default)]

@@ -13,7 +13,7 @@ use drbgd::grpc::pb::{
 };
 use tonic::Code;
 
-use crate::helpers::{TestApp, assert_problem, spawn_with};
+use crate::helpers::{Binary, TestApp, assert_problem, spawn_binary, spawn_with};
 
 const EXAMPLE: &str = "config/examples/callers.toml";
 
@@ -640,28 +640,7 @@ async fn client_certificates_name_callers() {
 /// access log, and writes one JSON audit line per request without output or keys.
 #[tokio::test]
 async fn the_binary_serves_the_example_and_writes_the_audit_trail() {
-    use tokio::io::AsyncBufReadExt;
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_drbgd"))
-        .args(["serve", "--config", EXAMPLE, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"])
-        .env_remove("RUST_LOG")
-        .stderr(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
-    let mut log = Vec::new();
-    let api = loop {
-        let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
-            .await
-            .unwrap()
-            .unwrap()
-            .expect("serving line");
-        log.push(line.clone());
-        if let Some(rest) = line.split("api=").nth(1) {
-            break rest.split_whitespace().next().unwrap().to_string();
-        }
-    };
+    let Binary { mut child, mut lines, mut log, api, .. } = spawn_binary(&["--config", EXAMPLE]).await;
     let client = reqwest::Client::new();
     let token = client
         .get(format!("http://{api}/token"))
@@ -755,39 +734,14 @@ async fn the_binary_serves_the_example_and_writes_the_audit_trail() {
 /// refused and counted, and the process keeps serving under the callers in force.
 #[tokio::test]
 async fn sighup_reloads_the_callers_of_the_real_binary() {
-    use tokio::io::AsyncBufReadExt;
     let dir = std::env::temp_dir().join(format!("drbgd-sighup-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("callers.toml");
     // No polling: only the signal reloads.
     let no_poll = |t: String| format!("{t}\n[server]\nreload_interval_ms = 0\n");
     write_config(&file, no_poll);
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_drbgd"))
-        .args([
-            "serve",
-            "--config",
-            file.to_str().unwrap(),
-            "--listen",
-            "127.0.0.1:0",
-            "--admin-listen",
-            "127.0.0.1:0",
-        ])
-        .stderr(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
-    let (api, admin) = loop {
-        let line =
-            tokio::time::timeout(Duration::from_secs(30), lines.next_line()).await.unwrap().unwrap().unwrap();
-        if let Some(rest) = line.split("api=").nth(1) {
-            let mut words = rest.split_whitespace();
-            let api = words.next().unwrap().to_string();
-            let admin = words.next().unwrap().trim_start_matches("admin=").to_string();
-            break (api, admin);
-        }
-    };
+    let Binary { mut child, mut lines, api, admin, .. } =
+        spawn_binary(&["--config", file.to_str().unwrap()]).await;
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
     let client = reqwest::Client::new();
     let aes = || client.get(format!("http://{api}/bits?n=64&alg=aes")).bearer_auth("web-example-key").send();

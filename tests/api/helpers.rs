@@ -74,3 +74,44 @@ pub async fn assert_problem(response: reqwest::Response, status: u16, code: &str
     assert!(body["detail"].as_str().is_some_and(|d| !d.is_empty()));
     body
 }
+
+/// The real binary, `drbgd serve` with `args` and both listeners on ports of its choosing,
+/// stderr piped and `RUST_LOG` unset: started, its addresses read from its "serving" line.
+pub struct Binary {
+    pub child: tokio::process::Child,
+    /// The rest of its stderr, after the serving line.
+    pub lines: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStderr>>,
+    /// The lines up to and including the serving line.
+    pub log: Vec<String>,
+    pub api: String,
+    pub admin: String,
+}
+
+pub async fn spawn_binary(args: &[&str]) -> Binary {
+    use tokio::io::AsyncBufReadExt;
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_drbgd"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"])
+        .args(args)
+        .env_remove("RUST_LOG")
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut log = Vec::new();
+    loop {
+        let line = tokio::time::timeout(std::time::Duration::from_secs(30), lines.next_line())
+            .await
+            .expect("a serving line within 30 s")
+            .unwrap()
+            .unwrap_or_else(|| panic!("drbgd exited before serving: {log:?}"));
+        log.push(line.clone());
+        if let Some(rest) = line.split("api=").nth(1) {
+            let mut words = rest.split_whitespace();
+            let api = words.next().unwrap().to_string();
+            let admin = words.next().unwrap().trim_start_matches("admin=").to_string();
+            return Binary { child, lines, log, api, admin };
+        }
+    }
+}

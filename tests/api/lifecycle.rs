@@ -8,7 +8,7 @@ use drbgd::drbg::entropy::{OsEntropy, ScriptedEntropy};
 use sha2::Digest;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::helpers::{assert_problem, spawn_app, spawn_with, test_settings};
+use crate::helpers::{Binary, assert_problem, spawn_app, spawn_binary, spawn_with, test_settings};
 
 /// Every route, as (method, path, takes pr).
 const ROUTES: &[(&str, &str, bool)] = &[
@@ -330,29 +330,7 @@ async fn a_panicking_handler_is_a_500_with_every_header_and_nothing_leaks() {
 /// last ones are still queued when the signal arrives).
 #[tokio::test]
 async fn every_request_has_its_access_line_and_none_is_lost_at_exit() {
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_drbgd"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--shards", "1"])
-        .env_remove("RUST_LOG")
-        .stderr(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut stderr = child.stderr.take().unwrap();
-    let mut log = Vec::new();
-    let api = loop {
-        let mut chunk = [0u8; 4096];
-        let n =
-            tokio::time::timeout(Duration::from_secs(30), stderr.read(&mut chunk)).await.unwrap().unwrap();
-        assert!(n > 0, "drbgd exited before serving: {}", String::from_utf8_lossy(&log));
-        log.extend_from_slice(&chunk[..n]);
-        let text = String::from_utf8_lossy(&log);
-        if let Some(rest) = text.split("api=").nth(1)
-            && rest.contains(' ')
-        {
-            break rest.split_whitespace().next().unwrap().to_string();
-        }
-    };
+    let Binary { mut child, lines, log, api, .. } = spawn_binary(&["--shards", "1"]).await;
     let (connections, each) = (8, 250);
     let tasks: Vec<_> = (0..connections)
         .map(|c| {
@@ -385,10 +363,14 @@ async fn every_request_has_its_access_line_and_none_is_lost_at_exit() {
     // SAFETY: kill(2) with a pid we spawned and still own (not yet waited for); no memory
     // is touched.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
-    tokio::time::timeout(Duration::from_secs(30), stderr.read_to_end(&mut log)).await.unwrap().unwrap();
+    let mut rest = String::new();
+    tokio::time::timeout(Duration::from_secs(30), lines.into_inner().read_to_string(&mut rest))
+        .await
+        .unwrap()
+        .unwrap();
     let status = tokio::time::timeout(Duration::from_secs(30), child.wait()).await.unwrap().unwrap();
     assert!(status.success(), "{status}");
-    let text = String::from_utf8(log).unwrap();
+    let text = log.join("\n") + "\n" + &rest;
     let mut ids: Vec<&str> = text
         .lines()
         .filter(|l| l.contains("drbgd::access"))
