@@ -4,6 +4,18 @@
 //! header-read and handshake timeouts, HTTP/2 keep-alive pings, a maximum connection age, and
 //! a shutdown in two phases:
 //!
+//! The header-read deadline is the connection's, not hyper's: hyper's own arms a new timer for
+//! every request it reads (an allocation, a timer-wheel insert and removal: about 1,500
+//! instructions of a `/token` request, benches/README.md). Here one interval per connection
+//! checks, every `header_read_timeout`, whether the connection did anything since the last
+//! check (started a request or finished a response) or is still sending one; an HTTP/1
+//! connection that did not is closed. So a client that sends no complete request head (an idle
+//! keep-alive connection, a slowloris trickle) is closed after between one and two
+//! `header_read_timeout`s, and a response that takes long to send is never cut. HTTP/2
+//! connections are exempt once they carried a request (gRPC channels idle for long; keep-alive
+//! pings find dead peers), as they were from hyper's.
+//!
+//!
 //! 1. [`Phase::Draining`] (the shutdown delay): the listener still accepts, but every
 //!    connection is asked to move: HTTP/2 gets a GOAWAY (in-flight streams finish, the client
 //!    opens a new connection), HTTP/1 responses carry `Connection: close`. Clients that hold
@@ -11,14 +23,17 @@
 //! 2. [`Phase::Stopped`]: the listener closes, idle connections close, busy ones finish their
 //!    requests, all within the drain deadline.
 
+use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::http::{HeaderValue, Request, Response, Version, header};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
 use hyper_util::service::TowerToHyperService;
+use pin_project_lite::pin_project;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, watch};
@@ -52,7 +67,8 @@ pub enum Phase {
 pub struct ServeOptions {
     /// Open connections at once; accepting pauses at the limit.
     pub max_connections: usize,
-    /// Time to receive a request's headers (HTTP/1).
+    /// Time to receive a request's headers (HTTP/1): a connection that neither starts a
+    /// request nor sends a response for this long (up to twice as long) is closed.
     pub header_read_timeout: Duration,
     /// Time in-flight requests get once the phase is [`Phase::Stopped`].
     pub drain_timeout: Duration,
@@ -74,6 +90,59 @@ struct ConnState {
     /// Woken when the first HTTP/2 request arrives on a connection already closing, so it
     /// gets its GOAWAY then.
     h2_seen_late: tokio::sync::Notify,
+    /// Requests started plus responses finished: unchanged between two header-read checks
+    /// means the connection did nothing for a whole period.
+    activity: AtomicU64,
+    /// Responses not yet finished (handler running or body being sent).
+    open: AtomicUsize,
+}
+
+/// A response in progress on a connection, from its request's call to the end (or drop) of
+/// its body: counted in [`ConnState::open`], and as activity when it starts and ends.
+struct Open(Arc<ConnState>);
+
+impl Open {
+    fn start(state: &Arc<ConnState>) -> Open {
+        state.open.fetch_add(1, Ordering::Relaxed);
+        state.activity.fetch_add(1, Ordering::Relaxed);
+        Open(state.clone())
+    }
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.activity.fetch_add(1, Ordering::Relaxed);
+        self.0.open.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+pin_project! {
+    /// A response body that holds its [`Open`] until it is sent (or dropped).
+    pub struct Tracked<B> {
+        #[pin]
+        body: B,
+        open: Open,
+    }
+}
+
+impl<B: hyper::body::Body> hyper::body::Body for Tracked<B> {
+    type Data = B::Data;
+    type Error = B::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<hyper::body::Frame<B::Data>, B::Error>>> {
+        self.project().body.poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
+    }
 }
 
 /// Serves `router` on `listener`, following `phase`. Returns whether the drain finished within
@@ -89,7 +158,8 @@ where
     S: HttpService,
 {
     let mut builder = Builder::new(TokioExecutor::new());
-    builder.http1().timer(TokioTimer::new()).header_read_timeout(options.header_read_timeout);
+    // The header-read deadline is each connection's own (see the module documentation).
+    builder.http1().header_read_timeout(None);
     builder
         .http2()
         .timer(TokioTimer::new())
@@ -126,6 +196,7 @@ where
                 .max_connection_age
                 .map(|age| jitter(age, sequence.fetch_add(1, Ordering::Relaxed))),
             grace: options.drain_timeout,
+            header_read_timeout: options.header_read_timeout,
             client: None,
         };
         let tls = tls.as_ref().map(|t| t.current());
@@ -216,6 +287,8 @@ struct Connection<S> {
     max_age: Option<Duration>,
     /// How long an aged connection may take to close before it is dropped.
     grace: Duration,
+    /// How often an HTTP/1 connection must show activity (see the module documentation).
+    header_read_timeout: Duration,
     /// The verified client certificate's identity (mTLS), put on every request.
     client: Option<Arc<ClientIdentity>>,
 }
@@ -225,9 +298,9 @@ impl<S: HttpService> Connection<S> {
     /// close`) when draining starts or it reaches its age, closes it gracefully when the
     /// listener stops, and drops it if it outlives its age by the grace period.
     async fn run<T: AsyncRead + AsyncWrite + Unpin + Send + 'static>(self, stream: T) {
-        let Connection { service, builder, mut phase, max_age, grace, client } = self;
+        let Connection { service, builder, mut phase, max_age, grace, header_read_timeout, client } = self;
         let state = Arc::new(ConnState::default());
-        let (seen, closing) = (state.clone(), state.clone());
+        let (seen, tracked) = (state.clone(), state.clone());
         let service = ServiceBuilder::new()
             .map_request(move |mut request: Request<hyper::body::Incoming>| {
                 seen.served.store(true, Ordering::Relaxed);
@@ -242,13 +315,17 @@ impl<S: HttpService> Connection<S> {
                 }
                 request
             })
-            // HTTP/1: the client will not reuse this connection (hyper strips the header from
-            // HTTP/2 responses, where GOAWAY does the job).
-            .map_response(move |mut response: Response<S::Body>| {
-                if closing.closing.load(Ordering::Relaxed) {
-                    response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+            .map_future(move |future: S::Future| {
+                let open = Open::start(&tracked);
+                async move {
+                    let Ok(mut response) = future.await;
+                    // HTTP/1: the client will not reuse this connection (hyper strips the
+                    // header from HTTP/2 responses, where GOAWAY does the job).
+                    if open.0.closing.load(Ordering::Relaxed) {
+                        response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+                    }
+                    Ok::<_, std::convert::Infallible>(response.map(|body| Tracked { body, open }))
                 }
-                response
             })
             .service(service);
         let connection =
@@ -257,6 +334,12 @@ impl<S: HttpService> Connection<S> {
         let mut aged = Box::pin(sleep_or_never(max_age));
         let mut age_passed = false;
         let mut goaway_sent = false;
+        let mut idle_check = tokio::time::interval_at(
+            tokio::time::Instant::now() + header_read_timeout,
+            header_read_timeout.max(Duration::from_millis(1)),
+        );
+        idle_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut activity_seen = 0;
         loop {
             let now = *phase.borrow_and_update();
             if now == Phase::Stopped {
@@ -294,6 +377,18 @@ impl<S: HttpService> Connection<S> {
                         let _ = connection.as_mut().await;
                         return;
                     }
+                }
+                _ = idle_check.tick() => {
+                    let activity = state.activity.load(Ordering::Relaxed);
+                    if activity == activity_seen
+                        && state.open.load(Ordering::Relaxed) == 0
+                        && !state.h2.load(Ordering::Relaxed)
+                    {
+                        tracing::debug!("no request head within the header-read timeout; closing");
+                        return;
+
+                    }
+                    activity_seen = activity;
                 }
                 () = aged.as_mut() => {
                     if age_passed {

@@ -162,6 +162,85 @@ async fn connections_are_asked_to_close_at_their_maximum_age() {
     assert_eq!(app.get("/token").await.status(), 200, "new connections are served");
 }
 
+/// Whether the server closes `stream` within `within` (EOF or reset), reading and dropping
+/// whatever else it sends.
+async fn closed_within(stream: &mut tokio::net::TcpStream, within: Duration) -> bool {
+    let mut buf = [0u8; 4096];
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        match tokio::time::timeout_at(deadline, stream.read(&mut buf)).await {
+            Ok(Ok(0) | Err(_)) => return true,
+            Ok(Ok(_)) => continue,
+            Err(_) => return false,
+        }
+    }
+}
+
+/// The header-read deadline (the connection's own, checked once per period): a connection
+/// that sends nothing, one that trickles a request head and never ends it, and an idle
+/// keep-alive connection are each closed within one to two periods; a response that takes
+/// several periods to send (its client reads slowly) is not cut.
+#[tokio::test]
+async fn header_read_deadline_closes_idle_connections_but_not_long_responses() {
+    let mut settings = test_settings();
+    settings.server.header_read_timeout_ms = 300;
+    let app = spawn_with(settings, Arc::new(OsEntropy)).await;
+    let addr = app.api.trim_start_matches("http://").to_string();
+    let started = tokio::time::Instant::now();
+
+    let mut silent = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let mut trickle = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let mut kept = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    assert!(request_on(&mut kept, "/token").await.starts_with("http/1.1 200"));
+    let mut slow = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let bytes = 8_000_000usize;
+    let path = format!("/bits?n={}&format=binary", bytes * 8);
+    slow.write_all(format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes()).await.unwrap();
+
+    // The trickling client sends a header line every 100 ms, never the blank line.
+    trickle.write_all(b"GET /token HTTP/1.1\r\n").await.unwrap();
+    let trickler = tokio::spawn(async move {
+        let mut closed_at = None;
+        for i in 0..30 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            if trickle.write_all(format!("X-Slow-{i}: 1\r\n").as_bytes()).await.is_err() {
+                closed_at = Some(tokio::time::Instant::now());
+                break;
+            }
+            if closed_within(&mut trickle, Duration::from_millis(1)).await {
+                closed_at = Some(tokio::time::Instant::now());
+                break;
+            }
+        }
+        closed_at
+    });
+
+    assert!(!closed_within(&mut silent, Duration::from_millis(250)).await, "not before one period");
+    assert!(closed_within(&mut silent, Duration::from_millis(1500)).await, "a silent connection is closed");
+    assert!(closed_within(&mut kept, Duration::from_millis(1500)).await, "an idle keep-alive one too");
+    let trickle_closed = trickler.await.unwrap().expect("a trickled head is closed");
+    assert!(trickle_closed - started < Duration::from_millis(1500), "{:?}", trickle_closed - started);
+
+    // Meanwhile the slow reader takes its response over more than four periods, whole.
+    let mut response = Vec::new();
+    let mut buf = vec![0u8; 64 << 10];
+    let reading = tokio::time::Instant::now();
+    while reading.elapsed() < Duration::from_millis(1300) {
+        let n = slow.read(&mut buf).await.unwrap();
+        assert!(n > 0, "cut after {} bytes", response.len());
+        response.extend_from_slice(&buf[..n]);
+        tokio::time::sleep(Duration::from_millis(30)).await;
+    }
+    let head_end = response.windows(4).position(|w| w == b"\r\n\r\n").expect("a head") + 4;
+    assert!(response.len() - head_end < bytes, "the body was still being sent");
+    // The rest, until the server closes the connection (idle again once the body is sent).
+    let mut rest = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), slow.read_to_end(&mut rest)).await.unwrap().unwrap();
+    let head = String::from_utf8_lossy(&response[..head_end]).to_ascii_lowercase();
+    assert!(head.starts_with("http/1.1 200"), "{head}");
+    assert_eq!(response.len() - head_end + rest.len(), bytes, "the whole body arrived");
+}
+
 /// A CA and a leaf for "localhost" signed by it, as PEM (cert, key), plus the CA's DER.
 fn issue(name: &str) -> (String, String, rustls_pki_types::CertificateDer<'static>) {
     let ca_key = rcgen::KeyPair::generate().unwrap();
