@@ -15,6 +15,7 @@ mod plain;
 mod writer;
 
 use std::io::IsTerminal;
+use std::sync::OnceLock;
 
 use tracing_subscriber::filter::{self, FilterExt};
 use tracing_subscriber::layer::SubscriberExt;
@@ -33,6 +34,7 @@ pub fn init(log: &LogSettings) -> std::io::Result<LogGuard> {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&log.level));
     let ansi = std::io::stderr().is_terminal();
     let (writer, guard) = writer::spawn(std::io::stderr())?;
+    let writer_for_access = writer.clone();
     let main = fmt::layer().with_writer(writer.clone()).with_ansi(ansi);
     let main = match log.format {
         LogFormat::Json => main.json().flatten_event(true).boxed(),
@@ -51,7 +53,67 @@ pub fn init(log: &LogSettings) -> std::io::Result<LogGuard> {
         // No audit lines: one layer, one filter (no second layer to offer every event to).
         tracing_subscriber::registry().with(main.with_filter(filter)).try_init()
     };
+    if installed.is_ok() && log.format == LogFormat::Text && !ansi {
+        let _ = PLAIN_ACCESS.set(writer_for_access);
+    }
     Ok(LogGuard(installed.is_ok().then_some(guard)))
+}
+
+/// Set by [`init`] when text lines are plain (no ANSI): access lines then skip tracing's
+/// dispatch and field visiting and go to the writer's queue formatted as [`plain::Plain`]
+/// formats their event (a test holds the two equal). About 2,000 instructions of a `/token`
+/// request (benches/README.md). The filter still decides whether they are written.
+static PLAIN_ACCESS: OnceLock<writer::BatchWriter> = OnceLock::new();
+
+/// The tracing target of access lines.
+pub const ACCESS_TARGET: &str = "drbgd::access";
+
+/// One access line: one per API request, what was asked and what came of it, never the
+/// output, a key or the query's other values. Written on [`ACCESS_TARGET`] at INFO.
+#[derive(Debug, Clone, Copy)]
+pub struct Access<'a> {
+    /// The request id (`X-Request-Id`).
+    pub request_id: &'a str,
+    /// The caller's name (empty when the request never reached admission).
+    pub caller: &'a str,
+    /// The HTTP method.
+    pub method: &'a str,
+    /// The route template (`unmatched` for none).
+    pub route: &'a str,
+    /// The algorithm that served (`none` when nothing was generated).
+    pub alg: &'a str,
+    /// Random bits served.
+    pub n: u64,
+    /// The HTTP status.
+    pub status: u16,
+    /// The error's machine code, empty on success.
+    pub code: &'a str,
+    /// Time to the response's headers, in microseconds.
+    pub latency_us: u64,
+}
+
+impl Access<'_> {
+    /// Writes the line (if the filter lets `drbgd::access` at INFO through).
+    pub fn log(&self) {
+        match PLAIN_ACCESS.get() {
+            Some(writer) => {
+                if tracing::enabled!(target: ACCESS_TARGET, tracing::Level::INFO) {
+                    plain::write_access(writer, self);
+                }
+            }
+            None => self.event(),
+        }
+    }
+
+    /// The line as a tracing event (JSON lines, a terminal, tests).
+    fn event(&self) {
+        let Access { request_id, caller, method, route, alg, n, status, code, latency_us } = *self;
+        tracing::info!(
+            target: ACCESS_TARGET,
+            request_id, caller, method, route, alg, n, status, code, latency_us,
+            "request"
+        );
+    }
 }
 
 /// The tracing target of audit lines.

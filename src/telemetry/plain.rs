@@ -43,6 +43,58 @@ where
     }
 }
 
+/// Queues the access line `access`, formatted as [`Plain`] formats its tracing event.
+pub(super) fn write_access(writer: &super::writer::BatchWriter, access: &super::Access<'_>) {
+    thread_local!(static LINE: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) });
+    LINE.with(|cell| {
+        let (mut borrowed, mut fresh) = (cell.try_borrow_mut().ok(), String::new());
+        let line = borrowed.as_deref_mut().unwrap_or(&mut fresh);
+        line.clear();
+        if access_line(line, access).is_ok() {
+            writer.push(line.as_bytes());
+        }
+    });
+}
+
+/// The access line of `a` as [`Plain`] writes the event of [`super::Access`]: the same
+/// fields in the same order, strings quoted (or in `Debug` form when they need escaping).
+fn access_line(line: &mut String, a: &super::Access<'_>) -> fmt::Result {
+    fn quoted(line: &mut String, name: &str, value: &str) -> fmt::Result {
+        line.push(' ');
+        line.push_str(name);
+        line.push('=');
+        if plain(value) {
+            line.push('"');
+            line.push_str(value);
+            line.push('"');
+            Ok(())
+        } else {
+            write!(line, "{value:?}")
+        }
+    }
+    fn number(line: &mut String, name: &str, value: u64) {
+        line.push(' ');
+        line.push_str(name);
+        line.push('=');
+        line.push_str(itoa::Buffer::new().format(value));
+    }
+    write_now(line)?;
+    line.push_str(level(Level::INFO));
+    line.push_str(super::ACCESS_TARGET);
+    line.push_str(": request");
+    quoted(line, "request_id", a.request_id)?;
+    quoted(line, "caller", a.caller)?;
+    quoted(line, "method", a.method)?;
+    quoted(line, "route", a.route)?;
+    quoted(line, "alg", a.alg)?;
+    number(line, "n", a.n);
+    number(line, "status", u64::from(a.status));
+    quoted(line, "code", a.code)?;
+    number(line, "latency_us", a.latency_us);
+    line.push('\n');
+    Ok(())
+}
+
 fn format_line<S, N>(ctx: &FmtContext<'_, S, N>, line: &mut String, event: &Event<'_>) -> fmt::Result
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
@@ -357,6 +409,60 @@ mod tests {
             tracing::error!(r#type = "x", odd = "a\"b\nc", "with {} argument", 1);
         };
         assert_eq!(lines(true, emit), lines(false, emit));
+    }
+
+    /// The access line written directly reads exactly as its tracing event through [`Plain`],
+    /// for plain values and for values that need escaping.
+    #[test]
+    fn access_lines_read_as_their_events() {
+        use super::super::Access;
+        const CASES: [Access<'static>; 3] = [
+            Access {
+                request_id: "3f9c0a7e5b21d4c8-1a",
+                caller: "anonymous",
+                method: "GET",
+                route: "/token",
+                alg: "chacha20",
+                n: 256,
+                status: 200,
+                code: "",
+                latency_us: 66,
+            },
+            Access {
+                request_id: "evil\"id\\ \u{1b}[31m\nforged",
+                caller: "caf\u{e9}",
+                method: "POST",
+                route: "unmatched",
+                alg: "none",
+                n: 0,
+                status: 404,
+                code: "not_found",
+                latency_us: u64::MAX,
+            },
+            Access {
+                request_id: "",
+                caller: "",
+                method: "DELETE",
+                route: "/bits",
+                alg: "aes256ctr",
+                n: u64::MAX,
+                status: 503,
+                code: "entropy_unavailable",
+                latency_us: 0,
+            },
+        ];
+        for (i, access) in CASES.iter().enumerate() {
+            let mut direct = String::new();
+            access_line(&mut direct, access).unwrap();
+            assert!(direct.ends_with('\n') && direct.matches('\n').count() == 1, "{direct:?}");
+            let direct = direct.trim_end().split_once(' ').unwrap().1.to_owned();
+            let via_tracing = match i {
+                0 => lines(true, || CASES[0].event()),
+                1 => lines(true, || CASES[1].event()),
+                _ => lines(true, || CASES[2].event()),
+            };
+            assert_eq!(vec![direct], via_tracing);
+        }
     }
 
     #[test]

@@ -154,6 +154,13 @@ fn write_waiting(sink: &mut impl Write, bytes: &[u8]) -> usize {
 #[derive(Debug, Clone)]
 pub struct BatchWriter(Arc<Shared>);
 
+impl BatchWriter {
+    /// Queues one whole line (waiting for room when the queue is full).
+    pub fn push(&self, line: &[u8]) {
+        self.0.push(line);
+    }
+}
+
 /// Keeps the writer thread; dropping it writes what is queued (see the module documentation).
 #[derive(Debug)]
 pub struct WriterGuard {
