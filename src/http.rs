@@ -124,13 +124,39 @@ pub fn response(body: axum::body::Body, content_type: &'static str) -> Response 
 /// The content type of plain-text values.
 pub const TEXT: &str = "text/plain; charset=utf-8";
 
+/// `X-Drbg-Bits`: the counts served most (a token, a nonce, a UUID, small `/bits`) as static
+/// values, without the allocation a formatted value costs.
+fn bits_value(n_bits: u64) -> HeaderValue {
+    match n_bits {
+        96 => HeaderValue::from_static("96"),
+        122 => HeaderValue::from_static("122"),
+        128 => HeaderValue::from_static("128"),
+        256 => HeaderValue::from_static("256"),
+        512 => HeaderValue::from_static("512"),
+        1024 => HeaderValue::from_static("1024"),
+        n => HeaderValue::from(n),
+    }
+}
+
 /// Records what was served and sets the `X-Drbg-Alg` / `X-Drbg-Bits` headers.
 pub fn served(mut response: Response, alg: Algorithm, n_bits: u64) -> Response {
     let h = response.headers_mut();
     h.insert(X_DRBG_ALG, HeaderValue::from_static(alg.name()));
     if n_bits > 0 {
-        h.insert(X_DRBG_BITS, HeaderValue::from(n_bits));
+        h.insert(X_DRBG_BITS, bits_value(n_bits));
     }
     Outcome::of(&mut response).served = Some(Served { alg, n_bits });
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bits_values_read_as_the_number() {
+        for n in (1..5000).chain([u64::MAX]) {
+            assert_eq!(bits_value(n), n.to_string().as_str(), "{n}");
+        }
+    }
 }

@@ -78,16 +78,16 @@ pub struct Access<'a> {
     pub caller: &'a str,
     /// The HTTP method.
     pub method: &'a str,
-    /// The route template (`unmatched` for none).
-    pub route: &'a str,
-    /// The algorithm that served (`none` when nothing was generated).
-    pub alg: &'a str,
+    /// The route template (`unmatched` for none). One of ours: written without escaping.
+    pub route: &'static str,
+    /// The algorithm that served (`none` when nothing was generated). One of ours: written without escaping.
+    pub alg: &'static str,
     /// Random bits served.
     pub n: u64,
     /// The HTTP status.
     pub status: u16,
-    /// The error's machine code, empty on success.
-    pub code: &'a str,
+    /// The error's machine code, empty on success. One of ours: written without escaping.
+    pub code: &'static str,
     /// Time to the response's headers, in microseconds.
     pub latency_us: u64,
 }
