@@ -3,16 +3,21 @@
 # machine, in one run, alternating the order over several rounds (issue 13).
 #
 # Each server is pinned to core 0 (drbgd with one shard, default config: access log at info,
-# written to a file), the load generator to core 1: wrk -t1 -c32 for HTTP, ghz for gRPC. Prints
-# the median requests/s per row over the rounds and its ratio to the baseline of its group.
+# written to a file), the load generator to core 1: wrk -t1 -c32 for HTTP, ghz for gRPC.
 #
-# Usage: scripts/http-bench.sh [rounds=3] [seconds=5]
-# Env:   DRBGD=path (default target/release/drbgd, built if absent), BARE=path (the example).
+# Paired runs: the machine's speed drifts by tens of percent within a minute (other tenants), so
+# every row is measured right after (or, every other round, right before) its group's baseline,
+# and its ratio is taken within that pair. A row's ratio is the median over the rounds of its
+# pair ratios (min–max beside it); requests/s are medians over the rounds.
+#
+# Usage: scripts/http-bench.sh [rounds=5] [seconds=2]
+# Env:   DRBGD=path (default target/release/drbgd, built if absent), BARE=path (the example),
+#        ONLY=regex (only the rows whose name matches, e.g. ONLY='token|bits\?').
 # Needs: wrk (Debian), ghz (go install github.com/bojand/ghz/cmd/ghz@v0.120.0), taskset.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rounds=${1:-3}
-secs=${2:-5}
+rounds=${1:-5}
+secs=${2:-2}
 export PATH="$PATH:$(go env GOPATH 2>/dev/null)/bin"
 drbgd=${DRBGD:-target/release/drbgd}
 bare=${BARE:-target/release/examples/bare_axum}
@@ -48,6 +53,10 @@ rows+=(
   "gRPC GetBits n=256|grpc|grpc:drbgd.v1.RandomnessService/GetBits:{\"n\":256}"
 )
 
+if [ -n "${ONLY:-}" ]; then  # a subset: rows whose name matches the regex ONLY (baselines run anyway)
+  mapfile -t rows < <(printf '%s\n' "${rows[@]}" | awk -F'|' -v only="$ONLY" '$1 ~ "^(bare |gRPC Health)" || $1 ~ only')
+fi
+
 gen_seconds() { # alg -> drbgd_generate_duration_seconds_sum for it
   curl -fsS "http://$admin/metrics" |
     awk -v a="alg=\"$1\"" 'index($0, "drbgd_generate_duration_seconds_sum{" a) == 1 {s = $2} END {print s + 0}'
@@ -75,6 +84,14 @@ measure() { # url -> "requests/s generator-ms-per-response" (the latter for /bit
   fi
 }
 
+baseline_of() { # group -> the baseline row's url
+  case $1 in
+    small) echo "http://$base/const32" ;;
+    bulk) echo "http://$base/const1250k" ;;
+    grpc) echo "grpc:grpc.health.v1.Health/Check:{}" ;;
+  esac
+}
+
 for round in $(seq "$rounds"); do
   order=("${rows[@]}")
   if (( round % 2 == 0 )); then  # alternate the order, so drift and heat do not favour one side
@@ -82,35 +99,50 @@ for round in $(seq "$rounds"); do
   fi
   for row in "${order[@]}"; do
     IFS='|' read -r name group url <<<"$row"
-    echo "$name|$group|$(measure "$url" | tr ' ' '|')" >>"$out/results"
+    baseline=$(baseline_of "$group")
+    [ "$url" = "$baseline" ] && continue
+    if (( round % 2 == 1 )); then
+      b=$(measure "$baseline"); r=$(measure "$url")
+    else
+      r=$(measure "$url"); b=$(measure "$baseline")
+    fi
+    # name|group|row rps|generator ms (bulk /bits rows)|baseline rps of the pair
+    IFS=' ' read -r rps gen <<<"$r"
+    echo "$name|$group|$rps|${gen:-}|${b%% *}" >>"$out/results"
   done
   echo "round $round done" >&2
 done
 
 python3 - "$out/results" "$rounds" <<'PY'
 import statistics, sys
-rows, gen, order = {}, {}, []
+rows, order, base = {}, [], {}
 for line in open(sys.argv[1]):
-    name, group, rps, *g = line.rstrip("\n").split("|")
+    name, group, rps, gen, b = line.rstrip("\n").split("|")
     if name not in rows:
         order.append(name)
-    rows.setdefault(name, (group, []))[1].append(int(float(rps or 0)))
-    if g:
-        gen.setdefault(name, []).append(float(g[0]))
-baseline = {"small": "bare 32 B", "bulk": "bare 1.25 MB", "grpc": "gRPC Health/Check"}
-med = lambda name: statistics.median(rows[name][1])
-print(f"| route | requests/s (median of {sys.argv[2]}; min–max) | ratio to baseline | vs generation + constant body |")
-print("|---|---|---|---|")
-for name in order:
-    group, values = rows[name]
-    base = med(baseline[group]) or float("nan")
-    ceiling = ""
-    if name in gen:
+    rps, b = float(rps or 0), float(b or 0)
+    r = rows.setdefault(name, {"group": group, "rps": [], "ratio": [], "gen": [], "ideal": []})
+    r["rps"].append(rps)
+    r["ratio"].append(rps / b if b else float("nan"))
+    base.setdefault(group, []).append(b)
+    if gen:
         # The best a stream can do: generating the bytes, then sending a constant body of
-        # that size (the bare route's time per response), one after the other.
-        g_ms = statistics.median(gen[name])
-        ideal = 1e3 / (g_ms + 1e3 / base)
-        ceiling = f"{med(name) / ideal:.2f}× of {ideal:,.0f}/s (gen {g_ms:.2f} ms)"
-    print(f"| {name} | {med(name):,.0f} ({min(values):,}–{max(values):,}) | {med(name) / base:.2f}× {baseline[group]} | {ceiling} |")
+        # that size (the bare route's time per response in the same pair), one after the other.
+        g_ms = float(gen)
+        r["gen"].append(g_ms)
+        r["ideal"].append(rps / (1e3 / (g_ms + 1e3 / b)) if b else float("nan"))
+names = {"small": "bare 32 B", "bulk": "bare 1.25 MB", "grpc": "gRPC Health/Check"}
+med = statistics.median
+print(f"| route | requests/s (median of {sys.argv[2]}) | ratio to the baseline, paired (median; min–max) | vs generation + constant body |")
+print("|---|---|---|---|")
+for group, values in base.items():
+    print(f"| {names[group]} (baseline) | {med(values):,.0f} | 1.00× | |")
+    for name in [n for n in order if rows[n]["group"] == group]:
+        r = rows[name]
+        ceiling = ""
+        if r["gen"]:
+            ceiling = f"{med(r['ideal']):.2f}× (gen {med(r['gen']):.2f} ms)"
+        ratio = f"{med(r['ratio']):.2f}× ({min(r['ratio']):.2f}–{max(r['ratio']):.2f})"
+        print(f"| {name} | {med(r['rps']):,.0f} | {ratio} | {ceiling} |")
 PY
 echo "access log lines written: $(wc -l <"$out/drbgd.log")"
