@@ -377,6 +377,9 @@ impl Settings {
         if s.concurrency_limit == 0 || s.max_connections == 0 {
             return invalid("server.concurrency_limit", "must be positive");
         }
+        if !(1..=86_400_000).contains(&s.header_read_timeout_ms) {
+            return invalid("server.header_read_timeout_ms", "must be in 1..=86400000 (a day)");
+        }
         if s.listen == s.admin_listen && s.listen.port() != 0 {
             return invalid("server.admin_listen", "must differ from server.listen");
         }

@@ -8,12 +8,13 @@
 //! every request it reads (an allocation, a timer-wheel insert and removal: about 1,500
 //! instructions of a `/token` request, benches/README.md). Here one interval per connection
 //! checks, every `header_read_timeout`, whether the connection did anything since the last
-//! check (started a request or finished a response) or is still sending one; an HTTP/1
-//! connection that did not is closed. So a client that sends no complete request head (an idle
-//! keep-alive connection, a slowloris trickle) is closed after between one and two
-//! `header_read_timeout`s, and a response that takes long to send is never cut. HTTP/2
-//! connections are exempt once they carried a request (gRPC channels idle for long; keep-alive
-//! pings find dead peers), as they were from hyper's.
+//! check (started a request, finished a response, wrote to the socket) or is still answering
+//! one; a connection that did not is asked to close (HTTP/2: GOAWAY) and dropped soon after.
+//! So a client that sends no complete request head (an idle keep-alive connection, a slowloris
+//! trickle) is closed after between one and two `header_read_timeout`s, in every phase of the
+//! shutdown too, and a response that takes long to send is not cut while its client reads it.
+//! HTTP/2 connections are exempt once they carried a request (gRPC channels idle for long;
+//! keep-alive pings find dead peers), as they were from hyper's.
 //!
 //!
 //! 1. [`Phase::Draining`] (the shutdown delay): the listener still accepts, but every
@@ -142,6 +143,108 @@ impl<B: hyper::body::Body> hyper::body::Body for Tracked<B> {
 
     fn size_hint(&self) -> hyper::body::SizeHint {
         self.body.size_hint()
+    }
+}
+
+/// The connection's socket, counting every write that moved bytes as activity (a response
+/// still leaving hyper's buffers for a slow reader is work, not idleness). Reads do not count:
+/// a trickled request head must not keep a connection alive.
+struct Counted<T> {
+    io: T,
+    state: Arc<ConnState>,
+}
+
+impl<T: AsyncRead + Unpin> AsyncRead for Counted<T> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_read(cx, buf)
+    }
+}
+
+impl<T: AsyncWrite + Unpin> Counted<T> {
+    fn wrote(&self, result: Poll<std::io::Result<usize>>) -> Poll<std::io::Result<usize>> {
+        if let Poll::Ready(Ok(n)) = result
+            && n > 0
+        {
+            self.state.activity.fetch_add(1, Ordering::Relaxed);
+        }
+        result
+    }
+}
+
+impl<T: AsyncWrite + Unpin> AsyncWrite for Counted<T> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let result = Pin::new(&mut self.io).poll_write(cx, buf);
+        self.wrote(result)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        let result = Pin::new(&mut self.io).poll_write_vectored(cx, bufs);
+        self.wrote(result)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+}
+
+/// The header-read deadline of one connection (see the module documentation).
+struct Idle {
+    interval: tokio::time::Interval,
+    period: Duration,
+    /// [`ConnState::activity`] at the last check.
+    seen: u64,
+}
+
+impl Idle {
+    fn new(period: Duration) -> Idle {
+        let start = tokio::time::Instant::now();
+        let first = start.checked_add(period).unwrap_or(start + Duration::from_secs(86_400));
+        let mut interval = tokio::time::interval_at(first, period.max(Duration::from_millis(1)));
+        interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        Idle { interval, period, seen: 0 }
+    }
+
+    /// Completes at the first check that finds the connection idle since the one before: no
+    /// request started, no response finished or written, none in progress, and no HTTP/2
+    /// request ever. Cancel-safe (a select branch).
+    async fn expired(&mut self, state: &ConnState) {
+        loop {
+            self.interval.tick().await;
+            let activity = state.activity.load(Ordering::Relaxed);
+            if activity == self.seen
+                && state.open.load(Ordering::Relaxed) == 0
+                && !state.h2.load(Ordering::Relaxed)
+            {
+                return;
+            }
+            self.seen = activity;
+        }
+    }
+
+    /// How long an idle connection, asked to close, may take to go (a GOAWAY to be written;
+    /// an HTTP/1 connection with half a head buffered ignores the request) before it is dropped.
+    fn close_grace(&self) -> Duration {
+        self.period.min(Duration::from_secs(1))
     }
 }
 
@@ -301,6 +404,7 @@ impl<S: HttpService> Connection<S> {
         let Connection { service, builder, mut phase, max_age, grace, header_read_timeout, client } = self;
         let state = Arc::new(ConnState::default());
         let (seen, tracked) = (state.clone(), state.clone());
+        let counted = Counted { io: stream, state: state.clone() };
         let service = ServiceBuilder::new()
             .map_request(move |mut request: Request<hyper::body::Incoming>| {
                 seen.served.store(true, Ordering::Relaxed);
@@ -329,17 +433,12 @@ impl<S: HttpService> Connection<S> {
             })
             .service(service);
         let connection =
-            builder.serve_connection_with_upgrades(TokioIo::new(stream), TowerToHyperService::new(service));
+            builder.serve_connection_with_upgrades(TokioIo::new(counted), TowerToHyperService::new(service));
         tokio::pin!(connection);
         let mut aged = Box::pin(sleep_or_never(max_age));
         let mut age_passed = false;
         let mut goaway_sent = false;
-        let mut idle_check = tokio::time::interval_at(
-            tokio::time::Instant::now() + header_read_timeout,
-            header_read_timeout.max(Duration::from_millis(1)),
-        );
-        idle_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut activity_seen = 0;
+        let mut idle = Idle::new(header_read_timeout);
         loop {
             let now = *phase.borrow_and_update();
             if now == Phase::Stopped {
@@ -357,7 +456,12 @@ impl<S: HttpService> Connection<S> {
                 if !goaway_sent {
                     connection.as_mut().graceful_shutdown();
                 }
-                let _ = connection.as_mut().await;
+                // Busy connections finish; one that sends no request head is still closed by
+                // the header-read deadline, not kept to the drain deadline.
+                tokio::select! {
+                    _ = connection.as_mut() => {}
+                    () = idle.expired(&state) => {}
+                }
                 return;
             }
             if now == Phase::Draining && !state.closing.load(Ordering::Relaxed) && ask_to_move(&state) {
@@ -374,21 +478,18 @@ impl<S: HttpService> Connection<S> {
                     if changed.is_err() {
                         // The sender is gone: nothing will say Stopped, so stop now.
                         connection.as_mut().graceful_shutdown();
-                        let _ = connection.as_mut().await;
+                        tokio::select! {
+                            _ = connection.as_mut() => {}
+                            () = idle.expired(&state) => {}
+                        }
                         return;
                     }
                 }
-                _ = idle_check.tick() => {
-                    let activity = state.activity.load(Ordering::Relaxed);
-                    if activity == activity_seen
-                        && state.open.load(Ordering::Relaxed) == 0
-                        && !state.h2.load(Ordering::Relaxed)
-                    {
-                        tracing::debug!("no request head within the header-read timeout; closing");
-                        return;
-
-                    }
-                    activity_seen = activity;
+                () = idle.expired(&state) => {
+                    tracing::debug!("no request head within the header-read timeout; closing");
+                    connection.as_mut().graceful_shutdown();
+                    let _ = tokio::time::timeout(idle.close_grace(), connection.as_mut()).await;
+                    return;
                 }
                 () = aged.as_mut() => {
                     if age_passed {

@@ -31,7 +31,11 @@ pub struct LogGuard(#[allow(dead_code)] Option<writer::WriterGuard>);
 /// Installs the global subscriber (once; later calls are ignored and return an inert guard).
 /// Fails only when the writer's thread cannot be started.
 pub fn init(log: &LogSettings) -> std::io::Result<LogGuard> {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&log.level));
+    let make_filter = || EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&log.level));
+    let filter = make_filter();
+    // Directives on spans or fields (`[...]`) decide per event: access lines then go through
+    // tracing like every other line.
+    let static_filter = !filter.to_string().contains('[');
     let ansi = std::io::stderr().is_terminal();
     let (writer, guard) = writer::spawn(std::io::stderr())?;
     let writer_for_access = writer.clone();
@@ -53,17 +57,39 @@ pub fn init(log: &LogSettings) -> std::io::Result<LogGuard> {
         // No audit lines: one layer, one filter (no second layer to offer every event to).
         tracing_subscriber::registry().with(main.with_filter(filter)).try_init()
     };
-    if installed.is_ok() && log.format == LogFormat::Text && !ansi {
-        let _ = PLAIN_ACCESS.set(writer_for_access);
+    if installed.is_ok() && log.format == LogFormat::Text && !ansi && static_filter {
+        let on = access_enabled(make_filter());
+        let _ = PLAIN_ACCESS.set(PlainAccess { writer: writer_for_access, on });
     }
     Ok(LogGuard(installed.is_ok().then_some(guard)))
 }
 
-/// Set by [`init`] when text lines are plain (no ANSI): access lines then skip tracing's
-/// dispatch and field visiting and go to the writer's queue formatted as [`plain::Plain`]
-/// formats their event (a test holds the two equal). About 2,000 instructions of a `/token`
-/// request (benches/README.md). The filter still decides whether they are written.
-static PLAIN_ACCESS: OnceLock<writer::BatchWriter> = OnceLock::new();
+/// Set by [`init`] when text lines are plain (no ANSI) and the filter has static directives
+/// only: access lines then skip tracing's dispatch and field visiting and go to the writer's
+/// queue formatted as [`plain::Plain`] formats their event (a test holds the two equal); about
+/// 1,100 instructions of a `/token` request (benches/README.md). Whether they are written at
+/// all is the filter's answer for `drbgd::access` at INFO, asked once at start-up (static
+/// directives answer the same for every event, and the filter is never reloaded). Asking per
+/// line with `enabled!` would not do: under per-layer filtering it leaves the layer's verdict
+/// behind for the next event on the thread.
+static PLAIN_ACCESS: OnceLock<PlainAccess> = OnceLock::new();
+
+#[derive(Debug)]
+struct PlainAccess {
+    writer: writer::BatchWriter,
+    /// The filter lets `drbgd::access` through at INFO.
+    on: bool,
+}
+
+/// Whether `filter` (static directives only) lets access lines through, asked of a throwaway
+/// subscriber where it is the only, global filter.
+fn access_enabled(filter: EnvFilter) -> bool {
+    let probe = tracing_subscriber::registry().with(filter);
+    tracing::subscriber::with_default(
+        probe,
+        || tracing::enabled!(target: ACCESS_TARGET, tracing::Level::INFO),
+    )
+}
 
 /// The tracing target of access lines.
 pub const ACCESS_TARGET: &str = "drbgd::access";
@@ -96,11 +122,8 @@ impl Access<'_> {
     /// Writes the line (if the filter lets `drbgd::access` at INFO through).
     pub fn log(&self) {
         match PLAIN_ACCESS.get() {
-            Some(writer) => {
-                if tracing::enabled!(target: ACCESS_TARGET, tracing::Level::INFO) {
-                    plain::write_access(writer, self);
-                }
-            }
+            Some(PlainAccess { writer, on: true }) => plain::write_access(writer, self),
+            Some(PlainAccess { on: false, .. }) => {}
             None => self.event(),
         }
     }
@@ -146,5 +169,21 @@ impl Audit<'_> {
     pub fn log(&self) {
         let Audit { transport, request_id, caller, route, alg, n, status, code } = *self;
         tracing::info!(target: AUDIT_TARGET, transport, request_id, caller, route, alg, n, status, code, "audit");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn access_lines_follow_static_filters() {
+        let on = |directives: &str| access_enabled(EnvFilter::new(directives));
+        assert!(on("info"));
+        assert!(on("warn,drbgd::access=info"));
+        assert!(on("drbgd=debug"));
+        assert!(!on("warn"));
+        assert!(!on("info,drbgd::access=warn"));
+        assert!(!on("info,drbgd=off"));
     }
 }

@@ -241,6 +241,33 @@ async fn header_read_deadline_closes_idle_connections_but_not_long_responses() {
     assert_eq!(response.len() - head_end + rest.len(), bytes, "the whole body arrived");
 }
 
+/// At shutdown, a connection that trickles a request head is closed by the header-read
+/// deadline, not kept open until the drain deadline.
+#[tokio::test]
+async fn header_read_deadline_holds_during_the_drain() {
+    let mut settings = test_settings();
+    settings.server.header_read_timeout_ms = 300;
+    settings.server.drain_timeout_ms = 10_000;
+    let mut app = spawn_with(settings, Arc::new(OsEntropy)).await;
+    let addr = app.api.trim_start_matches("http://").to_string();
+    let mut trickle = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    trickle.write_all(b"GET /token HTTP/1.1\r\n").await.unwrap();
+    let trickler = tokio::spawn(async move {
+        for i in 0..100 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            if trickle.write_all(format!("X-Slow-{i}: 1\r\n").as_bytes()).await.is_err() {
+                return;
+            }
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let started = std::time::Instant::now();
+    app.stop();
+    app.handle.take().unwrap().await.unwrap().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(4), "stopped after {:?}", started.elapsed());
+    trickler.abort();
+}
+
 /// A CA and a leaf for "localhost" signed by it, as PEM (cert, key), plus the CA's DER.
 fn issue(name: &str) -> (String, String, rustls_pki_types::CertificateDer<'static>) {
     let ca_key = rcgen::KeyPair::generate().unwrap();
