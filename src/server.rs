@@ -4,25 +4,28 @@
 //! header-read and handshake timeouts, HTTP/2 keep-alive pings, a maximum connection age, and
 //! a shutdown in two phases:
 //!
-//! The header-read deadline is the connection's, not hyper's: hyper's own arms a new timer for
-//! every request it reads (an allocation, a timer-wheel insert and removal: about 1,500
-//! instructions of a `/token` request, benches/README.md). Here one interval per connection
-//! checks, every `header_read_timeout`, whether the connection did anything since the last
-//! check (started a request, finished a response, wrote to the socket) or is still answering
-//! one; a connection that did not is asked to close (HTTP/2: GOAWAY) and dropped soon after.
-//! So a client that sends no complete request head (an idle keep-alive connection, a slowloris
-//! trickle) is closed after between one and two `header_read_timeout`s, in every phase of the
-//! shutdown too, and a response that takes long to send is not cut while its client reads it.
-//! HTTP/2 connections are exempt once they carried a request (gRPC channels idle for long;
-//! keep-alive pings find dead peers), as they were from hyper's.
-//!
-//!
 //! 1. [`Phase::Draining`] (the shutdown delay): the listener still accepts, but every
 //!    connection is asked to move: HTTP/2 gets a GOAWAY (in-flight streams finish, the client
 //!    opens a new connection), HTTP/1 responses carry `Connection: close`. Clients that hold
 //!    connections to this pod's IP leave it while it still answers.
 //! 2. [`Phase::Stopped`]: the listener closes, idle connections close, busy ones finish their
 //!    requests, all within the drain deadline.
+//!
+//! The header-read deadline is the connection's, not hyper's: hyper's own arms a new timer for
+//! every request it reads (an allocation, a timer-wheel insert and removal: about 1,500
+//! instructions of a `/token` request, benches/README.md). Here one interval per connection
+//! checks, every `header_read_timeout`, whether the connection did anything since the last
+//! check (started a request, finished a response, wrote to the socket after its first
+//! request) or is still answering one (a handler running, or a body not yet all handed to
+//! hyper); a connection that did not is asked to close (HTTP/2: GOAWAY) and dropped soon
+//! after. So a client that sends no complete request head (an idle keep-alive connection, a
+//! slowloris trickle, an HTTP/2 connection that only pings) is closed after between one and two
+//! `header_read_timeout`s, in every phase of the shutdown too, and a response is not cut while
+//! its client reads it (TLS included: writes are counted below rustls). As with hyper's own
+//! deadline, a client that stops reading in the middle of a body keeps its connection (the
+//! body never ends); `max_connection_age_ms` bounds that. HTTP/2 connections are exempt once
+//! they carried a request (gRPC channels idle for long; keep-alive pings find dead peers), as
+//! they were from hyper's.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -91,15 +94,16 @@ struct ConnState {
     /// Woken when the first HTTP/2 request arrives on a connection already closing, so it
     /// gets its GOAWAY then.
     h2_seen_late: tokio::sync::Notify,
-    /// Requests started plus responses finished: unchanged between two header-read checks
-    /// means the connection did nothing for a whole period.
+    /// Requests started, responses finished and socket writes after the first request:
+    /// unchanged between two header-read checks means the connection did nothing for a whole
+    /// period.
     activity: AtomicU64,
-    /// Responses not yet finished (handler running or body being sent).
+    /// Responses not yet finished: a handler running, or a body not yet all handed to hyper.
     open: AtomicUsize,
 }
 
-/// A response in progress on a connection, from its request's call to the end (or drop) of
-/// its body: counted in [`ConnState::open`], and as activity when it starts and ends.
+/// A response in progress, from its request's call to the end (or drop) of its body: counted
+/// in [`ConnState::open`], and as activity when it starts and ends.
 struct Open(Arc<ConnState>);
 
 impl Open {
@@ -118,7 +122,7 @@ impl Drop for Open {
 }
 
 pin_project! {
-    /// A response body that holds its [`Open`] until it is sent (or dropped).
+    /// A response body that holds its [`Open`] until it is all handed to hyper (or dropped).
     pub struct Tracked<B> {
         #[pin]
         body: B,
@@ -146,9 +150,11 @@ impl<B: hyper::body::Body> hyper::body::Body for Tracked<B> {
     }
 }
 
-/// The connection's socket, counting every write that moved bytes as activity (a response
-/// still leaving hyper's buffers for a slow reader is work, not idleness). Reads do not count:
-/// a trickled request head must not keep a connection alive.
+/// The connection's socket (below TLS), counting every write that moved bytes after the
+/// connection's first request as activity: a response still leaving hyper's (and rustls's)
+/// buffers for a slow reader is work, not idleness. Reads do not count (a trickled request head
+/// must not keep a connection alive), nor do writes before any request (handshakes, HTTP/2
+/// SETTINGS and PING acknowledgements must not keep a connection that never asks anything).
 struct Counted<T> {
     io: T,
     state: Arc<ConnState>,
@@ -168,6 +174,7 @@ impl<T: AsyncWrite + Unpin> Counted<T> {
     fn wrote(&self, result: Poll<std::io::Result<usize>>) -> Poll<std::io::Result<usize>> {
         if let Poll::Ready(Ok(n)) = result
             && n > 0
+            && self.state.served.load(Ordering::Relaxed)
         {
             self.state.activity.fetch_add(1, Ordering::Relaxed);
         }
@@ -225,8 +232,8 @@ impl Idle {
     }
 
     /// Completes at the first check that finds the connection idle since the one before: no
-    /// request started, no response finished or written, none in progress, and no HTTP/2
-    /// request ever. Cancel-safe (a select branch).
+    /// activity (see [`ConnState::activity`]), no response in progress, and no HTTP/2 request
+    /// ever. Cancel-safe (a select branch).
     async fn expired(&mut self, state: &ConnState) {
         loop {
             self.interval.tick().await;
@@ -291,7 +298,10 @@ where
             _ = &mut stopped => break,
         };
         let _ = stream.set_nodelay(true);
+        let state = Arc::new(ConnState::default());
+        let stream = Counted { io: stream, state: state.clone() };
         let connection = Connection {
+            state,
             service: service.clone(),
             builder: builder.clone(),
             phase: phase.clone(),
@@ -394,6 +404,8 @@ struct Connection<S> {
     header_read_timeout: Duration,
     /// The verified client certificate's identity (mTLS), put on every request.
     client: Option<Arc<ClientIdentity>>,
+    /// What the request path and the socket tell the connection loop.
+    state: Arc<ConnState>,
 }
 
 impl<S: HttpService> Connection<S> {
@@ -401,10 +413,9 @@ impl<S: HttpService> Connection<S> {
     /// close`) when draining starts or it reaches its age, closes it gracefully when the
     /// listener stops, and drops it if it outlives its age by the grace period.
     async fn run<T: AsyncRead + AsyncWrite + Unpin + Send + 'static>(self, stream: T) {
-        let Connection { service, builder, mut phase, max_age, grace, header_read_timeout, client } = self;
-        let state = Arc::new(ConnState::default());
+        let Connection { service, builder, mut phase, max_age, grace, header_read_timeout, client, state } =
+            self;
         let (seen, tracked) = (state.clone(), state.clone());
-        let counted = Counted { io: stream, state: state.clone() };
         let service = ServiceBuilder::new()
             .map_request(move |mut request: Request<hyper::body::Incoming>| {
                 seen.served.store(true, Ordering::Relaxed);
@@ -433,7 +444,7 @@ impl<S: HttpService> Connection<S> {
             })
             .service(service);
         let connection =
-            builder.serve_connection_with_upgrades(TokioIo::new(counted), TowerToHyperService::new(service));
+            builder.serve_connection_with_upgrades(TokioIo::new(stream), TowerToHyperService::new(service));
         tokio::pin!(connection);
         let mut aged = Box::pin(sleep_or_never(max_age));
         let mut age_passed = false;
@@ -488,7 +499,12 @@ impl<S: HttpService> Connection<S> {
                 () = idle.expired(&state) => {
                     tracing::debug!("no request head within the header-read timeout; closing");
                     connection.as_mut().graceful_shutdown();
-                    let _ = tokio::time::timeout(idle.close_grace(), connection.as_mut()).await;
+                    if tokio::time::timeout(idle.close_grace(), connection.as_mut()).await.is_err()
+                        && state.open.load(Ordering::Relaxed) > 0
+                    {
+                        // A request arrived meanwhile: it gets the drain's time to finish.
+                        let _ = tokio::time::timeout(grace, connection.as_mut()).await;
+                    }
                     return;
                 }
                 () = aged.as_mut() => {
