@@ -128,6 +128,12 @@ impl Access<'_> {
         }
     }
 
+    /// The audit line of the same request (`transport`: `http`).
+    pub fn audit(&self, transport: &'static str) -> Audit<'_> {
+        let Access { request_id, caller, route, alg, n, status, code, .. } = *self;
+        Audit { transport, request_id, caller, route, alg, n, status, code }
+    }
+
     /// The line as a tracing event (JSON lines, a terminal, tests).
     fn event(&self) {
         let Access { request_id, caller, method, route, alg, n, status, code, latency_us } = *self;

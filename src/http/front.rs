@@ -308,7 +308,7 @@ impl Observe {
         let caller = outcome.and_then(|o| o.caller.as_deref()).unwrap_or("");
         let request_id = id.to_str().unwrap_or("");
         let route = ROUTES.get(self.route_index).copied().unwrap_or("unmatched");
-        crate::telemetry::Access {
+        let access = crate::telemetry::Access {
             request_id,
             caller,
             method: self.method.as_str(),
@@ -318,12 +318,10 @@ impl Observe {
             status: status.as_u16(),
             code: code.unwrap_or(""),
             latency_us: elapsed.as_micros() as u64,
-        }
-        .log();
+        };
+        access.log();
         if self.state.settings.log.audit {
-            let (code, status) = (code.unwrap_or(""), status.as_u16());
-            crate::telemetry::Audit { transport: "http", request_id, caller, route, alg, n, status, code }
-                .log();
+            access.audit("http").log();
         }
     }
 }

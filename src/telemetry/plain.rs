@@ -29,27 +29,29 @@ where
         mut writer: Writer<'_>,
         event: &Event<'_>,
     ) -> fmt::Result {
-        // The line is built in a String of this thread's (direct, inlined pushes) and handed
-        // to the writer once, instead of a dynamic call per piece.
-        thread_local!(static LINE: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) });
-        LINE.with(|cell| {
-            // A fresh String only when a field's `Debug` logs while this line is being written.
-            let (mut borrowed, mut fresh) = (cell.try_borrow_mut().ok(), String::new());
-            let line = borrowed.as_deref_mut().unwrap_or(&mut fresh);
-            line.clear();
+        with_line(|line| {
             format_line(ctx, line, event)?;
             writer.write_str(line)
         })
     }
 }
 
-/// Queues the access line `access`, formatted as [`Plain`] formats its tracing event.
-pub(super) fn write_access(writer: &super::writer::BatchWriter, access: &super::Access<'_>) {
+/// Runs `f` on this thread's empty line buffer: a line is built in one String (direct,
+/// inlined pushes) and handed to the writer once, instead of a dynamic call per piece.
+fn with_line<R>(f: impl FnOnce(&mut String) -> R) -> R {
     thread_local!(static LINE: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) });
     LINE.with(|cell| {
+        // A fresh String only when a field's `Debug` logs while this line is being written.
         let (mut borrowed, mut fresh) = (cell.try_borrow_mut().ok(), String::new());
         let line = borrowed.as_deref_mut().unwrap_or(&mut fresh);
         line.clear();
+        f(line)
+    })
+}
+
+/// Queues the access line `access`, formatted as [`Plain`] formats its tracing event.
+pub(super) fn write_access(writer: &super::writer::BatchWriter, access: &super::Access<'_>) {
+    with_line(|line| {
         if access_line(line, access).is_ok() {
             writer.push(line.as_bytes());
         }
@@ -63,14 +65,7 @@ fn access_line(line: &mut String, a: &super::Access<'_>) -> fmt::Result {
         line.push(' ');
         line.push_str(name);
         line.push('=');
-        if plain(value) {
-            line.push('"');
-            line.push_str(value);
-            line.push('"');
-            Ok(())
-        } else {
-            write!(line, "{value:?}")
-        }
+        quote(line, value)
     }
     /// A string of ours (a route template, an algorithm's name, an error code): plain.
     fn ours(line: &mut String, name: &str, value: &'static str) {
@@ -241,6 +236,19 @@ fn plain(s: &str) -> bool {
     s.bytes().fold(true, |ok, b| ok & (0x20..0x7f).contains(&b) & (b != b'"') & (b != b'\\'))
 }
 
+/// A string value as its `Debug` form reads: between quotes as it is when [`plain`], else
+/// through `Debug` itself (escapes, so no value can end the line or forge a field).
+fn quote(w: &mut String, value: &str) -> fmt::Result {
+    if plain(value) {
+        w.push('"');
+        w.push_str(value);
+        w.push('"');
+        Ok(())
+    } else {
+        write!(w, "{value:?}")
+    }
+}
+
 impl Fields<'_> {
     /// Writes a value that needs no quoting or escaping (numbers, booleans).
     fn raw(&mut self, field: &Field, text: &str) {
@@ -254,16 +262,7 @@ impl Fields<'_> {
 impl Visit for Fields<'_> {
     fn record_str(&mut self, field: &Field, value: &str) {
         let message = field.name() == "message";
-        self.write(field, |w| match (message, plain(value)) {
-            (true, _) => write_escaped(w, value),
-            (false, true) => {
-                w.push('"');
-                w.push_str(value);
-                w.push('"');
-                Ok(())
-            }
-            (false, false) => write!(w, "{value:?}"),
-        });
+        self.write(field, |w| if message { write_escaped(w, value) } else { quote(w, value) });
     }
 
     fn record_u64(&mut self, field: &Field, value: u64) {
