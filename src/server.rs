@@ -27,6 +27,7 @@
 //! they carried a request (gRPC channels idle for long; keep-alive pings find dead peers), as
 //! they were from hyper's.
 
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -123,7 +124,7 @@ impl Drop for Open {
 
 pin_project! {
     /// A response body that holds its [`Open`] until it is all handed to hyper (or dropped).
-    pub struct Tracked<B> {
+    struct Tracked<B> {
         #[pin]
         body: B,
         open: Open,
@@ -245,6 +246,15 @@ impl Idle {
                 return;
             }
             self.seen = activity;
+        }
+    }
+
+    /// Waits for a connection already asked to close: busy ones finish, one that sends no
+    /// request head is still closed by the deadline (not kept to the drain deadline).
+    async fn finish<F: Future>(&mut self, connection: Pin<&mut F>, state: &ConnState) {
+        tokio::select! {
+            _ = connection => {}
+            () = self.expired(state) => {}
         }
     }
 
@@ -467,12 +477,7 @@ impl<S: HttpService> Connection<S> {
                 if !goaway_sent {
                     connection.as_mut().graceful_shutdown();
                 }
-                // Busy connections finish; one that sends no request head is still closed by
-                // the header-read deadline, not kept to the drain deadline.
-                tokio::select! {
-                    _ = connection.as_mut() => {}
-                    () = idle.expired(&state) => {}
-                }
+                idle.finish(connection.as_mut(), &state).await;
                 return;
             }
             if now == Phase::Draining && !state.closing.load(Ordering::Relaxed) && ask_to_move(&state) {
@@ -489,10 +494,7 @@ impl<S: HttpService> Connection<S> {
                     if changed.is_err() {
                         // The sender is gone: nothing will say Stopped, so stop now.
                         connection.as_mut().graceful_shutdown();
-                        tokio::select! {
-                            _ = connection.as_mut() => {}
-                            () = idle.expired(&state) => {}
-                        }
+                        idle.finish(connection.as_mut(), &state).await;
                         return;
                     }
                 }

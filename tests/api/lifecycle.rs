@@ -176,6 +176,24 @@ async fn closed_within(stream: &mut tokio::net::TcpStream, within: Duration) -> 
     }
 }
 
+/// Starts a request head on `stream` and sends one more header line every 100 ms, never the
+/// blank line that ends it; the task returns when the server closed the connection (`None`
+/// if it never did in 3 s).
+fn trickle_head(mut stream: tokio::net::TcpStream) -> tokio::task::JoinHandle<Option<tokio::time::Instant>> {
+    tokio::spawn(async move {
+        stream.write_all(b"GET /token HTTP/1.1\r\n").await.ok()?;
+        for i in 0..30 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            if stream.write_all(format!("X-Slow-{i}: 1\r\n").as_bytes()).await.is_err()
+                || closed_within(&mut stream, Duration::from_millis(1)).await
+            {
+                return Some(tokio::time::Instant::now());
+            }
+        }
+        None
+    })
+}
+
 /// The header-read deadline (the connection's own, checked once per period): a connection
 /// that sends nothing, one that trickles a request head and never ends it, and an idle
 /// keep-alive connection are each closed within one to two periods; a response that takes
@@ -189,31 +207,13 @@ async fn header_read_deadline_closes_idle_connections_but_not_long_responses() {
     let started = tokio::time::Instant::now();
 
     let mut silent = tokio::net::TcpStream::connect(&addr).await.unwrap();
-    let mut trickle = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let trickler = trickle_head(tokio::net::TcpStream::connect(&addr).await.unwrap());
     let mut kept = tokio::net::TcpStream::connect(&addr).await.unwrap();
     assert!(request_on(&mut kept, "/token").await.starts_with("http/1.1 200"));
     let mut slow = tokio::net::TcpStream::connect(&addr).await.unwrap();
     let bytes = 8_000_000usize;
     let path = format!("/bits?n={}&format=binary", bytes * 8);
     slow.write_all(format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes()).await.unwrap();
-
-    // The trickling client sends a header line every 100 ms, never the blank line.
-    trickle.write_all(b"GET /token HTTP/1.1\r\n").await.unwrap();
-    let trickler = tokio::spawn(async move {
-        let mut closed_at = None;
-        for i in 0..30 {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            if trickle.write_all(format!("X-Slow-{i}: 1\r\n").as_bytes()).await.is_err() {
-                closed_at = Some(tokio::time::Instant::now());
-                break;
-            }
-            if closed_within(&mut trickle, Duration::from_millis(1)).await {
-                closed_at = Some(tokio::time::Instant::now());
-                break;
-            }
-        }
-        closed_at
-    });
 
     assert!(!closed_within(&mut silent, Duration::from_millis(250)).await, "not before one period");
     assert!(closed_within(&mut silent, Duration::from_millis(1500)).await, "a silent connection is closed");
@@ -250,22 +250,13 @@ async fn header_read_deadline_holds_during_the_drain() {
     settings.server.drain_timeout_ms = 10_000;
     let mut app = spawn_with(settings, Arc::new(OsEntropy)).await;
     let addr = app.api.trim_start_matches("http://").to_string();
-    let mut trickle = tokio::net::TcpStream::connect(&addr).await.unwrap();
-    trickle.write_all(b"GET /token HTTP/1.1\r\n").await.unwrap();
-    let trickler = tokio::spawn(async move {
-        for i in 0..100 {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            if trickle.write_all(format!("X-Slow-{i}: 1\r\n").as_bytes()).await.is_err() {
-                return;
-            }
-        }
-    });
+    let trickler = trickle_head(tokio::net::TcpStream::connect(&addr).await.unwrap());
     tokio::time::sleep(Duration::from_millis(100)).await;
     let started = std::time::Instant::now();
     app.stop();
     app.handle.take().unwrap().await.unwrap().unwrap();
     assert!(started.elapsed() < Duration::from_secs(4), "stopped after {:?}", started.elapsed());
-    trickler.abort();
+    assert!(trickler.await.unwrap().is_some(), "the trickling connection was closed");
 }
 
 /// A CA and a leaf for "localhost" signed by it, as PEM (cert, key), plus the CA's DER.
