@@ -2,6 +2,7 @@
 //! resource; they only translate between HTTP and [`crate::service`].
 
 pub mod admit;
+mod endpoint;
 mod front;
 mod meta;
 pub mod openapi;
@@ -15,51 +16,47 @@ use std::sync::Arc;
 use axum::Router;
 use axum::http::{HeaderName, HeaderValue};
 use axum::response::Response;
-use axum::routing::get;
 use tower::Layer;
 
 use crate::drbg::Algorithm;
 use crate::error::ApiError;
 use crate::state::AppState;
 
-pub use front::ROUTES;
+pub use endpoint::{Endpoint, ROUTES};
 
 /// Response header naming the algorithm that produced the output.
 pub const X_DRBG_ALG: HeaderName = HeaderName::from_static("x-drbg-alg");
 /// Response header with the number of bits served.
 pub const X_DRBG_BITS: HeaderName = HeaderName::from_static("x-drbg-bits");
 
-/// The API router: REST routes (each behind caller admission) and the gRPC services.
-pub fn router(state: AppState, grpc: Router) -> Router {
-    use crate::callers::Route;
-    // Every route below has a caller (`anonymous` when auth is off): credentials, route
-    // policy (named here, per route), in-flight cap, request rate; rate-limit fields on the
-    // response. The admission layer wraps each handler itself (`Handler::layer`), not the
-    // route (`route_layer`): the same layer on the same requests, without a second boxed
-    // service and boxed future per request (about 1,000 instructions of a `/token`).
-    use axum::handler::Handler;
-    let admit = |route| admit::AdmitLayer::route(&state, route);
-    let metadata = admit::AdmitLayer::metadata(&state);
-    Router::new()
-        .route(
-            "/bits",
-            get(random::get_bits.layer(admit(Route::Bits))).post(random::post_bits.layer(admit(Route::Bits))),
-        )
-        .route("/bytes", get(random::get_bytes.layer(admit(Route::Bytes))))
-        .route("/token", get(values::token.layer(admit(Route::Token))))
-        .route("/nonce", get(values::nonce.layer(admit(Route::Nonce))))
-        .route("/uuid", get(values::uuid.layer(admit(Route::Uuid))))
-        .route("/int", get(values::int.layer(admit(Route::Int))))
-        .route("/algorithms", get(meta::algorithms.layer(metadata.clone())))
-        .route("/usage", get(meta::usage.layer(metadata)))
-        // The contract is public.
-        .route("/openapi.json", get(openapi::get))
+/// The API: its router, and whether the front layer may call the router's GET endpoints
+/// directly (see [`Endpoint`]); a router of any other making (a test's) is served as it is.
+pub struct Api {
+    router: Router,
+    direct: bool,
+}
+
+impl From<Router> for Api {
+    fn from(router: Router) -> Self {
+        Api { router, direct: false }
+    }
+}
+
+/// The API: the REST routes (every one but `/openapi.json` behind caller admission; `anonymous`
+/// when auth is off) and the gRPC services.
+pub fn router(state: AppState, grpc: Router) -> Api {
+    let mut router = Router::new();
+    for endpoint in Endpoint::ALL {
+        router = router.route(endpoint.path(), endpoint.method_router());
+    }
+    let router = router
         // A 405 as problem+json on every route (added after all of them); axum keeps Allow.
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state)
         // gRPC admits callers in its own interceptor (same rules, gRPC status codes).
         .merge(grpc)
-        .fallback(not_found)
+        .fallback(not_found);
+    Api { router, direct: true }
 }
 
 /// The API port's service: the router inside the one global stack. One layer, the front layer
@@ -72,9 +69,12 @@ pub fn router(state: AppState, grpc: Router) -> Router {
 ///   `Retry-After` at once instead of a queue without bound;
 /// - `server.request_timeout_ms` for the response's headers (streamed bodies continue past
 ///   it): 503 `timeout`;
-/// - observation: metrics, access and audit lines, for refused requests too.
-pub fn service(state: &AppState, router: Router) -> ApiService {
-    front::FrontLayer::new(state.clone()).layer(router)
+/// - observation: metrics, access and audit lines, for refused requests too;
+/// - below it, a GET of a REST route's exact path goes straight to its [`Endpoint`], the
+///   rest to the router.
+pub fn service(state: &AppState, api: impl Into<Api>) -> ApiService {
+    let Api { router, direct } = api.into();
+    front::FrontLayer::new(state.clone(), direct).layer(router)
 }
 
 /// The type of [`service`].
@@ -122,7 +122,7 @@ impl Outcome {
 /// its entries).
 pub fn response(body: axum::body::Body, content_type: &'static str) -> Response {
     let mut response = Response::new(body);
-    let mut headers = axum::http::HeaderMap::with_capacity(12);
+    let mut headers = axum::http::HeaderMap::with_capacity(6);
     headers.insert(axum::http::header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     *response.headers_mut() = headers;
     response

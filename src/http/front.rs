@@ -34,16 +34,12 @@ use axum::response::{IntoResponse, Response};
 use pin_project_lite::pin_project;
 use tower::{Layer, Service};
 
-use super::Outcome;
+use super::{Endpoint, Outcome, ROUTES};
 use crate::error::ApiError;
 use crate::state::AppState;
 
 /// The request id header.
 pub const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
-
-/// Every API route template (also the bounded set of `route` label values, with `unmatched`).
-pub const ROUTES: &[&str] =
-    &["/bits", "/bytes", "/token", "/nonce", "/uuid", "/int", "/algorithms", "/usage", "/openapi.json"];
 
 /// Builds [`Front`] services.
 #[derive(Clone, Debug)]
@@ -51,16 +47,19 @@ pub struct FrontLayer {
     state: AppState,
     cap: Arc<Cap>,
     timeout: Duration,
+    direct: bool,
 }
 
 impl FrontLayer {
     /// The front layer over the shared state (metrics, request ids, log settings), with the
-    /// cap (`server.concurrency_limit`) and timeout (`server.request_timeout_ms`) configured.
-    pub fn new(state: AppState) -> Self {
+    /// cap (`server.concurrency_limit`) and timeout (`server.request_timeout_ms`) configured;
+    /// `direct`: a GET of a route of [`ROUTES`] is answered by its [`Endpoint`], not the
+    /// service below (which must serve the same endpoints: [`super::router`]'s).
+    pub fn new(state: AppState, direct: bool) -> Self {
         let server = &state.settings.server;
         let cap = Arc::new(Cap { in_progress: AtomicUsize::new(0), max: server.concurrency_limit });
         let timeout = Duration::from_millis(server.request_timeout_ms);
-        FrontLayer { state, cap, timeout }
+        FrontLayer { state, cap, timeout, direct }
     }
 }
 
@@ -68,7 +67,13 @@ impl<S> Layer<S> for FrontLayer {
     type Service = Front<S>;
 
     fn layer(&self, inner: S) -> Front<S> {
-        Front { inner, state: self.state.clone(), cap: self.cap.clone(), timeout: self.timeout }
+        Front {
+            inner,
+            state: self.state.clone(),
+            cap: self.cap.clone(),
+            timeout: self.timeout,
+            direct: self.direct,
+        }
     }
 }
 
@@ -109,6 +114,8 @@ pub struct Front<S> {
     cap: Arc<Cap>,
     /// Time from the call to the response's headers.
     timeout: Duration,
+    /// See [`FrontLayer::new`].
+    direct: bool,
 }
 
 impl<S, B> Service<Request<B>> for Front<S>
@@ -141,12 +148,22 @@ where
         // A timeout too large to add is none at all (a year is as good as for ever here).
         let deadline = (observe.start.checked_add(self.timeout))
             .unwrap_or_else(|| observe.start + Duration::from_secs(365 * 86_400));
+        let direct = self.direct && request.method() == Method::GET;
+        let endpoint = Endpoint::at(observe.route_index).filter(|_| direct);
         let observe = Some(observe);
         let slot = self.cap.enter();
-        let inner = match &slot {
+        let inner = match (&slot, endpoint) {
             // Refused at once, never queued: the client retries (Retry-After) elsewhere.
-            None => Inner::Refused { error: Some(ApiError::Overloaded) },
-            Some(_) => match catch_unwind(AssertUnwindSafe(|| self.inner.call(request))) {
+            (None, _) => Inner::Refused { error: Some(ApiError::Overloaded) },
+            // Answered now, without the router (a GET's body, if any, is not read).
+            (Some(_), Some(endpoint)) => {
+                let (parts, _body) = request.into_parts();
+                match catch_unwind(AssertUnwindSafe(|| endpoint.answer(&self.state, &parts))) {
+                    Ok(response) => Inner::Answered { response: Some(response) },
+                    Err(_) => Inner::Refused { error: Some(panicked()) },
+                }
+            }
+            (Some(_), None) => match catch_unwind(AssertUnwindSafe(|| self.inner.call(request))) {
                 Ok(future) => Inner::Called { future },
                 Err(_) => Inner::Refused { error: Some(panicked()) },
             },
@@ -174,6 +191,7 @@ pin_project! {
     #[project = InnerProj]
     enum Inner<F> {
         Called { #[pin] future: F },
+        Answered { response: Option<Response> },
         Refused { error: Option<ApiError> },
     }
 }
@@ -216,6 +234,11 @@ where
                 }
                 Ok(Poll::Ready(Ok(response))) => (response, false),
                 Err(_) => (refusal(panicked(), grpc), true),
+            },
+            // Polled again after its end (a contract breach): an error, not a panic.
+            InnerProj::Answered { response } => match response.take() {
+                Some(response) => (response, false),
+                None => (refusal(ApiError::Internal, grpc), true),
             },
             InnerProj::Refused { error } => (refusal(error.take().unwrap_or(ApiError::Internal), grpc), true),
         };

@@ -1,17 +1,17 @@
 //! `GET /algorithms` and `GET /usage`.
 
 use axum::Json;
-use axum::extract::State;
+use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use super::admit::Admitted;
+use crate::callers::Admission;
 use crate::drbg::Algorithm;
 use crate::state::AppState;
 
 /// `GET /algorithms`: what each generator is, its standard, strength and current settings.
-pub async fn algorithms(State(state): State<AppState>) -> Json<Value> {
-    let list: Vec<Value> = Algorithm::ALL.into_iter().map(|alg| describe(&state, alg)).collect();
-    Json(json!({ "default": state.service.rules().default_alg.name(), "algorithms": list }))
+pub fn algorithms(state: &AppState) -> Response {
+    let list: Vec<Value> = Algorithm::ALL.into_iter().map(|alg| describe(state, alg)).collect();
+    Json(json!({ "default": state.service.rules().default_alg.name(), "algorithms": list })).into_response()
 }
 
 fn describe(state: &AppState, alg: Algorithm) -> Value {
@@ -35,6 +35,6 @@ fn describe(state: &AppState, alg: Algorithm) -> Value {
 
 /// `GET /usage`: the calling caller's policy, what is left of its quota and its counters (on
 /// this instance).
-pub async fn usage(axum::Extension(admission): Admitted) -> Json<crate::callers::Usage> {
-    Json(admission.caller.usage())
+pub fn usage(admission: &Admission) -> Response {
+    Json(admission.caller.usage()).into_response()
 }

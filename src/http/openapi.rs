@@ -303,7 +303,7 @@ pub fn document(rules: &Rules, auth: bool) -> OpenApi {
 }
 
 /// `GET /openapi.json`: the document rendered at start-up.
-pub async fn get(axum::extract::State(state): axum::extract::State<crate::state::AppState>) -> Response {
+pub fn get(state: &crate::state::AppState) -> Response {
     let mut response = state.openapi.clone().into_response();
     response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     response

@@ -1,51 +1,54 @@
 //! Strict query parsing: unknown or repeated parameters are errors, numbers must be numbers,
 //! and every failure names the parameter and a stable code.
 
-use std::collections::BTreeMap;
+use std::borrow::Cow;
 
-use axum::extract::FromRequestParts;
-use axum::http::HeaderValue;
 use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderValue};
 
 use crate::error::ApiError;
 use crate::service::Encoding;
 
-/// The query string as a map.
+/// The query string's parameters, in order, borrowed from the request where no escape had
+/// to be decoded (a handful at most: a list, not a map).
 #[derive(Debug, Default)]
-pub struct Params(BTreeMap<String, String>);
+pub struct Params<'a>(Vec<(Cow<'a, str>, Cow<'a, str>)>);
 
-impl<S: Send + Sync> FromRequestParts<S> for Params {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
-        let mut map = BTreeMap::new();
+impl<'a> Params<'a> {
+    /// The parameters of the request's query string.
+    ///
+    /// # Errors
+    /// `duplicate_parameter`.
+    pub fn of(parts: &'a Parts) -> Result<Self, ApiError> {
         let query = parts.uri.query().unwrap_or("");
+        let mut params = Params(Vec::new());
         for (key, value) in form_urlencoded::parse(query.as_bytes()) {
-            if map.insert(key.to_string(), value.to_string()).is_some() {
+            if params.get(&key).is_some() {
                 return Err(ApiError::invalid(
                     "duplicate_parameter",
                     &key,
                     format!("{key} is given more than once"),
                 ));
             }
+            params.0.push((key, value));
         }
-        Ok(Params(map))
+        Ok(params)
     }
 }
 
-impl Params {
+impl Params<'_> {
     /// The members of a JSON object body (`POST /bits`) as parameters: `n` must be a
     /// non-negative integer, `pr` a boolean, the others strings.
     ///
     /// # Errors
     /// `invalid_body` for a body that is not an object or a member of the wrong type,
     /// `invalid_n`, `invalid_boolean`.
-    pub fn from_json(body: &serde_json::Value) -> Result<Self, ApiError> {
+    pub fn from_json(body: &serde_json::Value) -> Result<Params<'static>, ApiError> {
         use serde_json::Value;
         let object = body
             .as_object()
             .ok_or_else(|| ApiError::invalid("invalid_body", "body", "the body must be a JSON object"))?;
-        let mut map = BTreeMap::new();
+        let mut params = Vec::with_capacity(object.len());
         for (key, value) in object {
             let text = match (key.as_str(), value) {
                 ("n", Value::Number(n)) if n.is_u64() => n.to_string(),
@@ -65,9 +68,9 @@ impl Params {
                 (_, Value::String(s)) => s.clone(),
                 _ => return Err(ApiError::invalid("invalid_body", key, format!("{key} must be a string"))),
             };
-            map.insert(key.clone(), text);
+            params.push((Cow::Owned(key.clone()), Cow::Owned(text)));
         }
-        Ok(Params(map))
+        Ok(Params(params))
     }
 
     /// Rejects any parameter not in `allowed`.
@@ -75,7 +78,7 @@ impl Params {
     /// # Errors
     /// `unknown_parameter`.
     pub fn allow(&self, allowed: &[&str]) -> Result<&Self, ApiError> {
-        match self.0.keys().find(|k| !allowed.contains(&k.as_str())) {
+        match self.0.iter().map(|(k, _)| k).find(|k| !allowed.contains(&k.as_ref())) {
             Some(k) => Err(ApiError::invalid(
                 "unknown_parameter",
                 k,
@@ -87,7 +90,7 @@ impl Params {
 
     /// The raw value.
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.0.get(key).map(String::as_str)
+        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_ref())
     }
 
     /// An unsigned integer, if present.
@@ -135,15 +138,20 @@ impl Params {
     }
 }
 
-/// The request's `Accept` header: one cheap clone of its value, not of the whole header map.
-#[derive(Debug, Default, Clone)]
-pub struct Accept(Option<HeaderValue>);
+/// The request's `Accept` header.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Accept<'a>(Option<&'a HeaderValue>);
 
-impl<S: Send + Sync> FromRequestParts<S> for Accept {
-    type Rejection = std::convert::Infallible;
+impl<'a> Accept<'a> {
+    /// The `Accept` header of `headers`.
+    pub fn of(headers: &'a HeaderMap) -> Self {
+        Accept(headers.get(axum::http::header::ACCEPT))
+    }
+}
 
-    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
-        Ok(Accept(parts.headers.get(axum::http::header::ACCEPT).cloned()))
+impl<'a> From<Option<&'a HeaderValue>> for Accept<'a> {
+    fn from(value: Option<&'a HeaderValue>) -> Self {
+        Accept(value)
     }
 }
 
@@ -151,7 +159,7 @@ impl<S: Send + Sync> FromRequestParts<S> for Accept {
 ///
 /// # Errors
 /// `unknown_format` for a `format` that is no bits encoding.
-pub fn choose_format(format: Option<&str>, accept: &Accept) -> Result<Encoding, ApiError> {
+pub fn choose_format(format: Option<&str>, accept: Accept<'_>) -> Result<Encoding, ApiError> {
     if let Some(name) = format {
         return Encoding::parse(name).ok_or_else(|| {
             let names: Vec<&str> = Encoding::ALL.iter().map(|e| e.name()).collect();
@@ -166,8 +174,8 @@ pub fn choose_format(format: Option<&str>, accept: &Accept) -> Result<Encoding, 
 }
 
 /// The most preferred supported media type of the `Accept` header (q-values honoured).
-fn from_accept(accept: &Accept) -> Option<Encoding> {
-    let accept = accept.0.as_ref()?.to_str().ok()?;
+fn from_accept(accept: Accept<'_>) -> Option<Encoding> {
+    let accept = accept.0?.to_str().ok()?;
     let mut ranges: Vec<(f32, usize, Encoding)> = accept
         .split(',')
         .enumerate()
@@ -192,7 +200,7 @@ fn from_accept(accept: &Accept) -> Option<Encoding> {
 }
 
 /// Whether the client prefers JSON over text (for the small-value endpoints).
-pub fn wants_json(accept: &Accept) -> bool {
+pub fn wants_json(accept: Accept<'_>) -> bool {
     from_accept(accept) == Some(Encoding::Json)
 }
 
@@ -200,21 +208,27 @@ pub fn wants_json(accept: &Accept) -> bool {
 mod tests {
     use super::*;
 
-    fn accept(v: &str) -> Accept {
-        Accept(Some(v.parse().unwrap()))
+    fn value(v: &str) -> HeaderValue {
+        v.parse().unwrap()
     }
 
     #[test]
     fn accept_negotiation_honours_q() {
-        assert_eq!(choose_format(None, &Accept::default()).unwrap(), Encoding::Hex);
-        assert_eq!(choose_format(None, &accept("application/octet-stream")).unwrap(), Encoding::Binary);
+        assert_eq!(choose_format(None, Accept::default()).unwrap(), Encoding::Hex);
         assert_eq!(
-            choose_format(None, &accept("text/plain;q=0.5, application/json")).unwrap(),
+            choose_format(None, Accept(Some(&value("application/octet-stream")))).unwrap(),
+            Encoding::Binary
+        );
+        assert_eq!(
+            choose_format(None, Accept(Some(&value("text/plain;q=0.5, application/json")))).unwrap(),
             Encoding::Json
         );
-        assert_eq!(choose_format(None, &accept("image/png")).unwrap(), Encoding::Hex);
-        assert_eq!(choose_format(Some("BINARY"), &accept("application/json")).unwrap(), Encoding::Binary);
-        assert_eq!(choose_format(Some("morse"), &Accept::default()).unwrap_err().code(), "unknown_format");
+        assert_eq!(choose_format(None, Accept(Some(&value("image/png")))).unwrap(), Encoding::Hex);
+        assert_eq!(
+            choose_format(Some("BINARY"), Accept(Some(&value("application/json")))).unwrap(),
+            Encoding::Binary
+        );
+        assert_eq!(choose_format(Some("morse"), Accept::default()).unwrap_err().code(), "unknown_format");
     }
 
     #[test]

@@ -6,18 +6,18 @@ use std::task::{Context, Poll};
 
 use axum::Json;
 use axum::body::Body;
-use axum::extract::State;
-use axum::extract::rejection::JsonRejection;
-use axum::http::HeaderValue;
-use axum::response::Response;
+use axum::extract::{FromRequest, Request, State};
+use axum::http::request::Parts;
+use axum::http::{HeaderValue, header};
+use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use http_body::{Frame, SizeHint};
 use serde_json::Value;
 
-use super::admit::Admitted;
+use super::admit;
 use super::params::{Accept, Params, choose_format};
 use super::served;
-use crate::callers::Admission;
+use crate::callers::{Admission, Route};
 use crate::error::ApiError;
 use crate::service::{BitsOutput, BitsRequest, BytesRequest, Chunks};
 use crate::state::AppState;
@@ -27,41 +27,40 @@ const PARAMS: &[&str] = &["n", "alg", "format", "pr"];
 const SERVER_TIMING: axum::http::HeaderName = axum::http::HeaderName::from_static("server-timing");
 
 /// `GET /bits?n=&alg=&format=&pr=`.
-pub async fn get_bits(
-    State(state): State<AppState>,
-    axum::Extension(admission): Admitted,
-    accept: Accept,
-    params: Params,
-) -> Result<Response, ApiError> {
-    respond(&state, &admission, bits_request(&state, &accept, &params)?)
+pub fn get_bits(state: &AppState, admission: &Admission, parts: &Parts) -> Result<Response, ApiError> {
+    respond(state, admission, bits_request(state, Accept::of(&parts.headers), &Params::of(parts)?)?)
 }
 
-/// `POST /bits` with `{"n": 256, "alg": "...", "format": "...", "pr": false}`.
-pub async fn post_bits(
-    State(state): State<AppState>,
-    axum::Extension(admission): Admitted,
-    accept: Accept,
-    body: Result<Json<Value>, JsonRejection>,
-) -> Result<Response, ApiError> {
-    let Json(body) = body.map_err(|e| ApiError::invalid("invalid_body", "body", e.body_text()))?;
-    respond(&state, &admission, bits_request(&state, &accept, &Params::from_json(&body)?)?)
+/// `POST /bits` with `{"n": 256, "alg": "...", "format": "...", "pr": false}`: the caller is
+/// admitted before the body is read.
+pub async fn post_bits(State(state): State<AppState>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let admission = match admit::admit(&state, Some(Route::Bits), &parts) {
+        Ok(admission) => admission,
+        Err(denied) => return admit::refusal(denied),
+    };
+    let accept = parts.headers.get(header::ACCEPT).cloned();
+    let json = Json::<Value>::from_request(Request::from_parts(parts, body), &state).await;
+    let answer = json
+        .map_err(|e| ApiError::invalid("invalid_body", "body", e.body_text()))
+        .and_then(|Json(body)| {
+            bits_request(&state, Accept::from(accept.as_ref()), &Params::from_json(&body)?)
+        })
+        .and_then(|req| respond(&state, &admission, req));
+    admit::finish(answer.unwrap_or_else(IntoResponse::into_response), &admission)
 }
 
 /// `GET /bytes?n=&alg=&format=&pr=`: the same, counted in bytes.
-pub async fn get_bytes(
-    State(state): State<AppState>,
-    axum::Extension(admission): Admitted,
-    accept: Accept,
-    params: Params,
-) -> Result<Response, ApiError> {
+pub fn get_bytes(state: &AppState, admission: &Admission, parts: &Parts) -> Result<Response, ApiError> {
+    let params = Params::of(parts)?;
     params.allow(PARAMS)?;
-    let format = choose_format(params.get("format"), &accept)?;
+    let format = choose_format(params.get("format"), Accept::of(&parts.headers))?;
     let (n, alg, pr) = (params.u64("n", "invalid_n")?, params.get("alg"), params.flag("pr")?);
-    respond(&state, &admission, BytesRequest::new(state.service.rules(), n, alg, format, pr)?.into_bits())
+    respond(state, admission, BytesRequest::new(state.service.rules(), n, alg, format, pr)?.into_bits())
 }
 
 /// The bits request of a query string or JSON body.
-fn bits_request(state: &AppState, accept: &Accept, params: &Params) -> Result<BitsRequest, ApiError> {
+fn bits_request(state: &AppState, accept: Accept<'_>, params: &Params<'_>) -> Result<BitsRequest, ApiError> {
     params.allow(PARAMS)?;
     let format = choose_format(params.get("format"), accept)?;
     let (n, alg, pr) = (params.u64("n", "invalid_n")?, params.get("alg"), params.flag("pr")?);

@@ -3,24 +3,20 @@
 //! service, encode.
 
 use axum::Json;
-use axum::extract::State;
+use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
-use super::admit::Admitted;
 use super::params::{Accept, Params, wants_json};
 use super::served;
+use crate::callers::Admission;
 use crate::error::ApiError;
 use crate::service::{IntRequest, NonceRequest, Secret, SecretFormat, TokenRequest, UuidRequest};
 use crate::state::AppState;
 
 /// `GET /token?bytes=32&format=base64url|hex|base32|base64&alg=`.
-pub async fn token(
-    State(state): State<AppState>,
-    axum::Extension(admission): Admitted,
-    accept: Accept,
-    params: Params,
-) -> Result<Response, ApiError> {
+pub fn token(state: &AppState, admission: &Admission, parts: &Parts) -> Result<Response, ApiError> {
+    let params = Params::of(parts)?;
     params.allow(&["bytes", "format", "alg"])?;
     let req = TokenRequest::new(
         state.service.rules(),
@@ -28,16 +24,12 @@ pub async fn token(
         secret_format(&params)?,
         params.get("alg"),
     )?;
-    Ok(secret(&accept, state.service.token(&admission.caller, req)?))
+    Ok(secret(Accept::of(&parts.headers), state.service.token(&admission.caller, req)?))
 }
 
 /// `GET /nonce?bytes=12&format=hex|base64|base64url|base32&alg=`.
-pub async fn nonce(
-    State(state): State<AppState>,
-    axum::Extension(admission): Admitted,
-    accept: Accept,
-    params: Params,
-) -> Result<Response, ApiError> {
+pub fn nonce(state: &AppState, admission: &Admission, parts: &Parts) -> Result<Response, ApiError> {
+    let params = Params::of(parts)?;
     params.allow(&["bytes", "format", "alg"])?;
     let req = NonceRequest::new(
         state.service.rules(),
@@ -45,7 +37,7 @@ pub async fn nonce(
         secret_format(&params)?,
         params.get("alg"),
     )?;
-    Ok(secret(&accept, state.service.nonce(&admission.caller, req)?))
+    Ok(secret(Accept::of(&parts.headers), state.service.nonce(&admission.caller, req)?))
 }
 
 fn secret_format(params: &Params) -> Result<Option<SecretFormat>, ApiError> {
@@ -64,7 +56,7 @@ fn secret_format(params: &Params) -> Result<Option<SecretFormat>, ApiError> {
         .transpose()
 }
 
-fn secret(accept: &Accept, secret: Secret) -> Response {
+fn secret(accept: Accept<'_>, secret: Secret) -> Response {
     let (alg, bits) = (secret.alg, secret.bytes * 8);
     let body = if wants_json(accept) {
         let Secret { value, bytes, format, alg } = secret;
@@ -77,12 +69,8 @@ fn secret(accept: &Accept, secret: Secret) -> Response {
 }
 
 /// `GET /uuid?count=1&version=4|7&alg=`.
-pub async fn uuid(
-    State(state): State<AppState>,
-    axum::Extension(admission): Admitted,
-    accept: Accept,
-    params: Params,
-) -> Result<Response, ApiError> {
+pub fn uuid(state: &AppState, admission: &Admission, parts: &Parts) -> Result<Response, ApiError> {
+    let params = Params::of(parts)?;
     params.allow(&["count", "version", "alg"])?;
     let req = UuidRequest::new(
         state.service.rules(),
@@ -92,7 +80,7 @@ pub async fn uuid(
     )?;
     let out = state.service.uuids(&admission.caller, req)?;
     let bits = out.uuids.len() as u64 * 122;
-    let body = if wants_json(&accept) {
+    let body = if wants_json(Accept::of(&parts.headers)) {
         let list: Vec<String> = out.uuids.iter().map(ToString::to_string).collect();
         Json(json!({ "uuids": list, "version": out.version, "alg": out.alg.name() })).into_response()
     } else {
@@ -102,12 +90,8 @@ pub async fn uuid(
 }
 
 /// `GET /int?min=&max=&count=&alg=`: uniform integers in `[min, max]`.
-pub async fn int(
-    State(state): State<AppState>,
-    axum::Extension(admission): Admitted,
-    accept: Accept,
-    params: Params,
-) -> Result<Response, ApiError> {
+pub fn int(state: &AppState, admission: &Admission, parts: &Parts) -> Result<Response, ApiError> {
+    let params = Params::of(parts)?;
     params.allow(&["min", "max", "count", "alg"])?;
     let req = IntRequest::new(
         state.service.rules(),
@@ -117,7 +101,7 @@ pub async fn int(
         params.get("alg"),
     )?;
     let out = state.service.ints(&admission.caller, req)?;
-    let body = if wants_json(&accept) {
+    let body = if wants_json(Accept::of(&parts.headers)) {
         Json(json!({ "values": out.values, "min": out.min, "max": out.max, "alg": out.alg.name() }))
             .into_response()
     } else {

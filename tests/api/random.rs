@@ -210,3 +210,28 @@ async fn large_responses_stream_with_exact_length() {
     let data = data_encoding::HEXLOWER.decode(v["data"].as_str().unwrap().as_bytes()).unwrap();
     assert_eq!(v["ones"].as_u64().unwrap(), bits::count_ones_in_bits(&data, n));
 }
+
+/// A GET of a route's exact path is answered by its endpoint directly, anything else by the
+/// router, which serves the same endpoints: a HEAD (the router's) answers every route with the
+/// status and headers of its GET (the front layer's), and a caller refused on one path is
+/// refused on the other.
+#[tokio::test]
+async fn the_router_and_the_direct_path_answer_alike() {
+    let app = spawn_app().await;
+    for path in drbgd::http::ROUTES {
+        let get = app.get(path).await;
+        let head = app.client.head(app.url(path)).send().await.unwrap();
+        assert_eq!(get.status(), head.status(), "{path}");
+        let names = |r: &reqwest::Response| {
+            let mut names: Vec<String> = r.headers().keys().map(|k| k.to_string()).collect();
+            names.sort();
+            names
+        };
+        assert_eq!(names(&get), names(&head), "{path}");
+        for name in ["content-type", "cache-control", "pragma", "x-drbg-alg", "x-drbg-bits"] {
+            assert_eq!(get.headers().get(name), head.headers().get(name), "{path} {name}");
+        }
+        assert_eq!(head.bytes().await.unwrap().len(), 0, "{path}");
+        assert!(!get.bytes().await.unwrap().is_empty(), "{path}");
+    }
+}
