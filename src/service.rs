@@ -18,7 +18,7 @@ pub mod request;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use zeroize::Zeroize;
+use zeroize::{Zeroize, Zeroizing};
 
 pub use encoding::{Encoding, SecretFormat};
 pub use output::{BitsOutput, Chunk, Chunks, Generated, Ints, Secret, Uuids};
@@ -179,10 +179,18 @@ impl Service {
 
     fn secret(&self, caller: &Caller, req: &SecretRequest) -> Result<Secret, ApiError> {
         caller.permit(req.alg(), req.bytes() * 8, false, req.bytes())?;
-        let mut raw = vec![0u8; req.bytes() as usize];
-        self.fill(req.alg(), &mut raw, false)?;
-        let value = req.format().encode(&raw);
-        raw.zeroize();
+        // Most secrets fit on the stack, without an allocation; either way the raw bytes are
+        // wiped when they go out of scope, on the error path too.
+        let n = req.bytes() as usize;
+        let (mut small, mut large) = (Zeroizing::new([0u8; 64]), Zeroizing::new(Vec::new()));
+        let raw = if n <= small.len() {
+            &mut small[..n]
+        } else {
+            large.resize(n, 0);
+            &mut large[..]
+        };
+        self.fill(req.alg(), raw, false)?;
+        let value = req.format().encode(raw);
         self.count_output(caller, req.alg(), req.bytes());
         Ok(Secret { value, bytes: req.bytes(), format: req.format(), alg: req.alg() })
     }

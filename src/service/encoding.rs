@@ -162,12 +162,17 @@ impl SecretFormat {
 
     /// The encoded value.
     pub fn encode(self, raw: &[u8]) -> String {
-        match self {
-            SecretFormat::Base64Url => data_encoding::BASE64URL_NOPAD.encode(raw),
-            SecretFormat::Hex => data_encoding::HEXLOWER.encode(raw),
-            SecretFormat::Base32 => data_encoding::BASE32_NOPAD.encode(raw),
-            SecretFormat::Base64 => data_encoding::BASE64.encode(raw),
-        }
+        let encoding = match self {
+            SecretFormat::Base64Url => &data_encoding::BASE64URL_NOPAD,
+            SecretFormat::Hex => &data_encoding::HEXLOWER,
+            SecretFormat::Base32 => &data_encoding::BASE32_NOPAD,
+            SecretFormat::Base64 => &data_encoding::BASE64,
+        };
+        // Appended to an empty string rather than `encode`d: that one allocates zeroed memory
+        // (`calloc`, which glibc serves without its thread cache).
+        let mut out = String::new();
+        encoding.encode_append(raw, &mut out);
+        out
     }
 }
 
