@@ -120,7 +120,9 @@ impl Outcome {
 /// A response of `body` as `content_type`, its header map sized up front for every header
 /// the handlers and the front layer add: the content type, `X-Drbg-Alg`, `X-Drbg-Bits`,
 /// `Cache-Control`, `Pragma` and `X-Request-Id` (one allocation, small enough for the
-/// allocator's thread cache; a map grown on the way rehashes its entries).
+/// allocator's thread cache; a map grown on the way rehashes its entries). A caller with a
+/// rate quota gets two headers more (`RateLimit-Policy`, `RateLimit`) and its map grows once:
+/// room for them on every response would take the map out of that cache for everyone.
 pub fn response(body: axum::body::Body, content_type: &'static str) -> Response {
     response_with(body, content_type, 0)
 }

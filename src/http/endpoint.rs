@@ -70,20 +70,39 @@ impl Endpoint {
         ROUTES[self as usize]
     }
 
-    /// The response to a GET of this endpoint (errors as problem+json).
-    pub fn answer(self, state: &AppState, parts: &Parts) -> Response {
-        let (s, p) = (state, parts);
+    /// Who may call it: `None` for anyone (the contract is public), else a caller admitted to
+    /// the random-output route (`Some(Some(route))`) or any caller (`Some(None)`: metadata).
+    pub fn guard(self) -> Option<Option<Route>> {
         match self {
-            Endpoint::Bits => admitted(s, Some(Route::Bits), p, |a| random::get_bits(s, a, p)),
-            Endpoint::Bytes => admitted(s, Some(Route::Bytes), p, |a| random::get_bytes(s, a, p)),
-            Endpoint::Token => admitted(s, Some(Route::Token), p, |a| values::token(s, a, p)),
-            Endpoint::Nonce => admitted(s, Some(Route::Nonce), p, |a| values::nonce(s, a, p)),
-            Endpoint::Uuid => admitted(s, Some(Route::Uuid), p, |a| values::uuid(s, a, p)),
-            Endpoint::Int => admitted(s, Some(Route::Int), p, |a| values::int(s, a, p)),
-            Endpoint::Algorithms => admitted(s, None, p, |_| Ok(meta::algorithms(s))),
-            Endpoint::Usage => admitted(s, None, p, |a| Ok(meta::usage(a))),
-            Endpoint::OpenApi => openapi::get(s),
+            Endpoint::Bits => Some(Some(Route::Bits)),
+            Endpoint::Bytes => Some(Some(Route::Bytes)),
+            Endpoint::Token => Some(Some(Route::Token)),
+            Endpoint::Nonce => Some(Some(Route::Nonce)),
+            Endpoint::Uuid => Some(Some(Route::Uuid)),
+            Endpoint::Int => Some(Some(Route::Int)),
+            Endpoint::Algorithms | Endpoint::Usage => Some(None),
+            Endpoint::OpenApi => None,
         }
+    }
+
+    /// The response to a GET of this endpoint (errors as problem+json), its caller admitted
+    /// first as [`Endpoint::guard`] says.
+    pub fn answer(self, state: &AppState, parts: &Parts) -> Response {
+        let Some(route) = self.guard() else {
+            return openapi::get(state);
+        };
+        admitted(state, route, parts, |admission| match self {
+            Endpoint::Bits => random::get_bits(state, admission, parts),
+            Endpoint::Bytes => random::get_bytes(state, admission, parts),
+            Endpoint::Token => values::token(state, admission, parts),
+            Endpoint::Nonce => values::nonce(state, admission, parts),
+            Endpoint::Uuid => values::uuid(state, admission, parts),
+            Endpoint::Int => values::int(state, admission, parts),
+            Endpoint::Algorithms => Ok(meta::algorithms(state)),
+            Endpoint::Usage => Ok(meta::usage(admission)),
+            // Public: answered above.
+            Endpoint::OpenApi => Ok(openapi::get(state)),
+        })
     }
 
     /// The endpoint as the router's method router for its path (`POST /bits` added).
@@ -110,8 +129,17 @@ mod tests {
             assert_eq!(Endpoint::at(i), Some(e));
         }
         assert_eq!(Endpoint::at(ROUTES.len()), None);
+        // Each random-output endpoint is guarded by the route of its own path, and every
+        // route has its endpoint; the others are metadata, but for the public contract.
+        for e in Endpoint::ALL {
+            match e.guard() {
+                Some(Some(route)) => assert_eq!(route.path(), e.path()),
+                Some(None) => assert!(matches!(e, Endpoint::Algorithms | Endpoint::Usage), "{e:?}"),
+                None => assert_eq!(e, Endpoint::OpenApi),
+            }
+        }
         for r in Route::ALL {
-            assert!(Endpoint::ALL.iter().any(|e| e.path() == r.path()), "{r:?}");
+            assert!(Endpoint::ALL.iter().any(|e| e.guard() == Some(Some(r))), "{r:?}");
         }
     }
 }

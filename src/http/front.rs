@@ -29,6 +29,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use axum::http::request::Parts;
 use axum::http::{HeaderName, HeaderValue, Method, Request, header};
 use axum::response::{IntoResponse, Response};
 use pin_project_lite::pin_project;
@@ -155,13 +156,12 @@ where
         let inner = match (&slot, endpoint) {
             // Refused at once, never queued: the client retries (Retry-After) elsewhere.
             (None, _) => Inner::Refused { error: Some(ApiError::Overloaded) },
-            // Answered now, without the router (a GET's body, if any, is not read).
+            // Answered on the first poll, without the router (a GET's body, if any, is not
+            // read). Not here: HTTP/2 calls the service on the connection's task and spawns
+            // only the future, and the connection must not wait for a request's work.
             (Some(_), Some(endpoint)) => {
                 let (parts, _body) = request.into_parts();
-                match catch_unwind(AssertUnwindSafe(|| endpoint.answer(&self.state, &parts))) {
-                    Ok(response) => Inner::Answered { response: Some(response) },
-                    Err(_) => Inner::Refused { error: Some(panicked()) },
-                }
+                Inner::Direct { endpoint, parts: Some(parts), state: self.state.clone() }
             }
             (Some(_), None) => match catch_unwind(AssertUnwindSafe(|| self.inner.call(request))) {
                 Ok(future) => Inner::Called { future },
@@ -191,7 +191,7 @@ pin_project! {
     #[project = InnerProj]
     enum Inner<F> {
         Called { #[pin] future: F },
-        Answered { response: Option<Response> },
+        Direct { endpoint: Endpoint, parts: Option<Parts>, state: AppState },
         Refused { error: Option<ApiError> },
     }
 }
@@ -235,9 +235,12 @@ where
                 Ok(Poll::Ready(Ok(response))) => (response, false),
                 Err(_) => (refusal(panicked(), grpc), true),
             },
-            // Polled again after its end (a contract breach): an error, not a panic.
-            InnerProj::Answered { response } => match response.take() {
-                Some(response) => (response, false),
+            InnerProj::Direct { endpoint, parts, state } => match parts.take() {
+                Some(parts) => match catch_unwind(AssertUnwindSafe(|| endpoint.answer(state, &parts))) {
+                    Ok(response) => (response, false),
+                    Err(_) => (refusal(panicked(), grpc), true),
+                },
+                // Polled again after its end (a contract breach): an error, not a panic.
                 None => (refusal(ApiError::Internal, grpc), true),
             },
             InnerProj::Refused { error } => (refusal(error.take().unwrap_or(ApiError::Internal), grpc), true),

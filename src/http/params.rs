@@ -9,6 +9,9 @@ use axum::http::{HeaderMap, HeaderValue};
 use crate::error::ApiError;
 use crate::service::Encoding;
 
+/// The most query parameters a request may give.
+pub const MAX_PARAMS: usize = 16;
+
 /// The query string's parameters, in order, borrowed from the request where no escape had
 /// to be decoded (a handful at most: a list, not a map).
 #[derive(Debug, Default)]
@@ -18,11 +21,20 @@ impl<'a> Params<'a> {
     /// The parameters of the request's query string.
     ///
     /// # Errors
-    /// `duplicate_parameter`.
+    /// `duplicate_parameter`, `too_many_parameters` (more than [`MAX_PARAMS`]).
     pub fn of(parts: &'a Parts) -> Result<Self, ApiError> {
         let query = parts.uri.query().unwrap_or("");
         let mut params = Params(Vec::new());
         for (key, value) in form_urlencoded::parse(query.as_bytes()) {
+            // No route takes more than a few; the bound keeps the duplicate check (a scan of
+            // the list) from costing the square of a 64 KiB query's thousands of keys.
+            if params.0.len() == MAX_PARAMS {
+                return Err(ApiError::invalid(
+                    "too_many_parameters",
+                    "query",
+                    format!("at most {MAX_PARAMS} query parameters"),
+                ));
+            }
             if params.get(&key).is_some() {
                 return Err(ApiError::invalid(
                     "duplicate_parameter",
@@ -76,9 +88,10 @@ impl Params<'_> {
     /// Rejects any parameter not in `allowed`.
     ///
     /// # Errors
-    /// `unknown_parameter`.
+    /// `unknown_parameter`, naming the first unknown one in alphabetical order (the same
+    /// for a query and a JSON body).
     pub fn allow(&self, allowed: &[&str]) -> Result<&Self, ApiError> {
-        match self.0.iter().map(|(k, _)| k).find(|k| !allowed.contains(&k.as_ref())) {
+        match self.0.iter().map(|(k, _)| k).filter(|k| !allowed.contains(&k.as_ref())).min() {
             Some(k) => Err(ApiError::invalid(
                 "unknown_parameter",
                 k,

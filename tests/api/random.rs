@@ -136,6 +136,20 @@ async fn every_error_case_has_its_status_and_code() {
         ("/bytes?n=2&pr=", 400, "invalid_boolean", Some("pr")),
         ("/bits?n=8&size=3", 400, "unknown_parameter", Some("size")),
         ("/bits?n=8&n=9", 400, "duplicate_parameter", Some("n")),
+        // The first unknown one alphabetically, whatever the order (as for a JSON body).
+        ("/bits?n=8&zeta=1&beta=2", 400, "unknown_parameter", Some("beta")),
+        (
+            "/bits?a=1&b=2&c=3&d=4&e=5&f=6&g=7&h=8&i=9&j=10&k=11&l=12&m=13&n=14&o=15&p=16",
+            400,
+            "unknown_parameter",
+            Some("a"),
+        ),
+        (
+            "/bits?a=1&b=2&c=3&d=4&e=5&f=6&g=7&h=8&i=9&j=10&k=11&l=12&m=13&n=14&o=15&p=16&q=17",
+            400,
+            "too_many_parameters",
+            Some("query"),
+        ),
         ("/token?bytes=0", 400, "invalid_bytes", Some("bytes")),
         ("/token?bytes=1025", 400, "invalid_bytes", Some("bytes")),
         ("/token?format=base58", 400, "unknown_format", Some("format")),
