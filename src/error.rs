@@ -4,7 +4,6 @@
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
 
 use crate::drbg::DrbgError;
 
@@ -194,19 +193,12 @@ impl IntoResponse for ApiError {
     /// RFC 9457 `application/problem+json` with `code` and, where relevant, `param`.
     fn into_response(self) -> Response {
         let status = self.status();
-        let mut body = json!({
-            "type": format!("https://drbgd.invalid/problems/{}", self.code()),
-            "title": status.canonical_reason().unwrap_or("error"),
-            "status": status.as_u16(),
-            "code": self.code(),
-            "detail": self.to_string(),
-        });
-        if let Some(param) = self.param() {
-            body["param"] = json!(param);
-        }
-        let mut response = (status, body.to_string()).into_response();
+        let body = serde_json::to_vec(&Problem { error: &self, status }).unwrap_or_default();
+        // Room for every header an error gets: it has no X-Drbg-Alg or -Bits, and at most one of
+        // Retry-After, WWW-Authenticate and (from the router) Allow.
+        let mut response = crate::http::response(body.into(), "application/problem+json");
+        *response.status_mut() = status;
         let headers = response.headers_mut();
-        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/problem+json"));
         if let Some(secs) = self.retry_after() {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
@@ -215,5 +207,41 @@ impl IntoResponse for ApiError {
         }
         crate::http::Outcome::of(&mut response).code = Some(self.code());
         response
+    }
+}
+
+/// The problem+json body of an error, serialized straight from it (no intermediate JSON tree
+/// or strings): the members in alphabetical order, `param` only where there is one.
+struct Problem<'a> {
+    error: &'a ApiError,
+    status: StatusCode,
+}
+
+impl serde::Serialize for Problem<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let (error, status) = (self.error, self.status);
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("code", error.code())?;
+        map.serialize_entry("detail", &Collected(format_args!("{error}")))?;
+        if let Some(param) = error.param() {
+            map.serialize_entry("param", param)?;
+        }
+        map.serialize_entry("status", &status.as_u16())?;
+        map.serialize_entry("title", status.canonical_reason().unwrap_or("error"))?;
+        map.serialize_entry(
+            "type",
+            &Collected(format_args!("https://drbgd.invalid/problems/{}", error.code())),
+        )?;
+        map.end()
+    }
+}
+
+/// A `Display` value serialized as a JSON string without a `String` in between.
+struct Collected<'a>(std::fmt::Arguments<'a>);
+
+impl serde::Serialize for Collected<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(&self.0)
     }
 }
