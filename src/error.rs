@@ -190,10 +190,20 @@ impl From<DrbgError> for ApiError {
 }
 
 impl IntoResponse for ApiError {
-    /// RFC 9457 `application/problem+json` with `code` and, where relevant, `param`.
+    /// [`ApiError::render`], its code recorded for the front layer (see
+    /// [`crate::http::Outcome`]).
     fn into_response(self) -> Response {
+        let mut response = self.render();
+        crate::http::Outcome::of(&mut response).code = Some(self.code());
+        response
+    }
+}
+
+impl ApiError {
+    /// RFC 9457 `application/problem+json` with `code` and, where relevant, `param`.
+    pub fn render(&self) -> Response {
         let status = self.status();
-        let body = serde_json::to_vec(&Problem { error: &self, status }).unwrap_or_default();
+        let body = serde_json::to_vec(&Problem { error: self, status }).unwrap_or_default();
         // Room for every header an error gets: it has no X-Drbg-Alg or -Bits, and at most one of
         // Retry-After, WWW-Authenticate and (from the router) Allow.
         let mut response = crate::http::response(body.into(), "application/problem+json");
@@ -205,7 +215,6 @@ impl IntoResponse for ApiError {
         if matches!(self, ApiError::Unauthorized) {
             headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
-        crate::http::Outcome::of(&mut response).code = Some(self.code());
         response
     }
 }

@@ -13,9 +13,8 @@ use std::time::Instant;
 
 use axum::http::request::Parts;
 use axum::http::{HeaderName, header};
-use axum::response::{IntoResponse, Response};
 
-use super::Outcome;
+use super::Answer;
 use crate::callers::headers::{RATELIMIT, RATELIMIT_POLICY, current_field};
 use crate::callers::{Admission, Caller, ClientIdentity, Denied, Route};
 use crate::error::ApiError;
@@ -28,13 +27,10 @@ pub fn admitted(
     state: &AppState,
     route: Option<Route>,
     parts: &Parts,
-    answer: impl FnOnce(&Admission) -> Result<Response, ApiError>,
-) -> Response {
+    answer: impl FnOnce(&Admission) -> Result<Answer, ApiError>,
+) -> Answer {
     match admit(state, route, parts) {
-        Ok(admission) => {
-            let response = answer(&admission).unwrap_or_else(IntoResponse::into_response);
-            finish(response, &admission)
-        }
+        Ok(admission) => finish(answer(&admission).unwrap_or_else(Answer::from), &admission),
         Err(denied) => refusal(denied),
     }
 }
@@ -51,30 +47,30 @@ pub fn admit(state: &AppState, route: Option<Route>, parts: &Parts) -> Result<Ad
 
 /// The answer to a refused request: 401/403/429 problem+json, with the caller named for the
 /// records (`unknown` when the credentials named none) and its rate-limit fields.
-pub fn refusal(Denied { caller, error, at }: Denied) -> Response {
-    let mut response = error.into_response();
+pub fn refusal(Denied { caller, error, at }: Denied) -> Answer {
+    let mut answer = Answer::from(error);
     match caller {
-        Some(caller) => name(&mut response, &caller, at),
-        None => Outcome::of(&mut response).caller = Some(crate::callers::registry::UNKNOWN.into()),
+        Some(caller) => name(&mut answer, &caller, at),
+        None => answer.outcome.caller = Some(crate::callers::registry::UNKNOWN.into()),
     }
-    response
+    answer
 }
 
-/// The response to an admitted request, its caller named and its rate-limit fields added.
-pub fn finish(mut response: Response, admission: &Admission) -> Response {
-    name(&mut response, &admission.caller, admission.at);
-    response
+/// The answer to an admitted request, its caller named and its rate-limit fields added.
+pub fn finish(mut answer: Answer, admission: &Admission) -> Answer {
+    name(&mut answer, &admission.caller, admission.at);
+    answer
 }
 
 /// Names the caller for the log and adds the rate-limit fields (as of `at`, the admission
 /// decision) if it has a rate quota.
-fn name(response: &mut Response, caller: &Caller, at: Instant) {
+fn name(answer: &mut Answer, caller: &Caller, at: Instant) {
     if let Some(policy) = &caller.policy_field {
-        let headers = response.headers_mut();
+        let headers = answer.response.headers_mut();
         headers.insert(HeaderName::from_static(RATELIMIT_POLICY), policy.clone());
         if let Some(now) = current_field(caller, at) {
             headers.insert(HeaderName::from_static(RATELIMIT), now);
         }
     }
-    Outcome::of(response).caller = Some(caller.name_arc());
+    answer.outcome.caller = Some(caller.name_arc());
 }

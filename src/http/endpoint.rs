@@ -10,11 +10,11 @@
 
 use axum::extract::{Request, State};
 use axum::http::request::Parts;
-use axum::response::Response;
+use axum::response::IntoResponse;
 use axum::routing::{MethodRouter, get};
 
 use super::admit::admitted;
-use super::{meta, openapi, random, values};
+use super::{Answer, meta, openapi, random, values};
 use crate::callers::Route;
 use crate::state::AppState;
 
@@ -87,9 +87,9 @@ impl Endpoint {
 
     /// The response to a GET of this endpoint (errors as problem+json), its caller admitted
     /// first as [`Endpoint::guard`] says.
-    pub fn answer(self, state: &AppState, parts: &Parts) -> Response {
+    pub fn answer(self, state: &AppState, parts: &Parts) -> Answer {
         let Some(route) = self.guard() else {
-            return openapi::get(state);
+            return openapi::get(state).into();
         };
         admitted(state, route, parts, |admission| match self {
             Endpoint::Bits => random::get_bits(state, admission, parts),
@@ -98,17 +98,17 @@ impl Endpoint {
             Endpoint::Nonce => values::nonce(state, admission, parts),
             Endpoint::Uuid => values::uuid(state, admission, parts),
             Endpoint::Int => values::int(state, admission, parts),
-            Endpoint::Algorithms => Ok(meta::algorithms(state)),
-            Endpoint::Usage => Ok(meta::usage(admission)),
+            Endpoint::Algorithms => Ok(meta::algorithms(state).into()),
+            Endpoint::Usage => Ok(meta::usage(admission).into()),
             // Public: answered above.
-            Endpoint::OpenApi => Ok(openapi::get(state)),
+            Endpoint::OpenApi => Ok(openapi::get(state).into()),
         })
     }
 
     /// The endpoint as the router's method router for its path (`POST /bits` added).
     pub fn method_router(self) -> MethodRouter<AppState> {
         let method = get(move |State(state): State<AppState>, request: Request| {
-            std::future::ready(self.answer(&state, &request.into_parts().0))
+            std::future::ready(self.answer(&state, &request.into_parts().0).into_response())
         });
         match self {
             Endpoint::Bits => method.post(random::post_bits),

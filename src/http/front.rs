@@ -35,7 +35,7 @@ use axum::response::{IntoResponse, Response};
 use pin_project_lite::pin_project;
 use tower::{Layer, Service};
 
-use super::{Endpoint, Outcome, ROUTES};
+use super::{Answer, Endpoint, Outcome, ROUTES};
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -205,8 +205,9 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
         let grpc = this.observe.as_ref().is_some_and(|o| o.grpc);
-        // An answer of this layer's own (shed, timed out, a panic below), or the service's.
-        let (mut response, own) = match this.inner.as_mut().project() {
+        // An answer of this layer's own (shed, timed out, a panic below), or the service's;
+        // an endpoint's comes with its outcome, the others' outcome is in their extensions.
+        let (mut response, own, outcome) = match this.inner.as_mut().project() {
             InnerProj::Called { future } => match catch_unwind(AssertUnwindSafe(|| future.poll(cx))) {
                 Ok(Poll::Pending) => {
                     let deadline = *this.deadline;
@@ -224,33 +225,36 @@ where
                             // Out of time: the handler's future is dropped here, and with it
                             // whatever it held (its caller's in-flight place, a body read).
                             this.inner.set(Inner::Refused { error: None });
-                            (refusal(ApiError::Timeout, grpc), true)
+                            (refusal(ApiError::Timeout, grpc), true, None)
                         }
                         Err(_) => {
                             this.inner.set(Inner::Refused { error: None });
-                            (refusal(panicked(), grpc), true)
+                            (refusal(panicked(), grpc), true, None)
                         }
                     }
                 }
-                Ok(Poll::Ready(Ok(response))) => (response, false),
-                Err(_) => (refusal(panicked(), grpc), true),
+                Ok(Poll::Ready(Ok(response))) => (response, false, None),
+                Err(_) => (refusal(panicked(), grpc), true, None),
             },
             InnerProj::Direct { endpoint, parts, state } => match parts.take() {
                 Some(parts) => match catch_unwind(AssertUnwindSafe(|| endpoint.answer(state, &parts))) {
-                    Ok(response) => (response, false),
-                    Err(_) => (refusal(panicked(), grpc), true),
+                    Ok(Answer { response, outcome }) => (response, false, Some(outcome)),
+                    Err(_) => (refusal(panicked(), grpc), true, None),
                 },
                 // Polled again after its end (a contract breach): an error, not a panic.
-                None => (refusal(ApiError::Internal, grpc), true),
+                None => (refusal(ApiError::Internal, grpc), true, None),
             },
-            InnerProj::Refused { error } => (refusal(error.take().unwrap_or(ApiError::Internal), grpc), true),
+            InnerProj::Refused { error } => {
+                (refusal(error.take().unwrap_or(ApiError::Internal), grpc), true, None)
+            }
         };
         // The headers are ready: the place under the cap is free for the next request.
         this.slot.take();
         if let Some(observe) = this.observe.take() {
             // A panic while recording (it would be a bug of ours) costs the line, not the
             // response.
-            if catch_unwind(AssertUnwindSafe(|| observe.finish(&response, this.id, own))).is_err() {
+            let outcome = outcome.as_ref().or_else(|| response.extensions().get::<Outcome>());
+            if catch_unwind(AssertUnwindSafe(|| observe.finish(&response, outcome, this.id, own))).is_err() {
                 tracing::error!("panic while recording a response");
             }
         }
@@ -315,9 +319,8 @@ impl Observe {
 
     /// Records the response: metrics, the access line, the audit line. Never logs output
     /// bytes, keys, certificates or the query string's values beyond n/alg.
-    fn finish(self, response: &Response, id: &HeaderValue, own: bool) {
+    fn finish(self, response: &Response, outcome: Option<&Outcome>, id: &HeaderValue, own: bool) {
         let metrics = &self.state.metrics;
-        let outcome = response.extensions().get::<Outcome>();
         let code = outcome.and_then(|o| o.code);
         if let Some(code) = code {
             metrics.errors.with_label_values(&[code]).inc();

@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use super::admit;
 use super::params::{Accept, Params, choose_format};
-use super::served;
+use super::{Answer, served};
 use crate::callers::{Admission, Route};
 use crate::error::ApiError;
 use crate::service::{BitsOutput, BitsRequest, BytesRequest, Chunks};
@@ -27,7 +27,7 @@ const PARAMS: &[&str] = &["n", "alg", "format", "pr"];
 const SERVER_TIMING: axum::http::HeaderName = axum::http::HeaderName::from_static("server-timing");
 
 /// `GET /bits?n=&alg=&format=&pr=`.
-pub fn get_bits(state: &AppState, admission: &Admission, parts: &Parts) -> Result<Response, ApiError> {
+pub fn get_bits(state: &AppState, admission: &Admission, parts: &Parts) -> Result<Answer, ApiError> {
     respond(state, admission, bits_request(state, Accept::of(&parts.headers), &Params::of(parts)?)?)
 }
 
@@ -37,7 +37,7 @@ pub async fn post_bits(State(state): State<AppState>, request: Request) -> Respo
     let (parts, body) = request.into_parts();
     let admission = match admit::admit(&state, Some(Route::Bits), &parts) {
         Ok(admission) => admission,
-        Err(denied) => return admit::refusal(denied),
+        Err(denied) => return admit::refusal(denied).into_response(),
     };
     let accept = parts.headers.get(header::ACCEPT).cloned();
     let json = Json::<Value>::from_request(Request::from_parts(parts, body), &state).await;
@@ -47,11 +47,11 @@ pub async fn post_bits(State(state): State<AppState>, request: Request) -> Respo
             bits_request(&state, Accept::from(accept.as_ref()), &Params::from_json(&body)?)
         })
         .and_then(|req| respond(&state, &admission, req));
-    admit::finish(answer.unwrap_or_else(IntoResponse::into_response), &admission)
+    admit::finish(answer.unwrap_or_else(Answer::from), &admission).into_response()
 }
 
 /// `GET /bytes?n=&alg=&format=&pr=`: the same, counted in bytes.
-pub fn get_bytes(state: &AppState, admission: &Admission, parts: &Parts) -> Result<Response, ApiError> {
+pub fn get_bytes(state: &AppState, admission: &Admission, parts: &Parts) -> Result<Answer, ApiError> {
     let params = Params::of(parts)?;
     params.allow(PARAMS)?;
     let format = choose_format(params.get("format"), Accept::of(&parts.headers))?;
@@ -67,7 +67,7 @@ fn bits_request(state: &AppState, accept: Accept<'_>, params: &Params<'_>) -> Re
     BitsRequest::new(state.service.rules(), n, alg, format, pr)
 }
 
-fn respond(state: &AppState, admission: &Admission, req: BitsRequest) -> Result<Response, ApiError> {
+fn respond(state: &AppState, admission: &Admission, req: BitsRequest) -> Result<Answer, ApiError> {
     let content_type = req.format().content_type();
     let response = match state.service.bits(&admission.caller, req)? {
         BitsOutput::Whole(generated) => {

@@ -8,14 +8,14 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use super::params::{Accept, Params, wants_json};
-use super::served;
+use super::{Answer, served};
 use crate::callers::Admission;
 use crate::error::ApiError;
 use crate::service::{IntRequest, NonceRequest, Secret, SecretFormat, TokenRequest, UuidRequest};
 use crate::state::AppState;
 
 /// `GET /token?bytes=32&format=base64url|hex|base32|base64&alg=`.
-pub fn token(state: &AppState, admission: &Admission, parts: &Parts) -> Result<Response, ApiError> {
+pub fn token(state: &AppState, admission: &Admission, parts: &Parts) -> Result<Answer, ApiError> {
     let params = Params::of(parts)?;
     params.allow(&["bytes", "format", "alg"])?;
     let req = TokenRequest::new(
@@ -28,7 +28,7 @@ pub fn token(state: &AppState, admission: &Admission, parts: &Parts) -> Result<R
 }
 
 /// `GET /nonce?bytes=12&format=hex|base64|base64url|base32&alg=`.
-pub fn nonce(state: &AppState, admission: &Admission, parts: &Parts) -> Result<Response, ApiError> {
+pub fn nonce(state: &AppState, admission: &Admission, parts: &Parts) -> Result<Answer, ApiError> {
     let params = Params::of(parts)?;
     params.allow(&["bytes", "format", "alg"])?;
     let req = NonceRequest::new(
@@ -56,7 +56,7 @@ fn secret_format(params: &Params) -> Result<Option<SecretFormat>, ApiError> {
         .transpose()
 }
 
-fn secret(accept: Accept<'_>, secret: Secret) -> Response {
+fn secret(accept: Accept<'_>, secret: Secret) -> Answer {
     let (alg, bits) = (secret.alg, secret.bytes * 8);
     let body = if wants_json(accept) {
         let Secret { value, bytes, format, alg } = secret;
@@ -69,7 +69,7 @@ fn secret(accept: Accept<'_>, secret: Secret) -> Response {
 }
 
 /// `GET /uuid?count=1&version=4|7&alg=`.
-pub fn uuid(state: &AppState, admission: &Admission, parts: &Parts) -> Result<Response, ApiError> {
+pub fn uuid(state: &AppState, admission: &Admission, parts: &Parts) -> Result<Answer, ApiError> {
     let params = Params::of(parts)?;
     params.allow(&["count", "version", "alg"])?;
     let req = UuidRequest::new(
@@ -90,7 +90,7 @@ pub fn uuid(state: &AppState, admission: &Admission, parts: &Parts) -> Result<Re
 }
 
 /// `GET /int?min=&max=&count=&alg=`: uniform integers in `[min, max]`.
-pub fn int(state: &AppState, admission: &Admission, parts: &Parts) -> Result<Response, ApiError> {
+pub fn int(state: &AppState, admission: &Admission, parts: &Parts) -> Result<Answer, ApiError> {
     let params = Params::of(parts)?;
     params.allow(&["min", "max", "count", "alg"])?;
     let req = IntRequest::new(
