@@ -249,3 +249,28 @@ async fn the_router_and_the_direct_path_answer_alike() {
         assert!(!get.bytes().await.unwrap().is_empty(), "{path}");
     }
 }
+
+/// REST over HTTP/2 (h2c, prior knowledge), many requests at once on one connection: every
+/// stream is answered whole, with the front layer's headers, and each token is its own (the
+/// endpoints run on each stream's task, not the connection's).
+#[tokio::test]
+async fn rest_over_http2_answers_many_streams_on_one_connection() {
+    let app = spawn_app().await;
+    let client = reqwest::Client::builder().http2_prior_knowledge().build().unwrap();
+    let requests = (0..64).map(|i| {
+        let path = if i % 2 == 0 { "/token" } else { "/bits?n=4096&format=hex" };
+        client.get(app.url(path)).send()
+    });
+    let mut seen = std::collections::HashSet::new();
+    for response in futures_util::future::join_all(requests).await {
+        let response = response.unwrap();
+        assert_eq!(response.version(), reqwest::Version::HTTP_2);
+        assert_eq!(response.status(), 200);
+        assert_eq!(response.headers()["cache-control"], "no-store");
+        assert!(response.headers().contains_key("x-request-id"));
+        let body = response.text().await.unwrap();
+        assert!(body.len() == 43 || body.len() == 1024, "{}", body.len());
+        assert!(seen.insert(body));
+    }
+    assert_eq!(seen.len(), 64);
+}
