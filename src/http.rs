@@ -99,8 +99,9 @@ pub struct Served {
 
 /// What the front layer records of a response: what was served, the caller, the error's
 /// code. Endpoints hand it over beside their response ([`Answer`]); anything else that answers
-/// (the router's fallbacks, an error rendered below the front layer) leaves it in the
-/// response's extensions. Never read back from the headers.
+/// (the router's HEAD and POST routes and its fallbacks, an error rendered below the front
+/// layer, the front layer's own refusals) leaves it in the response's extensions. Never read
+/// back from the headers.
 #[derive(Debug, Clone, Default)]
 pub struct Outcome {
     /// What was served (`None`: nothing generated).

@@ -306,11 +306,15 @@ impl Service {
     }
 }
 
-/// `len` zero bytes, allocated as `malloc` + `memset`: `vec![0; len]` asks for zeroed memory
-/// (`calloc`), which glibc serves without its per-thread cache, at several times the cost for
-/// the small buffers of most requests.
+/// `len` zero bytes. Small buffers (most requests') as `malloc` + `memset`: `vec![0; len]`
+/// asks for zeroed memory (`calloc`), which glibc serves without its per-thread cache, at
+/// several times the cost. Large ones from `calloc`, which maps fresh zero pages for them
+/// instead of writing every byte once more.
 #[expect(clippy::slow_vector_initialization, reason = "calloc is the slow one here (measured)")]
 fn zeroed(len: usize) -> Vec<u8> {
+    if len > 128 * 1024 {
+        return vec![0; len];
+    }
     let mut buffer = Vec::with_capacity(len);
     buffer.resize(len, 0);
     buffer

@@ -100,7 +100,7 @@ impl Endpoint {
             Endpoint::Int => values::int(state, admission, parts),
             Endpoint::Algorithms => Ok(meta::algorithms(state).into()),
             Endpoint::Usage => Ok(meta::usage(admission).into()),
-            // Public: answered above.
+            // Never reached (public: answered above, unadmitted); here for an exhaustive match.
             Endpoint::OpenApi => Ok(openapi::get(state).into()),
         })
     }

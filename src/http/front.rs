@@ -161,7 +161,7 @@ where
             // only the future, and the connection must not wait for a request's work.
             (Some(_), Some(endpoint)) => {
                 let (parts, _body) = request.into_parts();
-                Inner::Direct { endpoint, parts: Some(parts), state: self.state.clone() }
+                Inner::Direct { endpoint, parts: Some(parts) }
             }
             (Some(_), None) => match catch_unwind(AssertUnwindSafe(|| self.inner.call(request))) {
                 Ok(future) => Inner::Called { future },
@@ -191,7 +191,7 @@ pin_project! {
     #[project = InnerProj]
     enum Inner<F> {
         Called { #[pin] future: F },
-        Direct { endpoint: Endpoint, parts: Option<Parts>, state: AppState },
+        Direct { endpoint: Endpoint, parts: Option<Parts> },
         Refused { error: Option<ApiError> },
     }
 }
@@ -236,13 +236,16 @@ where
                 Ok(Poll::Ready(Ok(response))) => (response, false, None),
                 Err(_) => (refusal(panicked(), grpc), true, None),
             },
-            InnerProj::Direct { endpoint, parts, state } => match parts.take() {
-                Some(parts) => match catch_unwind(AssertUnwindSafe(|| endpoint.answer(state, &parts))) {
-                    Ok(Answer { response, outcome }) => (response, false, Some(outcome)),
-                    Err(_) => (refusal(panicked(), grpc), true, None),
-                },
+            // The state is the observation's (taken only once this has answered).
+            InnerProj::Direct { endpoint, parts } => match (parts.take(), this.observe.as_ref()) {
+                (Some(parts), Some(Observe { state, .. })) => {
+                    match catch_unwind(AssertUnwindSafe(|| endpoint.answer(state, &parts))) {
+                        Ok(Answer { response, outcome }) => (response, false, Some(outcome)),
+                        Err(_) => (refusal(panicked(), grpc), true, None),
+                    }
+                }
                 // Polled again after its end (a contract breach): an error, not a panic.
-                None => (refusal(ApiError::Internal, grpc), true, None),
+                _ => (refusal(ApiError::Internal, grpc), true, None),
             },
             InnerProj::Refused { error } => {
                 (refusal(error.take().unwrap_or(ApiError::Internal), grpc), true, None)

@@ -422,6 +422,29 @@ async fn a_panicking_handler_is_a_500_with_every_header_and_nothing_leaks() {
     assert_eq!(response.status(), 200);
 }
 
+/// A GET answered by its endpoint directly runs when its response future is first polled,
+/// not when the service is called (HTTP/2 calls the service on the connection's task and
+/// spawns only the future): a future dropped unpolled generates and charges nothing.
+#[tokio::test]
+async fn a_direct_endpoint_runs_on_the_first_poll_not_in_the_call() {
+    use axum::body::Body;
+    use axum::http::Request;
+    use tower::Service;
+    let app = drbgd::app::App::build(test_settings()).await.unwrap();
+    let state = app.state().clone();
+    let mut service = drbgd::http::service(&state, drbgd::http::router(state.clone(), axum::Router::new()));
+    let served = || state.metrics.output_bytes.with_label_values(&["chacha20"]).get();
+    let token = || Request::get("/token?alg=chacha20").body(Body::empty()).unwrap();
+    let before = served();
+    let future = service.call(token());
+    assert_eq!(served(), before, "generated when called");
+    drop(future);
+    assert_eq!(served(), before);
+    let response = service.call(token()).await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(served(), before + 32);
+}
+
 /// The real binary, default config: every request gets exactly one access line, and the
 /// batching log writer has written all of them by the time the process exits on SIGTERM (the
 /// last ones are still queued when the signal arrives).

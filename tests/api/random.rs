@@ -250,9 +250,9 @@ async fn the_router_and_the_direct_path_answer_alike() {
     }
 }
 
-/// REST over HTTP/2 (h2c, prior knowledge), many requests at once on one connection: every
-/// stream is answered whole, with the front layer's headers, and each token is its own (the
-/// endpoints run on each stream's task, not the connection's).
+/// REST over HTTP/2 (h2c, prior knowledge), many requests at once on one client (one
+/// connection): every stream is answered whole, with the front layer's headers, and each
+/// output is its own.
 #[tokio::test]
 async fn rest_over_http2_answers_many_streams_on_one_connection() {
     let app = spawn_app().await;
