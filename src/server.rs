@@ -8,8 +8,9 @@
 //!    connection is asked to move: HTTP/2 gets a GOAWAY (in-flight streams finish, the client
 //!    opens a new connection), HTTP/1 responses carry `Connection: close`. Clients that hold
 //!    connections to this pod's IP leave it while it still answers.
-//! 2. [`Phase::Stopped`]: the listener closes, idle connections close, busy ones finish their
-//!    requests, all within the drain deadline.
+//! 2. [`Phase::Stopped`]: the listener closes (the connections already in its accept queue are
+//!    taken first and served: their clients' connects had returned), idle connections close,
+//!    busy ones finish their requests, all within the drain deadline.
 //!
 //! The header-read deadline is the connection's, not hyper's: hyper's own arms a new timer for
 //! every request it reads (an allocation, a timer-wheel insert and removal: about 1,500
@@ -40,8 +41,8 @@ use hyper_util::server::conn::auto::Builder;
 use hyper_util::service::TowerToHyperService;
 use pin_project_lite::pin_project;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::net::TcpListener;
-use tokio::sync::{Semaphore, watch};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 use tower::ServiceBuilder;
 
 use crate::callers::ClientIdentity;
@@ -290,23 +291,8 @@ where
     let mut watch_stop = phase.clone();
     let stopped = async move { watch_stop.wait_for(|p| *p == Phase::Stopped).await.map(|_| ()) };
     tokio::pin!(stopped);
-    loop {
-        let permit = tokio::select! {
-            permit = permits.clone().acquire_owned() => permit.expect("semaphore never closed"),
-            _ = &mut stopped => break,
-        };
-        let stream = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
-                Err(e) => {
-                    // EMFILE and friends: back off instead of spinning.
-                    tracing::warn!(error = %e, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-            _ = &mut stopped => break,
-        };
+    // Serves one accepted connection on its own task, holding its permit until it ends.
+    let spawn = |stream: TcpStream, permit: OwnedSemaphorePermit| {
         let _ = stream.set_nodelay(true);
         let state = Arc::new(ConnState::default());
         let stream = Counted { io: stream, state: state.clone() };
@@ -347,8 +333,33 @@ where
             }
             drop(permit);
         });
+    };
+    loop {
+        let permit = tokio::select! {
+            permit = permits.clone().acquire_owned() => permit.expect("semaphore never closed"),
+            _ = &mut stopped => break,
+        };
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    // EMFILE and friends: back off instead of spinning.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = &mut stopped => break,
+        };
+        spawn(stream, permit);
     }
-    drop(listener);
+    // Connections whose handshake the kernel finished before the listener closes are open for
+    // their clients (who may have sent a request on them already): served under the drain,
+    // not reset with the listener.
+    for stream in queued(listener) {
+        let Ok(permit) = permits.clone().try_acquire_owned() else { break };
+        spawn(stream, permit);
+    }
     // Every connection task holds a permit until it ends: all permits back means drained.
     let all = u32::try_from(options.max_connections).unwrap_or(u32::MAX);
     let drained = tokio::time::timeout(options.drain_timeout, permits.acquire_many(all)).await.is_ok();
@@ -356,6 +367,21 @@ where
         tracing::warn!("drain deadline passed with connections still open; closing them");
     }
     drained
+}
+
+/// The connections waiting in `listener`'s accept queue, taken without waiting (the socket is
+/// non-blocking: the first `WouldBlock` ends the list), and the listener closed.
+fn queued(listener: TcpListener) -> Vec<TcpStream> {
+    let Ok(listener) = listener.into_std() else {
+        return Vec::new();
+    };
+    std::iter::from_fn(|| listener.accept().ok())
+        .filter_map(|(stream, _)| {
+            // An accepted socket does not inherit the listener's O_NONBLOCK.
+            stream.set_nonblocking(true).ok()?;
+            TcpStream::from_std(stream).ok()
+        })
+        .collect()
 }
 
 /// `age` scaled by a factor in [0.9, 1.1) picked by the connection's sequence number (a

@@ -422,6 +422,38 @@ async fn a_panicking_handler_is_a_500_with_every_header_and_nothing_leaks() {
     assert_eq!(response.status(), 200);
 }
 
+/// Connections whose handshake the kernel finished before the listener closes are served under
+/// the drain, not reset with the listener: eight clients connect and send a request before the
+/// server ever accepts one (it is told to stop first); each gets its answer. Without taking the
+/// accept queue at the stop, the accept loop would race the stop for each of them.
+#[tokio::test]
+async fn connections_queued_when_the_listener_closes_are_served() {
+    use drbgd::server::{Phase, ServeOptions, serve};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let mut clients = Vec::new();
+    for _ in 0..8 {
+        let mut client = tokio::net::TcpStream::connect(address).await.unwrap();
+        client.write_all(b"GET /x HTTP/1.1\r\nhost: test\r\n\r\n").await.unwrap();
+        clients.push(client);
+    }
+    let (_phase, stopped) = tokio::sync::watch::channel(Phase::Stopped);
+    let router = axum::Router::new().route("/x", axum::routing::get(|| async { "served" }));
+    let options = ServeOptions {
+        max_connections: 64,
+        header_read_timeout: Duration::from_secs(5),
+        drain_timeout: Duration::from_secs(5),
+        max_connection_age: None,
+    };
+    let server = tokio::spawn(serve(listener, router, options, None, stopped));
+    for mut client in clients {
+        let mut answer = String::new();
+        client.read_to_string(&mut answer).await.unwrap();
+        assert!(answer.starts_with("HTTP/1.1 200") && answer.ends_with("served"), "{answer:?}");
+    }
+    assert!(server.await.unwrap(), "drained within the deadline");
+}
+
 /// A GET answered by its endpoint directly runs when its response future is first polled,
 /// not when the service is called (HTTP/2 calls the service on the connection's task and
 /// spawns only the future): a future dropped unpolled generates and charges nothing.
