@@ -11,7 +11,6 @@ Usage: rollout.py path/to/drbgd
 """
 import http.client
 import os
-import random
 import signal
 import socket
 import subprocess
@@ -23,8 +22,18 @@ import urllib.request
 BIN = sys.argv[1] if len(sys.argv) > 1 else "target/release/drbgd"
 DELAY_S = 2.0
 THREADS = 8
-PORT = 20000 + random.randrange(20000)
 HOST = "127.0.0.1"
+
+
+def free_port():
+    """A port no socket holds now (a random one could be held by a connection of an earlier
+    check, which fails the server's bind)."""
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+PORT = ADMIN_PORT = 0
 
 results = []  # (start, end, ok, why)
 lock = threading.Lock()
@@ -62,7 +71,7 @@ def client():
 
 def readyz():
     try:
-        with urllib.request.urlopen(f"http://{HOST}:{PORT + 1}/readyz", timeout=1) as r:
+        with urllib.request.urlopen(f"http://{HOST}:{ADMIN_PORT}/readyz", timeout=1) as r:
             return r.status
     except urllib.error.HTTPError as e:
         return e.code
@@ -70,14 +79,26 @@ def readyz():
         return 0
 
 
-def main():
+def start():
+    """The server, ready, on ports free when it starts (three tries, each on other ports)."""
+    global PORT, ADMIN_PORT
     env = dict(os.environ, DRBGD__SERVER__SHUTDOWN_DELAY_MS=str(int(DELAY_S * 1000)), DRBGD__LOG__LEVEL="warn")
-    server = subprocess.Popen([BIN, "serve", "--listen", f"{HOST}:{PORT}", "--admin-listen", f"{HOST}:{PORT + 1}"],
-                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    for _ in range(200):
-        if readyz() == 200:
-            break
-        time.sleep(0.05)
+    for _ in range(3):
+        PORT, ADMIN_PORT = free_port(), free_port()
+        server = subprocess.Popen([BIN, "serve", "--listen", f"{HOST}:{PORT}", "--admin-listen", f"{HOST}:{ADMIN_PORT}"],
+                                  env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        for _ in range(200):
+            if server.poll() is not None or readyz() == 200:
+                break
+            time.sleep(0.05)
+        if server.poll() is None:
+            return server
+        print(f"the server exited at start ({server.returncode}): {server.stderr.read().decode()[-2000:]}")
+    sys.exit("FAILED: the server did not start")
+
+
+def main():
+    server = start()
     threads = [threading.Thread(target=client, daemon=True) for _ in range(THREADS)]
     for t in threads:
         t.start()

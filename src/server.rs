@@ -8,9 +8,10 @@
 //!    connection is asked to move: HTTP/2 gets a GOAWAY (in-flight streams finish, the client
 //!    opens a new connection), HTTP/1 responses carry `Connection: close`. Clients that hold
 //!    connections to this pod's IP leave it while it still answers.
-//! 2. [`Phase::Stopped`]: the listener closes (the connections already in its accept queue are
-//!    taken first and served: their clients' connects had returned), idle connections close,
-//!    busy ones finish their requests, all within the drain deadline.
+//! 2. [`Phase::Stopped`]: the listener closes (the connections already in its accept queue, up
+//!    to the connection cap, are taken first and served: their clients' connects had
+//!    returned), idle connections close, busy ones finish their requests, all within the drain
+//!    deadline.
 //!
 //! The header-read deadline is the connection's, not hyper's: hyper's own arms a new timer for
 //! every request it reads (an allocation, a timer-wheel insert and removal: about 1,500
@@ -356,10 +357,7 @@ where
     // Connections whose handshake the kernel finished before the listener closes are open for
     // their clients (who may have sent a request on them already): served under the drain,
     // not reset with the listener.
-    for stream in queued(listener) {
-        let Ok(permit) = permits.clone().try_acquire_owned() else { break };
-        spawn(stream, permit);
-    }
+    take_queued(listener, &permits, spawn);
     // Every connection task holds a permit until it ends: all permits back means drained.
     let all = u32::try_from(options.max_connections).unwrap_or(u32::MAX);
     let drained = tokio::time::timeout(options.drain_timeout, permits.acquire_many(all)).await.is_ok();
@@ -369,19 +367,33 @@ where
     drained
 }
 
-/// The connections waiting in `listener`'s accept queue, taken without waiting (the socket is
-/// non-blocking: the first `WouldBlock` ends the list), and the listener closed.
-fn queued(listener: TcpListener) -> Vec<TcpStream> {
+/// Serves the connections waiting in `listener`'s accept queue, as many as the connection cap
+/// has places for, without waiting (the socket is non-blocking: `WouldBlock` ends it), then
+/// closes the listener. A handshake that completes in the few microseconds between the last
+/// accept and the close is still reset; the shutdown delay is what keeps clients away by then.
+fn take_queued(
+    listener: TcpListener,
+    permits: &Arc<Semaphore>,
+    spawn: impl Fn(TcpStream, OwnedSemaphorePermit),
+) {
     let Ok(listener) = listener.into_std() else {
-        return Vec::new();
+        return;
     };
-    std::iter::from_fn(|| listener.accept().ok())
-        .filter_map(|(stream, _)| {
-            // An accepted socket does not inherit the listener's O_NONBLOCK.
-            stream.set_nonblocking(true).ok()?;
-            TcpStream::from_std(stream).ok()
-        })
-        .collect()
+    let mut aborted = 0;
+    while let Ok(permit) = permits.clone().try_acquire_owned() {
+        match listener.accept() {
+            Ok((stream, _)) => {
+                // An accepted socket does not inherit the listener's O_NONBLOCK.
+                if let Ok(stream) = stream.set_nonblocking(true).and_then(|()| TcpStream::from_std(stream)) {
+                    spawn(stream, permit);
+                }
+            }
+            // One connection's failure (reset before it was taken), not the queue's.
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionAborted && aborted < 64 => aborted += 1,
+            // The queue is empty, or no descriptor or memory is left.
+            Err(_) => break,
+        }
+    }
 }
 
 /// `age` scaled by a factor in [0.9, 1.1) picked by the connection's sequence number (a

@@ -424,8 +424,10 @@ async fn a_panicking_handler_is_a_500_with_every_header_and_nothing_leaks() {
 
 /// Connections whose handshake the kernel finished before the listener closes are served under
 /// the drain, not reset with the listener: eight clients connect and send a request before the
-/// server ever accepts one (it is told to stop first); each gets its answer. Without taking the
-/// accept queue at the stop, the accept loop would race the stop for each of them.
+/// server runs, and it is told to stop before it starts. Its accept loop races the stop for
+/// each (a random pick between two ready branches) and takes some; the rest are in the queue
+/// when the loop ends. Each client gets its answer (without taking the queue, all eight would
+/// need to win both races).
 #[tokio::test]
 async fn connections_queued_when_the_listener_closes_are_served() {
     use drbgd::server::{Phase, ServeOptions, serve};
@@ -446,12 +448,16 @@ async fn connections_queued_when_the_listener_closes_are_served() {
         max_connection_age: None,
     };
     let server = tokio::spawn(serve(listener, router, options, None, stopped));
-    for mut client in clients {
-        let mut answer = String::new();
-        client.read_to_string(&mut answer).await.unwrap();
-        assert!(answer.starts_with("HTTP/1.1 200") && answer.ends_with("served"), "{answer:?}");
-    }
-    assert!(server.await.unwrap(), "drained within the deadline");
+    let answers = async {
+        for mut client in clients {
+            let mut answer = String::new();
+            client.read_to_string(&mut answer).await.unwrap();
+            assert!(answer.starts_with("HTTP/1.1 200") && answer.ends_with("served"), "{answer:?}");
+        }
+        server.await.unwrap()
+    };
+    let drained = tokio::time::timeout(Duration::from_secs(20), answers).await.expect("answered in time");
+    assert!(drained, "drained within the deadline");
 }
 
 /// A GET answered by its endpoint directly runs when its response future is first polled,
