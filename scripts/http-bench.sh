@@ -33,7 +33,7 @@ bpid=$!
 trap 'kill $dpid $bpid 2>/dev/null || true; rm -rf "$out"' EXIT
 for _ in $(seq 100); do curl -fsS "http://$admin/readyz" >/dev/null 2>&1 && curl -fsS "http://$base/const32" >/dev/null 2>&1 && break; sleep 0.1; done
 
-# name | group | url (HTTP) or "grpc:<method>:<json>"
+# name | group | url (HTTP) or "grpc:<method>:<json>"; the first row of each group is its baseline
 rows=(
   "bare 32 B|small|http://$base/const32"
   "admin /livez|small|http://$admin/livez"
@@ -53,8 +53,14 @@ rows+=(
   "gRPC GetBits n=256|grpc|grpc:drbgd.v1.RandomnessService/GetBits:{\"n\":256}"
 )
 
+declare -A baseline baseline_name  # group -> its baseline's url, name
+for row in "${rows[@]}"; do
+  IFS='|' read -r name group url <<<"$row"
+  [ -n "${baseline[$group]:-}" ] || { baseline[$group]=$url; baseline_name[$group]=$name; }
+done
+
 if [ -n "${ONLY:-}" ]; then  # a subset: rows whose name matches the regex ONLY (baselines run anyway)
-  mapfile -t rows < <(printf '%s\n' "${rows[@]}" | awk -F'|' -v only="$ONLY" '$1 ~ "^(bare |gRPC Health)" || $1 ~ only')
+  mapfile -t rows < <(printf '%s\n' "${rows[@]}" | awk -F'|' -v only="$ONLY" '$1 ~ only')
 fi
 
 gen_seconds() { # alg -> drbgd_generate_duration_seconds_sum for it
@@ -84,14 +90,6 @@ measure() { # url -> "requests/s generator-ms-per-response" (the latter for /bit
   fi
 }
 
-baseline_of() { # group -> the baseline row's url
-  case $1 in
-    small) echo "http://$base/const32" ;;
-    bulk) echo "http://$base/const1250k" ;;
-    grpc) echo "grpc:grpc.health.v1.Health/Check:{}" ;;
-  esac
-}
-
 for round in $(seq "$rounds"); do
   order=("${rows[@]}")
   if (( round % 2 == 0 )); then  # alternate the order, so drift and heat do not favour one side
@@ -99,16 +97,15 @@ for round in $(seq "$rounds"); do
   fi
   for row in "${order[@]}"; do
     IFS='|' read -r name group url <<<"$row"
-    baseline=$(baseline_of "$group")
-    [ "$url" = "$baseline" ] && continue
+    [ "$url" = "${baseline[$group]}" ] && continue
     if (( round % 2 == 1 )); then
-      b=$(measure "$baseline"); r=$(measure "$url")
+      b=$(measure "${baseline[$group]}"); r=$(measure "$url")
     else
-      r=$(measure "$url"); b=$(measure "$baseline")
+      r=$(measure "$url"); b=$(measure "${baseline[$group]}")
     fi
-    # name|group|row rps|generator ms (bulk /bits rows)|baseline rps of the pair
+    # name|baseline's name|row rps|generator ms (bulk /bits rows)|baseline rps of the pair
     IFS=' ' read -r rps gen <<<"$r"
-    echo "$name|$group|$rps|${gen:-}|${b%% *}" >>"$out/results"
+    echo "$name|${baseline_name[$group]}|$rps|${gen:-}|${b%% *}" >>"$out/results"
   done
   echo "round $round done" >&2
 done
@@ -131,12 +128,11 @@ for line in open(sys.argv[1]):
         g_ms = float(gen)
         r["gen"].append(g_ms)
         r["ideal"].append(rps / (1e3 / (g_ms + 1e3 / b)) if b else float("nan"))
-names = {"small": "bare 32 B", "bulk": "bare 1.25 MB", "grpc": "gRPC Health/Check"}
 med = statistics.median
 print(f"| route | requests/s (median of {sys.argv[2]}) | ratio to the baseline, paired (median; min–max) | vs generation + constant body |")
 print("|---|---|---|---|")
 for group, values in base.items():
-    print(f"| {names[group]} (baseline) | {med(values):,.0f} | 1.00× | |")
+    print(f"| {group} (baseline) | {med(values):,.0f} | 1.00× | |")
     for name in [n for n in order if rows[n]["group"] == group]:
         r = rows[name]
         ceiling = ""

@@ -310,27 +310,10 @@ where
             client: None,
         };
         let tls = tls.as_ref().map(|t| t.current());
-        let handshake_timeout = options.header_read_timeout;
         tokio::spawn(async move {
             match tls {
                 None => connection.run(stream).await,
-                Some(acceptor) => {
-                    match tokio::time::timeout(handshake_timeout, acceptor.accept(stream)).await {
-                        Ok(Ok(stream)) => {
-                            // Verified by rustls against tls.client_ca_file, when presented.
-                            let client = stream
-                                .get_ref()
-                                .1
-                                .peer_certificates()
-                                .and_then(|chain| chain.first())
-                                .and_then(|cert| ClientIdentity::from_der(cert))
-                                .map(Arc::new);
-                            Connection { client, ..connection }.run(stream).await;
-                        }
-                        Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake failed"),
-                        Err(_) => tracing::debug!("TLS handshake timed out"),
-                    }
-                }
+                Some(acceptor) => connection.run_tls(stream, acceptor).await,
             }
             drop(permit);
         });
@@ -457,6 +440,26 @@ struct Connection<S> {
 }
 
 impl<S: HttpService> Connection<S> {
+    /// [`Connection::run`] over TLS, once the handshake is done (within the header-read
+    /// timeout), with the verified client certificate's identity if one was presented.
+    async fn run_tls(self, stream: Counted<TcpStream>, acceptor: tokio_rustls::TlsAcceptor) {
+        match tokio::time::timeout(self.header_read_timeout, acceptor.accept(stream)).await {
+            Ok(Ok(stream)) => {
+                // Verified by rustls against tls.client_ca_file, when presented.
+                let client = stream
+                    .get_ref()
+                    .1
+                    .peer_certificates()
+                    .and_then(|chain| chain.first())
+                    .and_then(|cert| ClientIdentity::from_der(cert))
+                    .map(Arc::new);
+                Connection { client, ..self }.run(stream).await;
+            }
+            Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake failed"),
+            Err(_) => tracing::debug!("TLS handshake timed out"),
+        }
+    }
+
     /// Serves until the client closes; asks the connection to end (GOAWAY / `Connection:
     /// close`) when draining starts or it reaches its age, closes it gracefully when the
     /// listener stops, and drops it if it outlives its age by the grace period.

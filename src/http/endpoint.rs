@@ -23,6 +23,18 @@ use crate::state::AppState;
 pub const ROUTES: &[&str] =
     &["/bits", "/bytes", "/token", "/nonce", "/uuid", "/int", "/algorithms", "/usage", "/openapi.json"];
 
+/// Who may call an endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Guard {
+    /// Anyone, unadmitted (the contract).
+    Public,
+    /// Any admitted caller: an in-flight place, no route permission, no request token
+    /// (metadata).
+    Caller,
+    /// A caller admitted to this random-output route.
+    Route(Route),
+}
+
 /// A GET endpoint of the API.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Endpoint {
@@ -70,26 +82,28 @@ impl Endpoint {
         ROUTES[self as usize]
     }
 
-    /// Who may call it: `None` for anyone (the contract is public), else a caller admitted to
-    /// the random-output route (`Some(Some(route))`) or any caller (`Some(None)`: metadata).
-    pub fn guard(self) -> Option<Option<Route>> {
+    /// Who may call it, named here for each endpoint (never derived from its path, so that no
+    /// random-output endpoint can fall back to a laxer guard).
+    pub fn guard(self) -> Guard {
         match self {
-            Endpoint::Bits => Some(Some(Route::Bits)),
-            Endpoint::Bytes => Some(Some(Route::Bytes)),
-            Endpoint::Token => Some(Some(Route::Token)),
-            Endpoint::Nonce => Some(Some(Route::Nonce)),
-            Endpoint::Uuid => Some(Some(Route::Uuid)),
-            Endpoint::Int => Some(Some(Route::Int)),
-            Endpoint::Algorithms | Endpoint::Usage => Some(None),
-            Endpoint::OpenApi => None,
+            Endpoint::Bits => Guard::Route(Route::Bits),
+            Endpoint::Bytes => Guard::Route(Route::Bytes),
+            Endpoint::Token => Guard::Route(Route::Token),
+            Endpoint::Nonce => Guard::Route(Route::Nonce),
+            Endpoint::Uuid => Guard::Route(Route::Uuid),
+            Endpoint::Int => Guard::Route(Route::Int),
+            Endpoint::Algorithms | Endpoint::Usage => Guard::Caller,
+            Endpoint::OpenApi => Guard::Public,
         }
     }
 
     /// The response to a GET of this endpoint (errors as problem+json), its caller admitted
     /// first as [`Endpoint::guard`] says.
     pub fn answer(self, state: &AppState, parts: &Parts) -> Answer {
-        let Some(route) = self.guard() else {
-            return openapi::get(state).into();
+        let route = match self.guard() {
+            Guard::Public => return openapi::get(state).into(),
+            Guard::Caller => None,
+            Guard::Route(route) => Some(route),
         };
         admitted(state, route, parts, |admission| match self {
             Endpoint::Bits => random::get_bits(state, admission, parts),
@@ -133,13 +147,13 @@ mod tests {
         // route has its endpoint; the others are metadata, but for the public contract.
         for e in Endpoint::ALL {
             match e.guard() {
-                Some(Some(route)) => assert_eq!(route.path(), e.path()),
-                Some(None) => assert!(matches!(e, Endpoint::Algorithms | Endpoint::Usage), "{e:?}"),
-                None => assert_eq!(e, Endpoint::OpenApi),
+                Guard::Route(route) => assert_eq!(route.path(), e.path()),
+                Guard::Caller => assert!(matches!(e, Endpoint::Algorithms | Endpoint::Usage), "{e:?}"),
+                Guard::Public => assert_eq!(e, Endpoint::OpenApi),
             }
         }
         for r in Route::ALL {
-            assert!(Endpoint::ALL.iter().any(|e| e.guard() == Some(Some(r))), "{r:?}");
+            assert!(Endpoint::ALL.iter().any(|e| e.guard() == Guard::Route(r)), "{r:?}");
         }
     }
 }

@@ -14,7 +14,7 @@ pub const MAX_PARAMS: usize = 16;
 
 /// The query string's parameters, in order, borrowed from the request where no escape had
 /// to be decoded (a handful at most: a list, not a map).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Params<'a>(Vec<(Cow<'a, str>, Cow<'a, str>)>);
 
 impl<'a> Params<'a> {
