@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Entropy outage at the OS boundary (issue 11).
+"""Entropy outage at the OS boundary (fail closed without dropping anyone: every call gets a
+complete answer, a 503 when it cannot be served safely, and no suspect output is served).
 
 Starts the real release binary, waits for /readyz, then makes the kernel's getrandom(2) fail
 with EIO for every thread of the process (strace attached from outside: -f follows threads,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Zero-downtime rollout check (issue 12): SIGTERM during a steady load on one instance.
+"""Zero-downtime rollout check (rolling updates must not refuse connections): SIGTERM during a steady load on one instance.
 
 Starts the release binary with server.shutdown_delay_ms = DELAY, drives /token from N client
 threads (keep-alive HTTP/1.1 connections, reconnecting as real clients do), sends SIGTERM

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # What does a refused request cost? Requests/s of served and refused calls of the example
 # callers (config/examples/callers.toml, audit log on), drbgd pinned to core 0 with one shard,
-# wrk -t1 -c32 pinned to core 1, alternating over rounds (issue 15).
+# wrk -t1 -c32 pinned to core 1, alternating over rounds (the cost of named callers: per-caller
+# policy, quotas and the audit trail).
 #
 # Usage: scripts/caller-bench.sh [rounds=2] [seconds=8]
 # Env:   DRBGD=path (default target/release/drbgd, built if absent). Needs wrk, taskset.

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Counts getrandom(2) calls of a running drbgd while it serves 10,000 /token and 10,000
-# /bits?n=256 requests (issue 11: outside reseeds, serving must not call the OS). strace -c
+# /bits?n=256 requests (the fail-closed requirement: outside reseeds, serving must not call the
+# OS, not even for request ids). strace -c
 # attaches to every thread of the running process (-f) and traces getrandom only. Besides
 # reseeds, the only other caller is the readiness probe of the entropy source (at most once a
 # second, from the gRPC health follower); no request makes one.

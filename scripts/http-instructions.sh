@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Instructions per request: the user-space cost of one request through drbgd's stack against the
 # bare axum route, counted by valgrind (callgrind), so the figure does not move with the other
-# tenants of a shared machine the way requests/s does (issue 13; see benches/README.md).
+# tenants of a shared machine the way requests/s does (the request-path budget; see
+# benches/README.md).
 #
 # Each server runs under callgrind on its own; a keep-alive client sends N1, then (in a second
 # run) N2 sequential requests, and the difference of the two totals divided by N2 - N1 is the

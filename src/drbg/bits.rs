@@ -1,4 +1,4 @@
-//! Bit strings as the DRBG study (seed 000) packs them, and fast counting of ones.
+//! Bit strings as the Rust DRBG benchmarking study packs them, and fast counting of ones.
 //!
 //! A request for `n` bits is `ceil(n/8)` bytes; bit 0 is the most significant bit of byte 0
 //! and the unused low bits of the last byte are zero.

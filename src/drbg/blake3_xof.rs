@@ -1,4 +1,4 @@
-//! The `blake3` generator (seed 000's keyed BLAKE3 XOF): a keyed hasher over an incrementing
+//! The `blake3` generator (the keyed BLAKE3 XOF of the Rust DRBG benchmarking study): a keyed hasher over an incrementing
 //! 64-bit counter whose extendable output is the keystream, behind fast key erasure.
 
 use blake3::{Hasher, OutputReader};

@@ -7,7 +7,7 @@
 //! straight into the caller's memory (no copy) and followed by a rekey from fresh keystream.
 //! Either way, once a call returns, the state holds no key that produced, and no copy of,
 //! any byte already returned: a state captured later reveals no earlier output (backtracking
-//! resistance, as in Randen, seed 002).
+//! resistance, as in Google's Randen).
 
 use std::fmt;
 

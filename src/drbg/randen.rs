@@ -1,4 +1,4 @@
-//! The `randen` generator: Google's Randen (seed 002), a sponge over a 16-branch generalized
+//! The `randen` generator: Google's Randen, a sponge over a 16-branch generalized
 //! Feistel permutation whose round function is two AES rounds. Fast and backtracking-resistant,
 //! but not a NIST design. On x86-64 with AES-NI the permutation runs with the whole state in
 //! vector registers ([`aesni`]); elsewhere through the `aes` crate's round function

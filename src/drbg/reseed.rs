@@ -36,7 +36,8 @@ pub struct ReseedPolicy {
     pub rekey_after_bytes: u64,
     /// Maximum time between reseeds.
     pub rekey_after: Duration,
-    /// arc4random-style randomized threshold (seed 003).
+    /// arc4random-style randomized threshold (the paper on a non-deterministic arc4random rekey
+    /// interval).
     pub jitter: bool,
 }
 

@@ -15,7 +15,7 @@ pub enum Encoding {
     Base64,
     /// RFC 4648 URL-safe base64 without padding.
     Base64Url,
-    /// ASCII `0`/`1`, one character per bit (seed 000's bit strings).
+    /// ASCII `0`/`1`, one character per bit (the bit strings of the Rust DRBG benchmarking study).
     Bits,
     /// A JSON object with the data in hex and the count of ones.
     Json,

@@ -1,4 +1,4 @@
-//! The DRBG study (seed 000), reproduced on drbgd's own generators (`drbgd-study`): time,
+//! The Rust DRBG benchmarking study, reproduced on drbgd's own generators (`drbgd-study`): time,
 //! packed bytes and ones ratio for 10^4..10^7-bit strings, for every algorithm and, as a
 //! same-run baseline, the study's own constructions; `results/metrics.csv` and three figures
 //! (SVG and PNG).

@@ -1,9 +1,9 @@
 //! `drbgd-study`: the source experiments, reproduced on drbgd's own generators.
 //!
-//! - `drbgd-study [--lengths ..] [--reps N] [--out DIR]`: the DRBG study (seed 000), a CSV and
-//!   three figures;
-//! - `drbgd-study rekey [--count N] [--reps N]`: arc4random's randomized rekey interval
-//!   (seed 003), reseeds per run, the interval distribution and a chi-square of 0..=99 draws.
+//! - `drbgd-study [--lengths ..] [--reps N] [--out DIR]`: the Rust DRBG benchmarking study, a
+//!   CSV and three figures;
+//! - `drbgd-study rekey [--count N] [--reps N]`: the arc4random paper's randomized rekey
+//!   interval, reseeds per run, the interval distribution and a chi-square of 0..=99 draws.
 //!
 //! A binary of its own (a workspace member) so that the server, `drbgd`, links none of what
 //! the study needs: plotters and its bitmap backend, the embedded DejaVu font, statrs (with

@@ -1,4 +1,5 @@
-//! arc4random's randomized rekey interval (seed 003), on drbgd's managed ChaCha20: 39,600,000
+//! arc4random's randomized rekey interval (the paper on a non-deterministic arc4random rekey
+//! interval), on drbgd's managed ChaCha20: 39,600,000
 //! 32-bit integers (151 MiB) per run, jitter off and on, with REKEY_BASE = 1,600,000 bytes as in
 //! OpenBSD; mean time, reseeds per run, the interval distribution; and the chi-square goodness
 //! of fit of 39,600,000 uniform draws in 0..=99 from every generator (the `/int` sampler).

@@ -1,4 +1,4 @@
-//! The DRBG study's own constructions (seed 000), measured in the same run as drbgd's
+//! The Rust DRBG benchmarking study's own constructions, measured in the same run as drbgd's
 //! generators so the speed-up is a ratio, not a cross-machine comparison:
 //! a fresh AES-256-CTR instance per call keyed through BLAKE3, rand_chacha's ChaCha20Rng, and a
 //! keyed BLAKE3 XOF over a counter.

@@ -1,8 +1,8 @@
-//! The Go SP 800-90A library's benchmark sizes (seed 004), so drbgd's figures line up with its
+//! The Go SP 800-90A AES-CTR-DRBG library's benchmark sizes, so drbgd's figures line up with its
 //! published table: serial reads of 16 B .. 16 KiB, concurrent 16-byte reads from 2 and 4
 //! threads, 10 MiB and 50 MiB reads, and UUID v4 generation.
 //!
-//! Run: `cargo bench --bench seed004`; figures in benches/README.md.
+//! Run: `cargo bench --bench sp800_90a_sizes`; figures in benches/README.md.
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -35,16 +35,16 @@ fn reads<L: std::fmt::Display>(c: &mut Criterion, group: &str, sizes: &[(usize, 
 }
 
 fn serial(c: &mut Criterion) {
-    reads(c, "seed004/serial", &[16, 32, 64, 256, 512, 4096, 16384].map(|n: usize| (n, n)), 100);
+    reads(c, "sp800_90a_sizes/serial", &[16, 32, 64, 256, 512, 4096, 16384].map(|n: usize| (n, n)), 100);
 }
 
 fn large(c: &mut Criterion) {
-    reads(c, "seed004/large", &[(10 << 20, "10MiB"), (50 << 20, "50MiB")], 10);
+    reads(c, "sp800_90a_sizes/large", &[(10 << 20, "10MiB"), (50 << 20, "50MiB")], 10);
 }
 
 /// 16-byte reads shared by `threads` threads; reported as wall time per read.
 fn concurrent(c: &mut Criterion) {
-    let mut g = c.benchmark_group("seed004/concurrent16B");
+    let mut g = c.benchmark_group("sp800_90a_sizes/concurrent16B");
     for threads in [2usize, 4] {
         let pool = pool(threads.min(std::thread::available_parallelism().map_or(1, |n| n.get())));
         g.bench_function(BenchmarkId::new("chacha20", format!("{threads}threads")), |b| {
@@ -75,7 +75,7 @@ fn concurrent(c: &mut Criterion) {
 
 fn uuid_v4(c: &mut Criterion) {
     let pool = pool(1);
-    c.bench_function("seed004/uuid_v4/chacha20", |b| {
+    c.bench_function("sp800_90a_sizes/uuid_v4/chacha20", |b| {
         b.iter(|| {
             let mut bytes = [0u8; 16];
             pool.fill(Algorithm::ChaCha20, &mut bytes, false).unwrap();
