@@ -25,7 +25,7 @@ promtool check config deploy/prometheus/prometheus.yml
 promtool check rules deploy/prometheus/rules.yml
 promtool test rules deploy/prometheus/rules_test.yml
 
-echo "--- every alert: runbook_url into README's Runbook section, unit-tested firing and silent"
+echo "--- every alert: runbook_url into a heading of docs/runbook.md, unit-tested firing and silent"
 python3 .ci/runbook_check.py
 
 echo "--- Grafana dashboards: valid JSON, datasource and namespace/instance variables, \$__rate_interval"
@@ -94,3 +94,4 @@ print("PrometheusRule matches deploy/prometheus/rules.yml")
 PY
 promtool check rules "$out/k8s-rules.yml"
 rm -rf "$out"
+python3 .ci/doc_links.py  # every relative link and #anchor in README.md, docs/*.md, benches/README.md resolves

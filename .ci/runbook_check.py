@@ -2,54 +2,38 @@
 """Every alert in deploy/prometheus/rules.yml links a runbook entry that exists, and is unit-tested
 both firing and silent.
 
-- each alert has annotations.runbook_url = <README URL>#<anchor>, and <anchor> is the GitHub
-  anchor of a heading inside README.md's "## Runbook" section;
+- each alert has annotations.runbook_url = <docs/runbook.md URL>#<anchor>, and <anchor> is the
+  GitHub anchor of a heading of docs/runbook.md (the anchor rules of .ci/doc_links.py);
 - deploy/prometheus/rules_test.yml has, for each alert, a case expecting it to fire (non-empty
   exp_alerts) and a case expecting silence (empty exp_alerts), and names no unknown alert.
 """
-import re
 import sys
 from pathlib import Path
 
 import yaml
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from doc_links import anchors  # noqa: E402  (one definition of GitHub's anchor rules)
+
 ROOT = Path(__file__).resolve().parent.parent
-README_URL = "https://example.invalid/drbgd/blob/main/README.md"
-
-
-def github_anchor(heading):
-    """GitHub's heading slug: lower case, punctuation dropped (not - or _), spaces to hyphens."""
-    text = re.sub(r"`", "", heading.strip().lower())
-    text = re.sub(r"[^\w\- ]", "", text)
-    return text.replace(" ", "-")
-
-
-def runbook_anchors(readme):
-    anchors, inside = set(), False
-    for line in readme.splitlines():
-        if line.startswith("## "):
-            inside = line[3:].strip() == "Runbook"
-            if inside:
-                anchors.add(github_anchor(line[3:]))
-        elif inside and line.startswith("###"):
-            anchors.add(github_anchor(line.lstrip("#")))
-    return anchors
+RUNBOOK = ROOT / "docs/runbook.md"
+RUNBOOK_URL = "https://example.invalid/drbgd/blob/main/docs/runbook.md"
 
 
 def main():
     errors = []
     rules = yaml.safe_load((ROOT / "deploy/prometheus/rules.yml").read_text())
     alerts = [r for g in rules["groups"] for r in g["rules"] if "alert" in r]
-    anchors = runbook_anchors((ROOT / "README.md").read_text())
-    if not anchors:
-        errors.append("README.md has no '## Runbook' section")
+    headings = anchors(RUNBOOK) if RUNBOOK.is_file() else set()
+    if not headings:
+        errors.append(f"{RUNBOOK.relative_to(ROOT)} is missing or has no headings")
     for a in alerts:
         url = (a.get("annotations") or {}).get("runbook_url", "")
         base, _, anchor = url.partition("#")
-        if base != README_URL or not anchor:
-            errors.append(f"{a['alert']}: runbook_url {url!r} is not {README_URL}#<anchor>")
-        elif anchor not in anchors:
-            errors.append(f"{a['alert']}: runbook anchor #{anchor} is no heading of README's Runbook section")
+        if base != RUNBOOK_URL or not anchor:
+            errors.append(f"{a['alert']}: runbook_url {url!r} is not {RUNBOOK_URL}#<anchor>")
+        elif anchor not in headings:
+            errors.append(f"{a['alert']}: runbook anchor #{anchor} is no heading of docs/runbook.md")
 
     tests = yaml.safe_load((ROOT / "deploy/prometheus/rules_test.yml").read_text())
     fires, silent = set(), set()
