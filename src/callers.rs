@@ -118,23 +118,37 @@ impl Callers {
         Ok(())
     }
 
-    /// Identifies the caller and admits the request to `route`: policy route check, in-flight
-    /// cap, request bucket. `None` is a metadata route (`/algorithms`, `/usage`, `GetUsage`),
-    /// which every caller may call: no route check and no request token (a caller held at its
-    /// rate can still read its own usage, which is what `/usage` is for; answering it costs
-    /// what answering a 429 costs), but an in-flight place as for any other, so the metadata
-    /// routes are no way around the caller's share of the concurrency limit.
+    /// Identifies the caller and admits the request to `route` at once: [`Callers::authorize`]
+    /// then [`Authorized::enter`] (what the request pipeline does with the server's cap on
+    /// requests in progress between the two).
     ///
     /// # Errors
-    /// [`Denied`] with 401, 403 (`unknown_client`, `route_not_allowed`) or 429
-    /// (`concurrency_limited`, `rate_limited`); each is counted, and so is the request (under
-    /// `unknown` when the credentials name no caller).
+    /// See the two steps.
     pub fn admit(
         &self,
         bearer: Option<&[u8]>,
         client: Option<&ClientIdentity>,
         route: Option<Route>,
     ) -> Result<Admission, Denied> {
+        self.authorize(bearer, client, route)?.enter()
+    }
+
+    /// The first step of admission, from the request's head alone: identifies the caller and
+    /// checks its policy allows `route`. `None` is a metadata route (`/algorithms`, `/usage`,
+    /// `GetUsage`), which every caller may call. Nothing of the caller's quota is taken yet:
+    /// [`Authorized::enter`] does that once the server has room for the request, so a request
+    /// the server sheds costs the caller nothing.
+    ///
+    /// # Errors
+    /// [`Denied`] with 401, 403 (`unknown_client`, `credentials_conflict`,
+    /// `route_not_allowed`); each is counted, and so is the request (under `unknown` when the
+    /// credentials name no caller).
+    pub fn authorize(
+        &self,
+        bearer: Option<&[u8]>,
+        client: Option<&ClientIdentity>,
+        route: Option<Route>,
+    ) -> Result<Authorized, Denied> {
         let at = Instant::now();
         let caller = match self.registry().identify(bearer, client) {
             Ok(caller) => caller,
@@ -145,15 +159,43 @@ impl Callers {
             }
         };
         caller.count_request();
+        if let Some(route) = route
+            && let Err(error) = caller.policy.check_route(route)
+        {
+            caller.count_denial(&error);
+            return Err(Denied { caller: Some(caller), error, at });
+        }
+        Ok(Authorized { caller, metadata: route.is_none(), at })
+    }
+}
+
+/// A caller identified and allowed on its route, its quota not yet taken (see
+/// [`Callers::authorize`]).
+#[derive(Debug)]
+pub struct Authorized {
+    /// Who is asking.
+    pub caller: Arc<Caller>,
+    /// A metadata route: no request token.
+    metadata: bool,
+    /// When it was authorized.
+    pub at: Instant,
+}
+
+impl Authorized {
+    /// The second step of admission: a place in the caller's in-flight count and, for a
+    /// random-output route, a token from its request bucket. Metadata routes take no token (a
+    /// caller held at its rate can still read its own usage, which is what `/usage` is for;
+    /// answering it costs what answering a 429 costs) but an in-flight place as any other, so
+    /// they are no way around the caller's share of the concurrency limit.
+    ///
+    /// # Errors
+    /// [`Denied`] with 429 (`concurrency_limited`, `rate_limited`), counted.
+    pub fn enter(self) -> Result<Admission, Denied> {
+        let Authorized { caller, metadata, at } = self;
         let deny = |caller: Arc<Caller>, error: ApiError| {
             caller.count_denial(&error);
             Err(Denied { caller: Some(caller), error, at })
         };
-        if let Some(route) = route
-            && let Err(error) = caller.policy.check_route(route)
-        {
-            return deny(caller, error);
-        }
         let Some(in_flight) = caller.quota_state().enter(caller.quota.max_in_flight) else {
             let error = ApiError::rate_limited(
                 "concurrency_limited",
@@ -162,7 +204,7 @@ impl Callers {
             );
             return deny(caller, error);
         };
-        if route.is_some()
+        if !metadata
             && let Some(rate) = caller.quota.requests
             && let Err(wait) = caller.quota_state().requests.take(rate, 1.0, at)
         {

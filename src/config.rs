@@ -54,6 +54,16 @@ pub struct ServerSettings {
     pub header_read_timeout_ms: u64,
     /// Time until response headers.
     pub request_timeout_ms: u64,
+    /// Time from a request's start to the end of its body.
+    pub body_read_timeout_ms: u64,
+    /// Time a response body may make no progress (its client not reading) before the
+    /// connection is closed.
+    pub write_timeout_ms: u64,
+    /// Time an HTTP/2 connection may have no open stream before it is sent GOAWAY and closed,
+    /// pings or not.
+    pub http2_idle_timeout_ms: u64,
+    /// Streams an HTTP/2 client may have open on one connection.
+    pub http2_max_concurrent_streams: u32,
     /// Requests in progress at once before shedding.
     pub concurrency_limit: usize,
     /// Drain deadline at shutdown.
@@ -377,8 +387,18 @@ impl Settings {
         if s.concurrency_limit == 0 || s.max_connections == 0 {
             return invalid("server.concurrency_limit", "must be positive");
         }
-        if !(1..=86_400_000).contains(&s.header_read_timeout_ms) {
-            return invalid("server.header_read_timeout_ms", "must be in 1..=86400000 (a day)");
+        for (name, ms) in [
+            ("server.header_read_timeout_ms", s.header_read_timeout_ms),
+            ("server.body_read_timeout_ms", s.body_read_timeout_ms),
+            ("server.write_timeout_ms", s.write_timeout_ms),
+            ("server.http2_idle_timeout_ms", s.http2_idle_timeout_ms),
+        ] {
+            if !(1..=86_400_000).contains(&ms) {
+                return invalid(name, "must be in 1..=86400000 (a day)");
+            }
+        }
+        if s.http2_max_concurrent_streams == 0 {
+            return invalid("server.http2_max_concurrent_streams", "must be positive");
         }
         if s.listen == s.admin_listen && s.listen.port() != 0 {
             return invalid("server.admin_listen", "must differ from server.listen");

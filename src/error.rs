@@ -170,13 +170,39 @@ impl ApiError {
     }
 
     /// The gRPC status: message `"<code>: <sentence>"`, so the machine code survives, and
-    /// the `retry-after` metadata (seconds) where HTTP would send `Retry-After`.
+    /// the `retry-after` metadata (seconds) where HTTP would send `Retry-After`. The error
+    /// rides along as the status's source, for the records of whoever renders it.
     pub fn to_status(&self) -> tonic::Status {
         let mut status = tonic::Status::new(self.grpc_code(), format!("{}: {self}", self.code()));
         if let Some(secs) = self.retry_after() {
             status.metadata_mut().insert("retry-after", secs.into());
         }
+        status.set_source(std::sync::Arc::new(self.clone()));
         status
+    }
+}
+
+/// A gRPC status code's name (`INVALID_ARGUMENT`): the bounded `code` label of gRPC
+/// latencies, and the code recorded for statuses tonic answers itself.
+pub fn grpc_code_name(code: tonic::Code) -> &'static str {
+    match code {
+        tonic::Code::Ok => "OK",
+        tonic::Code::InvalidArgument => "INVALID_ARGUMENT",
+        tonic::Code::ResourceExhausted => "RESOURCE_EXHAUSTED",
+        tonic::Code::Unavailable => "UNAVAILABLE",
+        tonic::Code::Unauthenticated => "UNAUTHENTICATED",
+        tonic::Code::DeadlineExceeded => "DEADLINE_EXCEEDED",
+        tonic::Code::Cancelled => "CANCELLED",
+        tonic::Code::Internal => "INTERNAL",
+        tonic::Code::PermissionDenied => "PERMISSION_DENIED",
+        tonic::Code::NotFound => "NOT_FOUND",
+        tonic::Code::Unimplemented => "UNIMPLEMENTED",
+        tonic::Code::FailedPrecondition => "FAILED_PRECONDITION",
+        tonic::Code::AlreadyExists => "ALREADY_EXISTS",
+        tonic::Code::Aborted => "ABORTED",
+        tonic::Code::OutOfRange => "OUT_OF_RANGE",
+        tonic::Code::DataLoss => "DATA_LOSS",
+        tonic::Code::Unknown => "UNKNOWN",
     }
 }
 

@@ -2,7 +2,10 @@
 //! readiness) and server reflection, served on the API port beside HTTP (routed by path;
 //! HTTP/2 is negotiated per connection). A thin adapter: each method turns its message into
 //! a typed request of [`crate::service`], calls the service and builds the reply; limits,
-//! defaults and errors are the HTTP ones.
+//! defaults and errors are the HTTP ones. Callers are admitted in front of it, from the
+//! call's head (the front layer of [`crate::http`]), and their admission arrives in the
+//! request's extensions; the front layer also writes the access and audit lines and the
+//! rate-limit metadata. Every service decodes at most [`MAX_REQUEST_MESSAGE_BYTES`] a message.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -12,8 +15,7 @@ use futures_util::Stream;
 use tonic::{Request, Response, Status};
 use tonic_health::ServingStatus;
 
-use crate::callers::headers::{RATELIMIT, RATELIMIT_POLICY, current_field};
-use crate::callers::{Admission, Caller, ClientIdentity, Denied, Route};
+use crate::callers::{Admission, Caller};
 use crate::drbg::Algorithm;
 use crate::error::ApiError;
 use crate::service::{
@@ -40,32 +42,40 @@ pub const MAX_STREAM_CHUNK_BYTES: usize = 1 << 20;
 pub const MIN_STREAM_CHUNK_BYTES: usize = 4096;
 /// Largest message the server encodes: the unary limit plus framing.
 const MAX_MESSAGE_BYTES: usize = (MAX_UNARY_BITS as usize / 8) + 64 * 1024;
+/// Largest request message any gRPC service here decodes: the largest valid request (a
+/// `GetIntsRequest` with every field at its widest) is under 100 bytes, and reflection's
+/// symbol lookups well under this. A length prefix above it is refused before the message
+/// is read (`OUT_OF_RANGE`), so a client cannot make the server buffer tonic's default 4 MiB.
+pub const MAX_REQUEST_MESSAGE_BYTES: usize = 1024;
 /// The fully qualified service name.
 pub const SERVICE_NAME: &str = "drbgd.v1.RandomnessService";
 /// How often the health service re-reads readiness.
 const HEALTH_POLL: Duration = Duration::from_millis(250);
 
 /// The gRPC routes (Randomness, health, reflection), ready to merge into the API router. Spawns
-/// the task that keeps health in step with readiness. Randomness admits its caller per method
-/// (the method's route is known there), with the same rules as HTTP.
+/// the task that keeps health in step with readiness.
 ///
 /// # Panics
 /// If the embedded descriptor sets are invalid (a build error, caught by the API tests).
 pub fn router(state: AppState) -> axum::Router {
     let (reporter, health) = tonic_health::server::health_reporter();
+    let health = health.max_decoding_message_size(MAX_REQUEST_MESSAGE_BYTES);
     tokio::spawn(follow_readiness(state.clone(), reporter));
     let reflection = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(pb::FILE_DESCRIPTOR_SET)
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
         .build_v1()
-        .expect("valid descriptors");
+        .expect("valid descriptors")
+        .max_decoding_message_size(MAX_REQUEST_MESSAGE_BYTES);
     let reflection_alpha = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(pb::FILE_DESCRIPTOR_SET)
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
         .build_v1alpha()
-        .expect("valid descriptors");
+        .expect("valid descriptors")
+        .max_decoding_message_size(MAX_REQUEST_MESSAGE_BYTES);
     let randomness = RandomnessServiceServer::new(RandomnessAdapter { state })
-        .max_encoding_message_size(MAX_MESSAGE_BYTES);
+        .max_encoding_message_size(MAX_MESSAGE_BYTES)
+        .max_decoding_message_size(MAX_REQUEST_MESSAGE_BYTES);
     tonic::service::Routes::new(randomness)
         .add_service(health)
         .add_service(reflection)
@@ -96,100 +106,40 @@ pub struct RandomnessAdapter {
 type Reply<T> = Result<Response<T>, Status>;
 
 impl RandomnessAdapter {
-    /// Names the caller of `request` and admits it to `route` (`None`, for `GetUsage`: no route
-    /// permission and no request token needed, but the caller's in-flight place is taken as
-    /// for any call), or answers the refusal (counted, observed and audited here).
-    #[allow(clippy::result_large_err)] // tonic's Status
-    fn admit<T>(
-        &self,
-        request: &Request<T>,
-        method: &'static str,
-        route: Option<Route>,
-    ) -> Result<Admission, Status> {
-        let start = Instant::now();
-        let bearer = request.metadata().get("authorization").map(|v| v.as_bytes());
-        let client = request.extensions().get::<Arc<ClientIdentity>>().map(|c| &**c);
-        match self.state.callers.admit(bearer, client, route) {
-            Ok(admission) => Ok(admission),
-            Err(Denied { caller, error, at }) => {
-                let name = caller.as_deref().map_or(crate::callers::registry::UNKNOWN, Caller::name);
-                self.finish_with_alg(method, name, request_id(request), "none", 0, Some(&error), start);
-                let mut status = error.to_status();
-                if let Some(caller) = &caller {
-                    rate_limit_metadata(status.metadata_mut(), caller, at);
-                }
-                Err(status)
-            }
-        }
-    }
-
-    /// Runs a unary call for an admitted caller: latency by method, algorithm and code, the
-    /// audit line, the rate-limit metadata.
+    /// Runs a unary call for its admitted caller: latency by method, algorithm and code, and
+    /// what was served for the front layer's records.
     fn unary<Q, T>(
         &self,
         request: Request<Q>,
         method: &'static str,
-        route: Route,
         call: impl FnOnce(&Arc<Caller>, Q) -> Result<(T, Algorithm, u64), ApiError>,
     ) -> Reply<T> {
         let start = Instant::now();
-        let admission = self.admit(&request, method, Some(route))?;
-        let id = request_id(&request).to_string();
-        let caller = &admission.caller;
-        let result = call(caller, request.into_inner());
-        let (alg, n) = result.as_ref().map_or(("none", 0), |(_, alg, n)| (alg.name(), *n));
-        self.finish_with_alg(method, caller.name(), &id, alg, n, result.as_ref().err(), start);
-        let mut reply = match result {
-            Ok((t, _, _)) => Ok(Response::new(t)),
-            Err(e) => Err(e.to_status()),
-        };
-        match &mut reply {
-            Ok(r) => rate_limit_metadata(r.metadata_mut(), caller, admission.at),
-            Err(s) => rate_limit_metadata(s.metadata_mut(), caller, admission.at),
+        let admission = admission(&request)?;
+        let result = call(&admission.caller, request.into_inner());
+        match result {
+            Ok((t, alg, n)) => {
+                self.observe(method, alg.name(), None, start);
+                Ok(served(Response::new(t), alg, n))
+            }
+            Err(e) => {
+                self.observe(method, "none", Some(&e), start);
+                Err(e.to_status())
+            }
         }
-        reply
     }
 
-    /// Records a finished call: latency, errors by code, the audit line.
-    #[allow(clippy::too_many_arguments)]
-    fn finish_with_alg(
-        &self,
-        method: &'static str,
-        caller: &str,
-        request_id: &str,
-        alg: &'static str,
-        n: u64,
-        error: Option<&ApiError>,
-        start: Instant,
-    ) {
+    /// Records a finished call: its latency by method, algorithm and code, and its error.
+    fn observe(&self, method: &'static str, alg: &'static str, error: Option<&ApiError>, start: Instant) {
         let code = error.map_or(tonic::Code::Ok, ApiError::grpc_code);
         if let Some(e) = error {
             self.state.metrics.errors.with_label_values(&[e.code()]).inc();
         }
-        let line = crate::telemetry::Audit {
-            transport: "grpc",
-            request_id,
-            caller,
-            route: method,
-            alg,
-            n,
-            status: code as u16,
-            code: error.map_or("", ApiError::code),
-        };
-        self.record(&line, code, start);
-    }
-
-    /// One latency observation (by method, algorithm and code) and, with `log.audit`, the
-    /// audit line of a finished call.
-    fn record(&self, line: &crate::telemetry::Audit<'_>, code: tonic::Code, start: Instant) {
         self.state
             .metrics
             .grpc_duration
-            .with_label_values(&[line.route, line.alg, code_label(code)])
+            .with_label_values(&[method, alg, crate::error::grpc_code_name(code)])
             .observe(start.elapsed().as_secs_f64());
-        if self.state.settings.log.audit {
-            line.log();
-        }
     }
 
     /// One unary bits reply; the output is moved, not copied, into the message.
@@ -263,34 +213,12 @@ fn given(n: u32) -> Option<u64> {
     (n != 0).then_some(u64::from(n))
 }
 
-fn code_label(code: tonic::Code) -> &'static str {
-    match code {
-        tonic::Code::Ok => "OK",
-        tonic::Code::InvalidArgument => "INVALID_ARGUMENT",
-        tonic::Code::ResourceExhausted => "RESOURCE_EXHAUSTED",
-        tonic::Code::Unavailable => "UNAVAILABLE",
-        tonic::Code::Unauthenticated => "UNAUTHENTICATED",
-        tonic::Code::DeadlineExceeded => "DEADLINE_EXCEEDED",
-        tonic::Code::Cancelled => "CANCELLED",
-        tonic::Code::Internal => "INTERNAL",
-        tonic::Code::PermissionDenied => "PERMISSION_DENIED",
-        tonic::Code::NotFound => "NOT_FOUND",
-        tonic::Code::Unimplemented => "UNIMPLEMENTED",
-        tonic::Code::FailedPrecondition => "FAILED_PRECONDITION",
-        tonic::Code::AlreadyExists => "ALREADY_EXISTS",
-        tonic::Code::Aborted => "ABORTED",
-        tonic::Code::OutOfRange => "OUT_OF_RANGE",
-        tonic::Code::DataLoss => "DATA_LOSS",
-        tonic::Code::Unknown => "UNKNOWN",
-    }
-}
-
 type ChunkStream = Pin<Box<dyn Stream<Item = Result<pb::StreamBitsResponse, Status>> + Send>>;
 
 #[tonic::async_trait]
 impl Randomness for RandomnessAdapter {
     async fn get_bits(&self, request: Request<pb::GetBitsRequest>) -> Reply<pb::GetBitsResponse> {
-        self.unary(request, "GetBits", Route::Bits, |caller, r| {
+        self.unary(request, "GetBits", |caller, r| {
             let alg = alg_name(r.alg)?;
             let rules = self.state.service.rules();
             let req = BitsRequest::unary(rules, Some(r.n), alg.as_deref(), r.prediction_resistance)?;
@@ -301,7 +229,7 @@ impl Randomness for RandomnessAdapter {
     }
 
     async fn get_bytes(&self, request: Request<pb::GetBytesRequest>) -> Reply<pb::GetBytesResponse> {
-        self.unary(request, "GetBytes", Route::Bytes, |caller, r| {
+        self.unary(request, "GetBytes", |caller, r| {
             let alg = alg_name(r.alg)?;
             let rules = self.state.service.rules();
             let req =
@@ -316,8 +244,9 @@ impl Randomness for RandomnessAdapter {
 
     async fn stream_bits(&self, request: Request<pb::StreamBitsRequest>) -> Reply<Self::StreamBitsStream> {
         let start = Instant::now();
-        let admission = self.admit(&request, "StreamBits", Some(Route::Bits))?;
-        let id = request_id(&request).to_string();
+        let admission = admission(&request)?;
+        let id =
+            request.metadata().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
         let r = request.into_inner();
         let service = &self.state.service;
         let chunk = match r.chunk_bytes as usize {
@@ -335,26 +264,25 @@ impl Randomness for RandomnessAdapter {
             )?;
             service.stream(&admission.caller, req, chunk)
         });
-        let caller = admission.caller.clone();
         let chunks = match prepared {
             Ok(chunks) => chunks,
             Err(e) => {
-                self.finish_with_alg("StreamBits", caller.name(), &id, "none", 0, Some(&e), start);
-                let mut status = e.to_status();
-                rate_limit_metadata(status.metadata_mut(), &caller, admission.at);
-                return Err(status);
+                self.observe("StreamBits", "none", Some(&e), start);
+                return Err(e.to_status());
             }
         };
-        let at = admission.at;
+        let (alg, n) = (chunks.request().alg(), chunks.request().n_bits());
         let stream = ChunkStreamState { chunks, adapter: self.clone(), start, done: false, admission, id };
         let mut response: Response<ChunkStream> =
             Response::new(Box::pin(futures_util::stream::unfold(stream, ChunkStreamState::next)));
-        rate_limit_metadata(response.metadata_mut(), &caller, at);
+        let served = crate::http::Served { alg, n_bits: n };
+        let outcome = crate::http::Outcome { served: Some(served), code: None, recorded_at_end: true };
+        response.extensions_mut().insert(outcome);
         Ok(response)
     }
 
     async fn get_token(&self, request: Request<pb::GetTokenRequest>) -> Reply<pb::GetTokenResponse> {
-        self.unary(request, "GetToken", Route::Token, |caller, r| {
+        self.unary(request, "GetToken", |caller, r| {
             let alg = alg_name(r.alg)?;
             let rules = self.state.service.rules();
             let req = TokenRequest::new(rules, given(r.bytes), secret_format(r.format)?, alg.as_deref())?;
@@ -366,7 +294,7 @@ impl Randomness for RandomnessAdapter {
     }
 
     async fn get_nonce(&self, request: Request<pb::GetNonceRequest>) -> Reply<pb::GetNonceResponse> {
-        self.unary(request, "GetNonce", Route::Nonce, |caller, r| {
+        self.unary(request, "GetNonce", |caller, r| {
             let alg = alg_name(r.alg)?;
             let rules = self.state.service.rules();
             let req = NonceRequest::new(rules, given(r.bytes), secret_format(r.format)?, alg.as_deref())?;
@@ -378,7 +306,7 @@ impl Randomness for RandomnessAdapter {
     }
 
     async fn get_uuids(&self, request: Request<pb::GetUuidsRequest>) -> Reply<pb::GetUuidsResponse> {
-        self.unary(request, "GetUuids", Route::Uuid, |caller, r| {
+        self.unary(request, "GetUuids", |caller, r| {
             let alg = alg_name(r.alg)?;
             let rules = self.state.service.rules();
             let req = UuidRequest::new(rules, given(r.count), given(r.version), alg.as_deref())?;
@@ -392,7 +320,7 @@ impl Randomness for RandomnessAdapter {
     }
 
     async fn get_ints(&self, request: Request<pb::GetIntsRequest>) -> Reply<pb::GetIntsResponse> {
-        self.unary(request, "GetInts", Route::Int, |caller, r| {
+        self.unary(request, "GetInts", |caller, r| {
             let alg = alg_name(r.alg)?;
             let rules = self.state.service.rules();
             let req = IntRequest::new(rules, Some(r.min), Some(r.max), given(r.count), alg.as_deref())?;
@@ -403,12 +331,9 @@ impl Randomness for RandomnessAdapter {
 
     async fn get_usage(&self, request: Request<pb::GetUsageRequest>) -> Reply<pb::GetUsageResponse> {
         let start = Instant::now();
-        let admission = self.admit(&request, "GetUsage", None)?;
-        let caller = &admission.caller;
-        self.finish_with_alg("GetUsage", caller.name(), request_id(&request), "none", 0, None, start);
-        let mut response = Response::new(usage_reply(caller.usage()));
-        rate_limit_metadata(response.metadata_mut(), caller, admission.at);
-        Ok(response)
+        let admission = admission(&request)?;
+        self.observe("GetUsage", "none", None, start);
+        Ok(Response::new(usage_reply(admission.caller.usage())))
     }
 }
 
@@ -438,25 +363,27 @@ fn usage_reply(u: crate::callers::Usage) -> pb::GetUsageResponse {
     }
 }
 
-/// The request id the HTTP stack set (`x-request-id`), or empty.
-fn request_id<T>(request: &Request<T>) -> &str {
-    request.metadata().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or("")
+/// The caller's admission, made by the front layer from the call's head.
+///
+/// # Errors
+/// `INTERNAL` when there is none: the service was reached without the front layer (a wiring
+/// fault), and serves nothing then.
+#[allow(clippy::result_large_err)] // tonic's Status
+fn admission<T>(request: &Request<T>) -> Result<Admission, Status> {
+    request.extensions().get::<Admission>().cloned().ok_or_else(|| ApiError::Internal.to_status())
 }
 
-/// `ratelimit-policy` and `ratelimit` metadata (as of `at`, the admission decision), for a
-/// caller with a rate quota.
-fn rate_limit_metadata(metadata: &mut tonic::metadata::MetadataMap, caller: &Caller, at: Instant) {
-    let Some(policy) = &caller.policy_field else { return };
-    let ascii = |v: &axum::http::HeaderValue| tonic::metadata::MetadataValue::try_from(v.as_bytes()).ok();
-    if let Some(v) = ascii(policy) {
-        metadata.insert(RATELIMIT_POLICY, v);
-    }
-    if let Some(v) = current_field(caller, at).as_ref().and_then(ascii) {
-        metadata.insert(RATELIMIT, v);
-    }
+/// `response`, with what it serves recorded for the front layer's access and audit lines.
+fn served<T>(mut response: Response<T>, alg: Algorithm, n_bits: u64) -> Response<T> {
+    let served = crate::http::Served { alg, n_bits };
+    let outcome = crate::http::Outcome { served: Some(served), ..crate::http::Outcome::default() };
+    response.extensions_mut().insert(outcome);
+    response
 }
 
 /// StreamBits state: one chunk per poll; dropped (generation stops) when the client cancels.
+/// Its end (complete, failed or cancelled) is one latency observation, one access line and
+/// (with `log.audit`) one audit line, with the stream's real status.
 struct ChunkStreamState {
     chunks: Chunks,
     adapter: RandomnessAdapter,
@@ -464,7 +391,7 @@ struct ChunkStreamState {
     done: bool,
     /// The caller, in flight until the stream ends.
     admission: Admission,
-    /// The request id, for the audit line.
+    /// The request id, for the lines.
     id: String,
 }
 
@@ -486,47 +413,57 @@ impl ChunkStreamState {
                 Some((Ok(reply), self))
             }
             Ok(None) => {
-                self.done = true;
-                let (caller, n) = (self.admission.caller.name(), self.chunks.request().n_bits());
-                self.adapter.finish_with_alg("StreamBits", caller, &self.id, alg.name(), n, None, self.start);
+                self.end(tonic::Code::Ok, "", self.chunks.request().n_bits());
+                self.adapter.observe("StreamBits", alg.name(), None, self.start);
                 None
             }
             Err(e) => {
-                self.done = true;
-                let caller = self.admission.caller.name();
-                self.adapter.finish_with_alg(
-                    "StreamBits",
-                    caller,
-                    &self.id,
-                    alg.name(),
-                    0,
-                    Some(&e),
-                    self.start,
-                );
+                self.end(e.grpc_code(), e.code(), 0);
+                self.adapter.observe("StreamBits", alg.name(), Some(&e), self.start);
                 Some((Err(e.to_status()), self))
             }
         }
     }
 }
 
+impl ChunkStreamState {
+    /// The stream's lines, once: `n` bits served in full (0 unless it completed).
+    fn end(&mut self, code: tonic::Code, error: &'static str, n: u64) {
+        self.done = true;
+        let access = crate::telemetry::Access {
+            request_id: &self.id,
+            caller: self.admission.caller.name(),
+            method: "POST",
+            route: "StreamBits",
+            alg: self.chunks.request().alg().name(),
+            n,
+            status: code as u16,
+            code: error,
+            latency_us: self.start.elapsed().as_micros() as u64,
+        };
+        access.log();
+        if self.adapter.state.settings.log.audit {
+            access.audit("grpc").log();
+        }
+    }
+}
+
 /// A stream dropped before its end (the client cancelled or went away) is still one latency
-/// observation and one audit line, as `CANCELLED`, with no bits counted as served in full.
+/// observation and its lines, as `CANCELLED`, with no bits counted as served in full.
 impl Drop for ChunkStreamState {
     fn drop(&mut self) {
         if self.done {
             return;
         }
-        let line = crate::telemetry::Audit {
-            transport: "grpc",
-            request_id: &self.id,
-            caller: self.admission.caller.name(),
-            route: "StreamBits",
-            alg: self.chunks.request().alg().name(),
-            n: 0,
-            status: tonic::Code::Cancelled as u16,
-            code: "cancelled",
-        };
-        self.adapter.record(&line, tonic::Code::Cancelled, self.start);
+        self.end(tonic::Code::Cancelled, "cancelled", 0);
+        let alg = self.chunks.request().alg().name();
+        let code = crate::error::grpc_code_name(tonic::Code::Cancelled);
+        self.adapter
+            .state
+            .metrics
+            .grpc_duration
+            .with_label_values(&["StreamBits", alg, code])
+            .observe(self.start.elapsed().as_secs_f64());
     }
 }
 

@@ -1,7 +1,7 @@
 //! The HTTP API: the router and its one tower stack. Handlers live in `http/*`, grouped by
 //! resource; they only translate between HTTP and [`crate::service`].
 
-pub mod admit;
+mod deadline;
 mod endpoint;
 mod front;
 mod meta;
@@ -10,8 +10,6 @@ mod params;
 mod random;
 pub mod request_id;
 mod values;
-
-use std::sync::Arc;
 
 use axum::Router;
 use axum::http::{HeaderName, HeaderValue};
@@ -42,8 +40,9 @@ impl From<Router> for Api {
     }
 }
 
-/// The API: the REST routes (every one but `/openapi.json` behind caller admission; `anonymous`
-/// when auth is off) and the gRPC services.
+/// The API: the REST routes and the gRPC services. Callers are admitted in front of it
+/// ([`service`]): every route but `/openapi.json`, gRPC health and reflection needs one
+/// (`anonymous` when auth is off).
 pub fn router(state: AppState, grpc: Router) -> Api {
     let mut router = Router::new();
     for endpoint in Endpoint::ALL {
@@ -53,25 +52,16 @@ pub fn router(state: AppState, grpc: Router) -> Api {
         // A 405 as problem+json on every route (added after all of them); axum keeps Allow.
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state)
-        // gRPC admits callers in its own interceptor (same rules, gRPC status codes).
+        // gRPC callers are admitted by the front layer too, by method (see `grpc_guard`).
         .merge(grpc)
         .fallback(not_found);
     Api { router, direct: true }
 }
 
-/// The API port's service: the router inside the one global stack. One layer, the front layer
-/// (outermost, and applied to the router as a whole, not per route, so that the cap on
-/// requests in progress is shared by every route):
-/// - panics anywhere below (a layer or a handler) become a 500 problem+json, never a dropped
-///   connection;
-/// - a request id (kept or made, echoed) and `no-store` on every response;
-/// - at most `server.concurrency_limit` requests in progress: past it, 503 `overloaded` with
-///   `Retry-After` at once instead of a queue without bound;
-/// - `server.request_timeout_ms` for the response's headers (streamed bodies continue past
-///   it): 503 `timeout`;
-/// - observation: metrics, access and audit lines, for refused requests too;
-/// - below it, a GET of a REST route's exact path goes straight to its [`Endpoint`], the
-///   rest to the router.
+/// The API port's service: the router behind the call pipeline (`http/front.rs`: observe,
+/// authorize from the head, the server's cap, the caller's quota, run, record), applied to
+/// the router as a whole so that the cap on requests in progress is shared by every route
+/// and both transports.
 pub fn service(state: &AppState, api: impl Into<Api>) -> ApiService {
     let Api { router, direct } = api.into();
     front::FrontLayer::new(state.clone(), direct).layer(router)
@@ -97,8 +87,7 @@ pub struct Served {
     pub n_bits: u64,
 }
 
-/// What the front layer records of a response: what was served, the caller, the error's
-/// code. Endpoints hand it over beside their response ([`Answer`]); anything else that answers
+/// What the front layer records of a response: what was served, the error's code. Endpoints hand it over beside their response ([`Answer`]); anything else that answers
 /// (the router's HEAD and POST routes and its fallbacks, an error rendered below the front
 /// layer, the front layer's own refusals) leaves it in the response's extensions. Never read
 /// back from the headers.
@@ -106,8 +95,9 @@ pub struct Served {
 pub struct Outcome {
     /// What was served (`None`: nothing generated).
     pub served: Option<Served>,
-    /// The caller's name.
-    pub caller: Option<Arc<str>>,
+    /// The response's owner writes its access and audit lines when it ends (a gRPC stream,
+    /// whose status is known only then), not the front layer at its headers.
+    pub recorded_at_end: bool,
     /// The error's machine code.
     pub code: Option<&'static str>,
 }

@@ -13,21 +13,27 @@
 //!    returned), idle connections close, busy ones finish their requests, all within the drain
 //!    deadline.
 //!
-//! The header-read deadline is the connection's, not hyper's: hyper's own arms a new timer for
-//! every request it reads (an allocation, a timer-wheel insert and removal: about 1,500
-//! instructions of a `/token` request, benches/README.md). Here one interval per connection
-//! checks, every `header_read_timeout`, whether the connection did anything since the last
-//! check (started a request, finished a response, wrote to the socket after its first
-//! request) or is still answering one (a handler running, or a body not yet all handed to
-//! hyper); a connection that did not is asked to close (HTTP/2: GOAWAY) and dropped soon
-//! after. So a client that sends no complete request head (an idle keep-alive connection, a
-//! slowloris trickle, an HTTP/2 connection that only pings) is closed after between one and two
-//! `header_read_timeout`s, in every phase of the shutdown too, and a response is not cut while
-//! its client reads it (TLS included: writes are counted below rustls). As with hyper's own
-//! deadline, a client that stops reading in the middle of a body keeps its connection (the
-//! body never ends); `max_connection_age_ms` bounds that. HTTP/2 connections are exempt once
-//! they carried a request (gRPC channels idle for long; keep-alive pings find dead peers), as
-//! they were from hyper's.
+//! Deadlines and caps, each with its default in `config/default.toml`:
+//! - **Header read** (`header_read_timeout_ms`, HTTP/1 and a connection's first bytes): the
+//!   connection's own, not hyper's (hyper's arms a new timer for every request it reads: an
+//!   allocation, a timer-wheel insert and removal, about 1,500 instructions of a `/token`
+//!   request, benches/README.md). One interval per connection checks, every
+//!   `header_read_timeout`, whether the connection did anything since the last check (started
+//!   a request, finished a response, wrote to the socket after its first request) or is still
+//!   answering one; a connection that did not is asked to close and dropped soon after. So a
+//!   client that sends no complete request head (an idle keep-alive connection, a slowloris
+//!   trickle, fewer than the 24 bytes of the HTTP/2 preface, which hyper-util reads with no
+//!   deadline) is closed after one to two `header_read_timeout`s, in every phase of the
+//!   shutdown too.
+//! - **HTTP/2 idle** (`http2_idle_timeout_ms`): once a connection has carried an HTTP/2
+//!   request, it is sent GOAWAY and closed when it has had no open stream for that long,
+//!   whether or not its client answers pings (pings only find dead peers).
+//! - **Write progress** (`write_timeout_ms`): a response body that hands hyper no frame for
+//!   that long (its client stopped reading and the buffers are full) has its connection
+//!   dropped, and with it the body and the caller's in-flight place. Progress is counted per
+//!   connection: on HTTP/2, a stream its client leaves unread while reading others is not cut.
+//! - **Streams** (`http2_max_concurrent_streams`) and small HTTP/2 receive windows (request
+//!   bodies here are at most a few KiB), and a maximum connection age.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -54,6 +60,12 @@ const H2_PING_INTERVAL: Duration = Duration::from_secs(30);
 /// ...must be answered within this, or the connection (and its permit) is dropped: a vanished
 /// peer cannot hold a connection slot, or the drain, for ever.
 const H2_PING_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// HTTP/2 receive window of one stream: the protocol's default (request bodies here are a
+/// few KiB at most; hyper's default is 1 MiB).
+const H2_STREAM_WINDOW: u32 = 65_535;
+/// HTTP/2 receive window of a connection, all its streams together (hyper's default is 1 MiB).
+const H2_CONNECTION_WINDOW: u32 = 256 * 1024;
 
 /// How long a connection that has not yet sent a request is given at [`Phase::Stopped`].
 const FIRST_REQUEST_GRACE: Duration = Duration::from_millis(500);
@@ -83,6 +95,12 @@ pub struct ServeOptions {
     /// close: HTTP/2 GOAWAY, HTTP/1 `Connection: close` on the next response. Those still open
     /// `drain_timeout` later are closed. `None`: never.
     pub max_connection_age: Option<Duration>,
+    /// A response body that makes no progress for this long has its connection dropped.
+    pub write_timeout: Duration,
+    /// An HTTP/2 connection with no open stream for this long is closed.
+    pub http2_idle_timeout: Duration,
+    /// Streams open at once on one HTTP/2 connection.
+    pub http2_max_concurrent_streams: u32,
 }
 
 /// What the request path knows about its connection.
@@ -103,6 +121,11 @@ struct ConnState {
     activity: AtomicU64,
     /// Responses not yet finished: a handler running, or a body not yet all handed to hyper.
     open: AtomicUsize,
+    /// Response bodies under way (their headers sent, their ends not yet handed to hyper).
+    bodies: AtomicUsize,
+    /// Requests started, responses finished and body frames handed to hyper: unchanged
+    /// between two checks means no response moved (see [`Quiet`]).
+    progress: AtomicU64,
 }
 
 /// A response in progress, from its request's call to the end (or drop) of its body: counted
@@ -113,6 +136,7 @@ impl Open {
     fn start(state: &Arc<ConnState>) -> Open {
         state.open.fetch_add(1, Ordering::Relaxed);
         state.activity.fetch_add(1, Ordering::Relaxed);
+        state.progress.fetch_add(1, Ordering::Relaxed);
         Open(state.clone())
     }
 }
@@ -120,7 +144,24 @@ impl Open {
 impl Drop for Open {
     fn drop(&mut self) {
         self.0.activity.fetch_add(1, Ordering::Relaxed);
+        self.0.progress.fetch_add(1, Ordering::Relaxed);
         self.0.open.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// A response body under way, counted in [`ConnState::bodies`] until dropped.
+struct BodyUnderWay(Arc<ConnState>);
+
+impl BodyUnderWay {
+    fn start(state: &Arc<ConnState>) -> BodyUnderWay {
+        state.bodies.fetch_add(1, Ordering::Relaxed);
+        BodyUnderWay(state.clone())
+    }
+}
+
+impl Drop for BodyUnderWay {
+    fn drop(&mut self) {
+        self.0.bodies.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -130,6 +171,7 @@ pin_project! {
         #[pin]
         body: B,
         open: Open,
+        under_way: BodyUnderWay,
     }
 }
 
@@ -141,7 +183,12 @@ impl<B: hyper::body::Body> hyper::body::Body for Tracked<B> {
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<hyper::body::Frame<B::Data>, B::Error>>> {
-        self.project().body.poll_frame(cx)
+        let this = self.project();
+        let frame = this.body.poll_frame(cx);
+        if let Poll::Ready(Some(Ok(_))) = &frame {
+            this.open.0.progress.fetch_add(1, Ordering::Relaxed);
+        }
+        frame
     }
 
     fn is_end_stream(&self) -> bool {
@@ -267,6 +314,60 @@ impl Idle {
     }
 }
 
+/// The write-progress and HTTP/2 idle deadlines of one connection (see the module
+/// documentation), checked every quarter of the shorter one.
+struct Quiet {
+    interval: tokio::time::Interval,
+    write_timeout: Duration,
+    h2_idle: Duration,
+    /// [`ConnState::progress`] at the last check, and since when it has not moved.
+    seen: u64,
+    since: tokio::time::Instant,
+}
+
+/// Why [`Quiet::expired`] ended.
+#[derive(Debug, PartialEq, Eq)]
+enum Quieted {
+    /// A response body made no progress for the write timeout.
+    Stalled,
+    /// An HTTP/2 connection had no open stream for the idle timeout.
+    Idle,
+}
+
+impl Quiet {
+    fn new(write_timeout: Duration, h2_idle: Duration) -> Quiet {
+        let period = (write_timeout.min(h2_idle) / 4).max(Duration::from_millis(1));
+        let start = tokio::time::Instant::now();
+        let mut interval = tokio::time::interval_at(start + period, period);
+        interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        Quiet { interval, write_timeout, h2_idle, seen: 0, since: start }
+    }
+
+    /// Completes at the first check that finds a response body stalled, or an HTTP/2
+    /// connection idle. Cancel-safe (a select branch).
+    async fn expired(&mut self, state: &ConnState) -> Quieted {
+        loop {
+            self.interval.tick().await;
+            let now = tokio::time::Instant::now();
+            let progress = state.progress.load(Ordering::Relaxed);
+            if progress != self.seen {
+                (self.seen, self.since) = (progress, now);
+                continue;
+            }
+            let quiet = now.duration_since(self.since);
+            if state.bodies.load(Ordering::Relaxed) > 0 && quiet >= self.write_timeout {
+                return Quieted::Stalled;
+            }
+            if state.open.load(Ordering::Relaxed) == 0
+                && state.h2.load(Ordering::Relaxed)
+                && quiet >= self.h2_idle
+            {
+                return Quieted::Idle;
+            }
+        }
+    }
+}
+
 /// Serves `router` on `listener`, following `phase`. Returns whether the drain finished within
 /// the deadline.
 pub async fn serve<S>(
@@ -286,7 +387,10 @@ where
         .http2()
         .timer(TokioTimer::new())
         .keep_alive_interval(Some(H2_PING_INTERVAL))
-        .keep_alive_timeout(H2_PING_TIMEOUT);
+        .keep_alive_timeout(H2_PING_TIMEOUT)
+        .max_concurrent_streams(options.http2_max_concurrent_streams)
+        .initial_stream_window_size(H2_STREAM_WINDOW)
+        .initial_connection_window_size(H2_CONNECTION_WINDOW);
     let permits = Arc::new(Semaphore::new(options.max_connections));
     let sequence = AtomicU64::new(0);
     let mut watch_stop = phase.clone();
@@ -307,6 +411,8 @@ where
                 .map(|age| jitter(age, sequence.fetch_add(1, Ordering::Relaxed))),
             grace: options.drain_timeout,
             header_read_timeout: options.header_read_timeout,
+            write_timeout: options.write_timeout,
+            http2_idle_timeout: options.http2_idle_timeout,
             client: None,
         };
         let tls = tls.as_ref().map(|t| t.current());
@@ -433,6 +539,10 @@ struct Connection<S> {
     grace: Duration,
     /// How often an HTTP/1 connection must show activity (see the module documentation).
     header_read_timeout: Duration,
+    /// See [`ServeOptions::write_timeout`].
+    write_timeout: Duration,
+    /// See [`ServeOptions::http2_idle_timeout`].
+    http2_idle_timeout: Duration,
     /// The verified client certificate's identity (mTLS), put on every request.
     client: Option<Arc<ClientIdentity>>,
     /// What the request path and the socket tell the connection loop.
@@ -464,8 +574,18 @@ impl<S: HttpService> Connection<S> {
     /// close`) when draining starts or it reaches its age, closes it gracefully when the
     /// listener stops, and drops it if it outlives its age by the grace period.
     async fn run<T: AsyncRead + AsyncWrite + Unpin + Send + 'static>(self, stream: T) {
-        let Connection { service, builder, mut phase, max_age, grace, header_read_timeout, client, state } =
-            self;
+        let Connection {
+            service,
+            builder,
+            mut phase,
+            max_age,
+            grace,
+            header_read_timeout,
+            write_timeout,
+            http2_idle_timeout,
+            client,
+            state,
+        } = self;
         let (seen, tracked) = (state.clone(), state.clone());
         let service = ServiceBuilder::new()
             .map_request(move |mut request: Request<hyper::body::Incoming>| {
@@ -490,7 +610,8 @@ impl<S: HttpService> Connection<S> {
                     if open.0.closing.load(Ordering::Relaxed) {
                         response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
                     }
-                    Ok::<_, std::convert::Infallible>(response.map(|body| Tracked { body, open }))
+                    let under_way = BodyUnderWay::start(&open.0);
+                    Ok::<_, std::convert::Infallible>(response.map(|body| Tracked { body, open, under_way }))
                 }
             })
             .service(service);
@@ -501,6 +622,7 @@ impl<S: HttpService> Connection<S> {
         let mut age_passed = false;
         let mut goaway_sent = false;
         let mut idle = Idle::new(header_read_timeout);
+        let mut quiet = Quiet::new(write_timeout, http2_idle_timeout);
         loop {
             let now = *phase.borrow_and_update();
             if now == Phase::Stopped {
@@ -541,6 +663,23 @@ impl<S: HttpService> Connection<S> {
                 }
                 () = idle.expired(&state) => {
                     tracing::debug!("no request head within the header-read timeout; closing");
+                    connection.as_mut().graceful_shutdown();
+                    if tokio::time::timeout(idle.close_grace(), connection.as_mut()).await.is_err()
+                        && state.open.load(Ordering::Relaxed) > 0
+                    {
+                        // A request arrived meanwhile: it gets the drain's time to finish.
+                        let _ = tokio::time::timeout(grace, connection.as_mut()).await;
+                    }
+                    return;
+                }
+                quieted = quiet.expired(&state) => {
+                    if quieted == Quieted::Stalled {
+                        // Its client stopped reading: drop the connection, and with it the
+                        // body and whatever it holds (the caller's place, a reservation).
+                        tracing::debug!("a response made no progress within the write timeout; closing");
+                        return;
+                    }
+                    tracing::debug!("no HTTP/2 stream within the idle timeout; closing");
                     connection.as_mut().graceful_shutdown();
                     if tokio::time::timeout(idle.close_grace(), connection.as_mut()).await.is_err()
                         && state.open.load(Ordering::Relaxed) > 0

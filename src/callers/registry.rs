@@ -370,35 +370,53 @@ impl Registry {
         self.auth
     }
 
-    /// The caller of a request: by its verified client certificate if it has one, else by its
-    /// bearer key when auth is on, else `anonymous`.
+    /// The caller of a request, from its credentials (auth on):
+    ///
+    /// | bearer key | client certificate | caller |
+    /// |---|---|---|
+    /// | none | none | 401 `unauthorized` |
+    /// | valid | none, or one that names no caller | the key's |
+    /// | wrong or malformed | any | 401 `unauthorized` (a bad key is never passed over) |
+    /// | none | names a caller | the certificate's |
+    /// | none | names no caller | 403 `unknown_client` |
+    /// | valid | names the key's caller | that caller |
+    /// | valid | names another caller | 403 `credentials_conflict` |
+    ///
+    /// With auth off, a certificate that names a caller picks it, and every other request is
+    /// `anonymous` (keys are not read).
     ///
     /// # Errors
-    /// 401 `unauthorized` for a missing or unknown key (auth on); 403 `unknown_client` for a
-    /// verified certificate that no caller lists (auth on).
+    /// As the table says.
     pub fn identify(
         &self,
         bearer: Option<&[u8]>,
         client: Option<&ClientIdentity>,
     ) -> Result<Arc<Caller>, ApiError> {
-        if let Some(client) = client {
-            let found = client.names().iter().find_map(|n| self.identities.get(n));
-            match found {
-                Some(&i) => return Ok(self.callers[i as usize].clone()),
-                None if self.auth => {
-                    return Err(ApiError::forbidden(
-                        "unknown_client",
-                        "the client certificate is trusted but names no configured caller".to_string(),
-                    ));
-                }
-                None => {}
-            }
-        }
+        let by_certificate = client
+            .and_then(|client| client.names().iter().find_map(|n| self.identities.get(n)))
+            .map(|&i| &self.callers[i as usize]);
         if !self.auth {
-            return Ok(self.anonymous.clone());
+            return Ok(by_certificate.unwrap_or(&self.anonymous).clone());
         }
-        let token = bearer.and_then(bearer_token).ok_or(ApiError::Unauthorized)?;
-        self.find_key(token).map(|i| self.callers[i].clone()).ok_or(ApiError::Unauthorized)
+        let Some(bearer) = bearer else {
+            return match (by_certificate, client) {
+                (Some(caller), _) => Ok(caller.clone()),
+                (None, Some(_)) => Err(ApiError::forbidden(
+                    "unknown_client",
+                    "the client certificate is trusted but names no configured caller".to_string(),
+                )),
+                (None, None) => Err(ApiError::Unauthorized),
+            };
+        };
+        let token = bearer_token(bearer).ok_or(ApiError::Unauthorized)?;
+        let by_key = self.find_key(token).map(|i| &self.callers[i]).ok_or(ApiError::Unauthorized)?;
+        match by_certificate {
+            Some(caller) if !Arc::ptr_eq(caller, by_key) => Err(ApiError::forbidden(
+                "credentials_conflict",
+                "the bearer key and the client certificate name different callers".to_string(),
+            )),
+            _ => Ok(by_key.clone()),
+        }
     }
 
     /// The owner of `key`: every digest is compared, in constant time, whatever matches.

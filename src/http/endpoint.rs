@@ -1,7 +1,9 @@
-//! The API's GET endpoints, one per route of [`ROUTES`] (same order): each a plain function
-//! from the request's head to its response, behind the caller admission of the route it
-//! serves. Every GET endpoint answers without waiting (the generators are in-process; a large
-//! output streams from its body), so none needs a future of its own.
+//! The API's endpoints and who may call them: the REST GET endpoints, one per route of
+//! [`ROUTES`] (same order), each a plain function from the request's head and its caller's
+//! admission to its response; and the guard of every gRPC method ([`grpc_guard`]). The front
+//! layer admits the caller a guard asks for before anything else runs (see
+//! `http/front.rs`). Every GET endpoint answers without waiting (the generators are
+//! in-process; a large output streams from its body), so none needs a future of its own.
 //!
 //! The router serves them (and a HEAD, which it answers without the body), and the front layer
 //! calls them directly for a GET of a route's exact path: the same function, without the
@@ -13,9 +15,9 @@ use axum::http::request::Parts;
 use axum::response::IntoResponse;
 use axum::routing::{MethodRouter, get};
 
-use super::admit::admitted;
 use super::{Answer, meta, openapi, random, values};
-use crate::callers::Route;
+use crate::callers::{Admission, Route};
+use crate::error::ApiError;
 use crate::state::AppState;
 
 /// Every API route template, in the order of [`Endpoint::ALL`] (also the bounded set of
@@ -97,15 +99,16 @@ impl Endpoint {
         }
     }
 
-    /// The response to a GET of this endpoint (errors as problem+json), its caller admitted
-    /// first as [`Endpoint::guard`] says.
-    pub fn answer(self, state: &AppState, parts: &Parts) -> Answer {
-        let route = match self.guard() {
-            Guard::Public => return openapi::get(state).into(),
-            Guard::Caller => None,
-            Guard::Route(route) => Some(route),
-        };
-        admitted(state, route, parts, |admission| match self {
+    /// The response to a GET of this endpoint (errors as problem+json), for a caller
+    /// admitted as [`Endpoint::guard`] says (`None` only for a public endpoint).
+    pub fn answer(self, state: &AppState, admission: Option<&Admission>, parts: &Parts) -> Answer {
+        if self.guard() == Guard::Public {
+            return openapi::get(state).into();
+        }
+        // The front layer admits before it calls; a guarded endpoint reached without an
+        // admission is a wiring fault, never served.
+        let Some(admission) = admission else { return ApiError::Internal.into() };
+        let answer = match self {
             Endpoint::Bits => random::get_bits(state, admission, parts),
             Endpoint::Bytes => random::get_bytes(state, admission, parts),
             Endpoint::Token => values::token(state, admission, parts),
@@ -114,21 +117,48 @@ impl Endpoint {
             Endpoint::Int => values::int(state, admission, parts),
             Endpoint::Algorithms => Ok(meta::algorithms(state).into()),
             Endpoint::Usage => Ok(meta::usage(admission).into()),
-            // Never reached (public: answered above, unadmitted); here for an exhaustive match.
             Endpoint::OpenApi => Ok(openapi::get(state).into()),
-        })
+        };
+        answer.unwrap_or_else(Answer::from)
     }
 
-    /// The endpoint as the router's method router for its path (`POST /bits` added).
+    /// The endpoint as the router's method router for its path (`POST /bits` added): the
+    /// admission the front layer made travels in the request's extensions.
     pub fn method_router(self) -> MethodRouter<AppState> {
         let method = get(move |State(state): State<AppState>, request: Request| {
-            std::future::ready(self.answer(&state, &request.into_parts().0).into_response())
+            let (parts, _body) = request.into_parts();
+            let admission = parts.extensions.get::<Admission>();
+            std::future::ready(self.answer(&state, admission, &parts).into_response())
         });
         match self {
             Endpoint::Bits => method.post(random::post_bits),
             _ => method,
         }
     }
+}
+
+/// The gRPC methods of `drbgd.v1.RandomnessService` and their guards, the same as the REST
+/// route serving the same output. Paths outside this table (health, reflection, a method
+/// the service does not have) are public: tonic answers them without a caller.
+const GRPC_METHODS: [(&str, Guard); 8] = [
+    ("GetBits", Guard::Route(Route::Bits)),
+    ("GetBytes", Guard::Route(Route::Bytes)),
+    ("StreamBits", Guard::Route(Route::Bits)),
+    ("GetToken", Guard::Route(Route::Token)),
+    ("GetNonce", Guard::Route(Route::Nonce)),
+    ("GetUuids", Guard::Route(Route::Uuid)),
+    ("GetInts", Guard::Route(Route::Int)),
+    ("GetUsage", Guard::Caller),
+];
+
+/// The path prefix of the randomness service's methods.
+const GRPC_SERVICE_PREFIX: &str = "/drbgd.v1.RandomnessService/";
+
+/// The guard of a gRPC path and the method's name (its metrics label), or `None` for a path
+/// that is no method of the randomness service.
+pub fn grpc_guard(path: &str) -> Option<(&'static str, Guard)> {
+    let method = path.strip_prefix(GRPC_SERVICE_PREFIX)?;
+    GRPC_METHODS.iter().find(|(name, _)| *name == method).copied()
 }
 
 #[cfg(test)]
@@ -155,5 +185,32 @@ mod tests {
         for r in Route::ALL {
             assert!(Endpoint::ALL.iter().any(|e| e.guard() == Guard::Route(r)), "{r:?}");
         }
+    }
+
+    #[test]
+    fn every_grpc_method_is_guarded_and_only_its_own() {
+        use prost::Message;
+        // The methods the service declares, read from its descriptor: each has a guard here
+        // (a new method must be added), and nothing else has.
+        let set = prost_types::FileDescriptorSet::decode(crate::grpc::pb::FILE_DESCRIPTOR_SET).unwrap();
+        let mut declared: Vec<String> = set
+            .file
+            .iter()
+            .flat_map(|f| &f.service)
+            .filter(|s| s.name() == "RandomnessService")
+            .flat_map(|s| s.method.iter().map(|m| m.name().to_string()))
+            .collect();
+        let mut guarded: Vec<String> = GRPC_METHODS.iter().map(|(n, _)| n.to_string()).collect();
+        declared.sort();
+        guarded.sort();
+        assert_eq!(declared, guarded);
+        for (name, guard) in GRPC_METHODS {
+            assert_eq!(grpc_guard(&format!("{GRPC_SERVICE_PREFIX}{name}")), Some((name, guard)));
+            assert_eq!(grpc_guard(&format!("{GRPC_SERVICE_PREFIX}{name}x")), None);
+            assert_eq!(grpc_guard(&format!("/other.Service/{name}")), None);
+        }
+        assert_eq!(grpc_guard("/grpc.health.v1.Health/Check"), None);
+        // The path prefix is the service's full name.
+        assert_eq!(GRPC_SERVICE_PREFIX, format!("/{}/", crate::grpc::SERVICE_NAME));
     }
 }

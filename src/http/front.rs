@@ -1,24 +1,29 @@
-//! The front of the API port's stack, as one typed tower layer (no boxed future, no boxed
-//! body; hyper clones the service for each request, and a clone is a few reference counts): it
-//! catches panics anywhere below it or in itself (a
-//! 500 problem+json with everything below — never a dropped connection), gives every request
-//! an id (the caller's `X-Request-Id` or a new one) and echoes it, marks every response
-//! `no-store`, caps the requests in progress (past the cap: 503 `overloaded` at once, never a
-//! queue), bounds the time to the response's headers (503 `timeout`), and observes every HTTP
-//! request — latency by route, algorithm and status, error counts by code, the access line and
-//! (with `log.audit`) the audit line — shed and timed-out requests included. gRPC calls pass
-//! through observed per method by the gRPC service itself; those this layer answers (shed,
-//! timed out, a panic) get a gRPC status and are observed and logged here.
+//! The call pipeline of the API port, for REST and gRPC alike, as one typed tower layer (no
+//! boxed future, no boxed body; hyper clones the service for each request, and a clone is a
+//! few reference counts). For each request, in this order:
 //!
-//! One layer instead of nine (panic catcher, request id, propagation, two header setters,
-//! error handling, load shed, concurrency limit, timeout) and an axum `from_fn` middleware:
-//! measured in benches/README.md. The panic catcher is tower-http's `CatchPanic` done here,
-//! `catch_unwind` around the inner call and each poll, because there it boxed every response
-//! body and answered panics without the request id, the metrics or the access line. The cap
-//! and the timeout are tower's `load_shed` + `concurrency_limit` and `timeout` done here
-//! because those allocated a semaphore future for every request (hyper clones the service per
-//! request) and built a timer for every request; here the cap is one atomic counter and the
-//! timer is armed only for a request that is not answered on its first poll.
+//! 1. **Observe**: a request id (the caller's `X-Request-Id` or a new one), the route or gRPC
+//!    method, the start time.
+//! 2. **Authorize from the head**: the route's guard ([`Endpoint::guard`], [`grpc_guard`])
+//!    names the caller from its bearer key or client certificate and checks its policy,
+//!    before any body is read and before the request takes any shared capacity. Unknown or
+//!    refused callers are answered at once (401/403; gRPC `UNAUTHENTICATED` /
+//!    `PERMISSION_DENIED`). `/openapi.json`, gRPC health and reflection are public.
+//! 3. **The server's cap** on requests in progress (`server.concurrency_limit`): past it, 503
+//!    `overloaded` with `Retry-After` at once, never a queue; the caller's quota untouched.
+//! 4. **The caller's quota**: an in-flight place and a request token (429).
+//! 5. **Run**: a GET of a REST route's exact path goes straight to its [`Endpoint`]; the rest
+//!    to the router (tonic for gRPC), with the admission in the request's extensions and the
+//!    body under a read deadline (`server.body_read_timeout_ms`). The response's headers are
+//!    due within `server.request_timeout_ms` (503 `timeout`; streamed bodies go on).
+//! 6. **Record**: metrics, one access line and (with `log.audit`) one audit line for every
+//!    request, refused, shed, timed out, panicked and abandoned ones included, for gRPC as for
+//!    REST; `no-store`, the request id and the caller's rate-limit fields on every response.
+//!
+//! Panics anywhere below or in here become a 500 problem+json (a gRPC `INTERNAL`), never a
+//! dropped connection. The cap is one atomic counter and the timer is armed only for a request
+//! that is not answered on its first poll (tower's `load_shed` + `concurrency_limit` and
+//! `timeout` allocate per request; measured in benches/README.md).
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -30,12 +35,16 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use axum::http::request::Parts;
-use axum::http::{HeaderName, HeaderValue, Method, Request, header};
-use axum::response::{IntoResponse, Response};
+use axum::http::{HeaderName, HeaderValue, Method, Request, StatusCode, header};
+use axum::response::Response;
 use pin_project_lite::pin_project;
 use tower::{Layer, Service};
 
+use super::deadline::ReadDeadline;
+use super::endpoint::{Guard, grpc_guard};
 use super::{Answer, Endpoint, Outcome, ROUTES};
+use crate::callers::headers::{RATELIMIT, RATELIMIT_POLICY, current_field};
+use crate::callers::{Admission, Authorized, Caller, ClientIdentity, Denied};
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -48,19 +57,22 @@ pub struct FrontLayer {
     state: AppState,
     cap: Arc<Cap>,
     timeout: Duration,
+    body_timeout: Duration,
     direct: bool,
 }
 
 impl FrontLayer {
     /// The front layer over the shared state (metrics, request ids, log settings), with the
-    /// cap (`server.concurrency_limit`) and timeout (`server.request_timeout_ms`) configured;
-    /// `direct`: a GET of a route of [`ROUTES`] is answered by its [`Endpoint`], not the
-    /// service below (which must serve the same endpoints: [`super::router`]'s).
+    /// cap (`server.concurrency_limit`) and deadlines (`server.request_timeout_ms`,
+    /// `server.body_read_timeout_ms`) configured; `direct`: a GET of a route of [`ROUTES`] is
+    /// answered by its [`Endpoint`], not the service below (which must serve the same
+    /// endpoints: [`super::router`]'s).
     pub fn new(state: AppState, direct: bool) -> Self {
         let server = &state.settings.server;
         let cap = Arc::new(Cap { in_progress: AtomicUsize::new(0), max: server.concurrency_limit });
         let timeout = Duration::from_millis(server.request_timeout_ms);
-        FrontLayer { state, cap, timeout, direct }
+        let body_timeout = Duration::from_millis(server.body_read_timeout_ms);
+        FrontLayer { state, cap, timeout, body_timeout, direct }
     }
 }
 
@@ -73,14 +85,15 @@ impl<S> Layer<S> for FrontLayer {
             state: self.state.clone(),
             cap: self.cap.clone(),
             timeout: self.timeout,
+            body_timeout: self.body_timeout,
             direct: self.direct,
         }
     }
 }
 
 /// The cap on requests in progress, shared by every clone of the layer: a request holds a
-/// [`Slot`] from its call until its response's headers are ready (a streamed body goes on
-/// without it, as with tower's `concurrency_limit`).
+/// [`Slot`] from its admission until its response's headers are ready (a streamed body goes
+/// on without it, as with tower's `concurrency_limit`).
 #[derive(Debug)]
 struct Cap {
     in_progress: AtomicUsize,
@@ -115,13 +128,46 @@ pub struct Front<S> {
     cap: Arc<Cap>,
     /// Time from the call to the response's headers.
     timeout: Duration,
+    /// Time from the call to the request body's end.
+    body_timeout: Duration,
     /// See [`FrontLayer::new`].
     direct: bool,
 }
 
+impl<S> Front<S> {
+    /// Steps 2 to 4 of the pipeline: the caller authorized from the head, a place under the
+    /// cap, the caller's quota. `None` admission: a public route.
+    fn admit<B>(
+        &self,
+        request: &Request<B>,
+        guard: Guard,
+        now: Instant,
+    ) -> Result<(Slot, Option<Admission>), Denied> {
+        let route = match guard {
+            Guard::Public => None,
+            Guard::Caller => Some(None),
+            Guard::Route(route) => Some(Some(route)),
+        };
+        let authorized = match route {
+            None => None,
+            Some(route) => {
+                let bearer = request.headers().get(header::AUTHORIZATION).map(HeaderValue::as_bytes);
+                let client = request.extensions().get::<Arc<ClientIdentity>>().map(|c| &**c);
+                Some(self.state.callers.authorize(bearer, client, route)?)
+            }
+        };
+        let Some(slot) = self.cap.enter() else {
+            let (caller, at) = authorized.map_or((None, now), |a| (Some(a.caller), a.at));
+            return Err(Denied { caller, error: ApiError::Overloaded, at });
+        };
+        let admission = authorized.map(Authorized::enter).transpose()?;
+        Ok((slot, admission))
+    }
+}
+
 impl<S, B> Service<Request<B>> for Front<S>
 where
-    S: Service<Request<B>, Response = Response, Error = Infallible>,
+    S: Service<Request<ReadDeadline<B>>, Response = Response, Error = Infallible>,
 {
     type Response = Response;
     type Error = Infallible;
@@ -132,43 +178,56 @@ where
     }
 
     fn call(&mut self, mut request: Request<B>) -> Self::Future {
-        let observe = Observe::start(&self.state, &request);
         let id = match request.headers().get(X_REQUEST_ID) {
             Some(id) => id.clone(),
-            None => {
-                let id = self.state.request_ids.next_value();
-                // gRPC reads it from the metadata for its audit line (tonic routes by path,
-                // whatever the content type, so every path that is no REST route gets it);
-                // REST handlers never do, and the request's header map would grow for it.
-                if observe.route_index == UNMATCHED {
-                    request.headers_mut().insert(X_REQUEST_ID, id.clone());
-                }
-                id
-            }
+            None => self.state.request_ids.next_value(),
         };
+        let mut observe = Observe::start(&self.state, &request, id);
+        let start = observe.start;
         // A timeout too large to add is none at all (a year is as good as for ever here).
-        let deadline = (observe.start.checked_add(self.timeout))
-            .unwrap_or_else(|| observe.start + Duration::from_secs(365 * 86_400));
-        let direct = self.direct && request.method() == Method::GET;
-        let endpoint = Endpoint::at(observe.route_index).filter(|_| direct);
-        let observe = Some(observe);
-        let slot = self.cap.enter();
-        let inner = match (&slot, endpoint) {
-            // Refused at once, never queued: the client retries (Retry-After) elsewhere.
-            (None, _) => Inner::Refused { error: Some(ApiError::Overloaded) },
+        let deadline =
+            (start.checked_add(self.timeout)).unwrap_or_else(|| start + Duration::from_secs(365 * 86_400));
+        let endpoint = Endpoint::at(observe.route_index);
+        let guard = match (endpoint, observe.grpc_method) {
+            (Some(endpoint), _) => endpoint.guard(),
+            (None, Some((_, guard))) => guard,
+            (None, None) => Guard::Public,
+        };
+        let direct = endpoint.filter(|_| self.direct && request.method() == Method::GET);
+        let (inner, slot, admission) = match self.admit(&request, guard, start) {
+            // Refused at once, never queued: nothing below runs, no body is read.
+            Err(denied) => (Inner::Refused { denied: Some(denied) }, None, None),
             // Answered on the first poll, without the router (a GET's body, if any, is not
             // read). Not here: HTTP/2 calls the service on the connection's task and spawns
             // only the future, and the connection must not wait for a request's work.
-            (Some(_), Some(endpoint)) => {
-                let (parts, _body) = request.into_parts();
-                Inner::Direct { endpoint, parts: Some(parts) }
-            }
-            (Some(_), None) => match catch_unwind(AssertUnwindSafe(|| self.inner.call(request))) {
-                Ok(future) => Inner::Called { future },
-                Err(_) => Inner::Refused { error: Some(panicked()) },
+            Ok((slot, admission)) => match direct {
+                Some(endpoint) => {
+                    let (parts, _body) = request.into_parts();
+                    (Inner::Direct { endpoint, parts: Some(parts) }, Some(slot), admission)
+                }
+                None => {
+                    if let Some(admission) = &admission {
+                        request.extensions_mut().insert(admission.clone());
+                    }
+                    // gRPC reads the id from the metadata for its records; REST handlers never
+                    // do, and the request's header map would grow for it.
+                    if observe.grpc {
+                        request.headers_mut().insert(X_REQUEST_ID, observe.id.clone());
+                    }
+                    let body_deadline = start.checked_add(self.body_timeout).unwrap_or(deadline);
+                    let request = request.map(|body| ReadDeadline::new(body, body_deadline.into()));
+                    let inner = match catch_unwind(AssertUnwindSafe(|| self.inner.call(request))) {
+                        Ok(future) => Inner::Called { future },
+                        Err(_) => Inner::Refused { denied: Some(unnamed(panicked(), start)) },
+                    };
+                    (inner, Some(slot), admission)
+                }
             },
         };
-        FrontFuture { inner, id, observe, slot, deadline, timer: None }
+        if let Some(admission) = &admission {
+            observe.caller = Some(admission.caller.clone());
+        }
+        FrontFuture { inner, observe: Some(observe), slot, admission, deadline, timer: None }
     }
 }
 
@@ -177,9 +236,10 @@ pin_project! {
     pub struct FrontFuture<F> {
         #[pin]
         inner: Inner<F>,
-        id: HeaderValue,
         observe: Option<Observe>,
         slot: Option<Slot>,
+        // The caller's admission, held (with its in-flight place) until the headers are ready.
+        admission: Option<Admission>,
         deadline: Instant,
         // Armed only when the inner future is not ready on its first poll.
         #[pin]
@@ -192,7 +252,7 @@ pin_project! {
     enum Inner<F> {
         Called { #[pin] future: F },
         Direct { endpoint: Endpoint, parts: Option<Parts> },
-        Refused { error: Option<ApiError> },
+        Refused { denied: Option<Denied> },
     }
 }
 
@@ -205,8 +265,8 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
         let grpc = this.observe.as_ref().is_some_and(|o| o.grpc);
-        // An answer of this layer's own (shed, timed out, a panic below), or the service's;
-        // an endpoint's comes with its outcome, the others' outcome is in their extensions.
+        // An answer of this layer's own (refused, shed, timed out, a panic below), or the
+        // service's; an endpoint's comes with its outcome, the router's in its extensions.
         let (mut response, own, outcome) = match this.inner.as_mut().project() {
             InnerProj::Called { future } => match catch_unwind(AssertUnwindSafe(|| future.poll(cx))) {
                 Ok(Poll::Pending) => {
@@ -219,68 +279,92 @@ where
                         }
                         timer.as_mut().as_pin_mut().is_some_and(|timer| timer.poll(cx).is_ready())
                     }));
-                    match expired {
+                    let error = match expired {
                         Ok(false) => return Poll::Pending,
-                        Ok(true) => {
-                            // Out of time: the handler's future is dropped here, and with it
-                            // whatever it held (its caller's in-flight place, a body read).
-                            this.inner.set(Inner::Refused { error: None });
-                            (refusal(ApiError::Timeout, grpc), true, None)
-                        }
-                        Err(_) => {
-                            this.inner.set(Inner::Refused { error: None });
-                            (refusal(panicked(), grpc), true, None)
-                        }
-                    }
+                        // Out of time: the handler's future is dropped here, and with it
+                        // whatever it held (a body read, a clone of the admission).
+                        Ok(true) => ApiError::Timeout,
+                        Err(_) => panicked(),
+                    };
+                    this.inner.set(Inner::Refused { denied: None });
+                    own_answer(error, grpc)
                 }
-                Ok(Poll::Ready(Ok(response))) => (response, false, None),
-                Err(_) => (refusal(panicked(), grpc), true, None),
+                Ok(Poll::Ready(Ok(mut response))) => {
+                    let outcome = response.extensions_mut().remove::<Outcome>().unwrap_or_default();
+                    (response, false, outcome)
+                }
+                Err(_) => own_answer(panicked(), grpc),
             },
-            // The state is the observation's (taken only once this has answered).
             InnerProj::Direct { endpoint, parts } => match (parts.take(), this.observe.as_ref()) {
                 (Some(parts), Some(Observe { state, .. })) => {
-                    match catch_unwind(AssertUnwindSafe(|| endpoint.answer(state, &parts))) {
-                        Ok(Answer { response, outcome }) => (response, false, Some(outcome)),
-                        Err(_) => (refusal(panicked(), grpc), true, None),
+                    let admission = this.admission.as_ref();
+                    match catch_unwind(AssertUnwindSafe(|| endpoint.answer(state, admission, &parts))) {
+                        Ok(Answer { response, outcome }) => (response, false, outcome),
+                        Err(_) => own_answer(panicked(), grpc),
                     }
                 }
                 // Polled again after its end (a contract breach): an error, not a panic.
-                _ => (refusal(ApiError::Internal, grpc), true, None),
+                _ => own_answer(ApiError::Internal, grpc),
             },
-            InnerProj::Refused { error } => {
-                (refusal(error.take().unwrap_or(ApiError::Internal), grpc), true, None)
-            }
+            InnerProj::Refused { denied } => match denied.take() {
+                Some(Denied { caller, error, at }) => {
+                    let answer = own_answer(error, grpc);
+                    if let (Some(caller), Some(observe)) = (caller, this.observe.as_mut()) {
+                        observe.caller = Some(caller);
+                        observe.caller_at = at;
+                    }
+                    answer
+                }
+                None => own_answer(ApiError::Internal, grpc),
+            },
         };
-        // The headers are ready: the place under the cap is free for the next request.
+        // The headers are ready: the places under the cap and in the caller's count are free
+        // for the next request (a streamed body holds its own clone of the admission).
         this.slot.take();
-        if let Some(observe) = this.observe.take() {
-            // A panic while recording (it would be a bug of ours) costs the line, not the
-            // response.
-            let outcome = outcome.as_ref().or_else(|| response.extensions().get::<Outcome>());
-            if catch_unwind(AssertUnwindSafe(|| observe.finish(&response, outcome, this.id, own))).is_err() {
-                tracing::error!("panic while recording a response");
-            }
+        let admitted_at = this.admission.take().map(|a| a.at);
+        let Some(mut observe) = this.observe.take() else {
+            return Poll::Ready(Ok(response));
+        };
+        if let Some(caller) = &observe.caller {
+            rate_limit_fields(&mut response, caller, admitted_at.unwrap_or(observe.caller_at));
+        }
+        // A panic while recording (it would be a bug of ours) costs the line, not the response.
+        if catch_unwind(AssertUnwindSafe(|| observe.finish(&response, &outcome, own))).is_err() {
+            tracing::error!("panic while recording a response");
         }
         let headers = response.headers_mut();
         // Random output must never be cached by any proxy: on every response, errors included.
         headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
         headers.insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
-        headers.insert(X_REQUEST_ID, std::mem::replace(this.id, HeaderValue::from_static("")));
+        headers.insert(X_REQUEST_ID, std::mem::replace(&mut observe.id, HeaderValue::from_static("")));
         Poll::Ready(Ok(response))
     }
 }
 
+/// A refusal that names no caller.
+fn unnamed(error: ApiError, at: Instant) -> Denied {
+    Denied { caller: None, error, at }
+}
+
 /// An answer of the front layer's own: problem+json, or for a gRPC call its status (so a
-/// client sees `RESOURCE_EXHAUSTED` / `DEADLINE_EXCEEDED` with `retry-after`, not an HTTP 503
-/// it cannot read), with the error's code for the records.
-fn refusal(error: ApiError, grpc: bool) -> Response {
-    if !grpc {
-        return error.into_response();
+/// client sees `UNAUTHENTICATED`, `RESOURCE_EXHAUSTED` or `DEADLINE_EXCEEDED` with
+/// `retry-after`, not an HTTP status it cannot read), with the error's code for the records.
+fn own_answer(error: ApiError, grpc: bool) -> (Response, bool, Outcome) {
+    let outcome = Outcome { code: Some(error.code()), ..Outcome::default() };
+    let response = if grpc { error.to_status().into_http::<axum::body::Body>() } else { error.render() };
+    (response, true, outcome)
+}
+
+/// `RateLimit-Policy` and `RateLimit` (as of `at`, the admission decision) for a caller with a
+/// rate quota: HTTP headers, or a gRPC call's initial (or trailers-only) metadata.
+fn rate_limit_fields(response: &mut Response, caller: &Caller, at: Instant) {
+    if let Some(policy) = &caller.policy_field {
+        let headers = response.headers_mut();
+        headers.insert(HeaderName::from_static(RATELIMIT_POLICY), policy.clone());
+        if let Some(now) = current_field(caller, at) {
+            headers.insert(HeaderName::from_static(RATELIMIT), now);
+        }
     }
-    let code = error.code();
-    let mut response = error.to_status().into_http::<axum::body::Body>();
-    Outcome::of(&mut response).code = Some(code);
-    response
 }
 
 /// The error of a panic below: logged (without its message, which could hold anything) and
@@ -291,69 +375,137 @@ fn panicked() -> ApiError {
 }
 
 /// One request being observed. Dropped before it finishes (the client went away before the
-/// response was ready), it still leaves the in-flight gauge as it found it.
+/// response was ready), it still leaves its access line (status 499, gRPC `CANCELLED`) and
+/// the in-flight gauge as it found it.
 struct Observe {
     state: AppState,
     /// The index of the route template in [`ROUTES`] ([`UNMATCHED`] for none).
     route_index: usize,
+    /// A gRPC method of the randomness service: its name and guard.
+    grpc_method: Option<(&'static str, Guard)>,
+    /// The route's label in the access line: a REST route template, a gRPC method of the
+    /// randomness service, `grpc.health`, `grpc.reflection`, or `unmatched`.
+    label: &'static str,
+    /// A gRPC call (by its content type, on no REST route): answered with gRPC statuses,
+    /// observed per method.
+    grpc: bool,
     method: Method,
     start: Instant,
-    /// A gRPC call: observed per method by the gRPC service, unless this layer answered it
-    /// (shed, timed out, a panic) and the gRPC service never saw it.
-    grpc: bool,
+    /// The request id, echoed on the response.
+    id: HeaderValue,
+    /// The caller, once named (admitted, or refused by name).
+    caller: Option<Arc<Caller>>,
+    /// When a refused caller was refused (its rate-limit fields are as of then).
+    caller_at: Instant,
+    /// Recorded: nothing left for the drop.
+    done: bool,
 }
 
 impl Observe {
     /// Starts observing. A gRPC call is decided by the path as well as the content type, so
-    /// a REST request that claims `application/grpc` is still observed, logged and audited.
-    fn start<B>(state: &AppState, request: &Request<B>) -> Observe {
-        let route_index = route_index(request.uri().path());
+    /// a REST request that claims `application/grpc` is still answered as REST.
+    fn start<B>(state: &AppState, request: &Request<B>, id: HeaderValue) -> Observe {
+        let path = request.uri().path();
+        let route_index = route_index(path);
         let grpc = route_index == UNMATCHED
             && request
                 .headers()
                 .get(header::CONTENT_TYPE)
                 .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"));
+        let grpc_method = if route_index == UNMATCHED { grpc_guard(path) } else { None };
+        let label = match (ROUTES.get(route_index), grpc_method) {
+            (Some(route), _) => route,
+            (None, Some((name, _))) => name,
+            (None, None) if path.starts_with("/grpc.health.") => "grpc.health",
+            (None, None) if path.starts_with("/grpc.reflection.") => "grpc.reflection",
+            (None, None) => "unmatched",
+        };
         if !grpc {
             state.metrics.in_flight.inc();
         }
         let method = request.method().clone();
-        Observe { state: state.clone(), route_index, method, start: Instant::now(), grpc }
+        let start = Instant::now();
+        let (caller, caller_at, done) = (None, start, false);
+        Observe {
+            state: state.clone(),
+            route_index,
+            grpc_method,
+            label,
+            grpc,
+            method,
+            start,
+            id,
+            caller,
+            caller_at,
+            done,
+        }
     }
 
     /// Records the response: metrics, the access line, the audit line. Never logs output
     /// bytes, keys, certificates or the query string's values beyond n/alg.
-    fn finish(self, response: &Response, outcome: Option<&Outcome>, id: &HeaderValue, own: bool) {
+    fn finish(&mut self, response: &Response, outcome: &Outcome, own: bool) {
+        self.done = true;
         let metrics = &self.state.metrics;
-        let code = outcome.and_then(|o| o.code);
-        if let Some(code) = code {
+        let served = outcome.served;
+        let alg = served.map_or("none", |s| s.alg.name());
+        let elapsed = self.start.elapsed();
+        let (status, code) = if self.grpc {
+            let status = grpc_status(response);
+            let code = outcome.code.or_else(|| grpc_error_code(response, status));
+            (status, code)
+        } else {
+            (response.status().as_u16(), outcome.code)
+        };
+        // Errors the gRPC service answered are counted there, with their latency.
+        if let Some(code) = code
+            && (!self.grpc || own)
+        {
             metrics.errors.with_label_values(&[code]).inc();
         }
-        if self.grpc && !own {
-            return;
+        if self.grpc {
+            if own {
+                let code_name = crate::error::grpc_code_name(tonic::Code::from(i32::from(status)));
+                let method = self.grpc_method.map_or("other", |(name, _)| name);
+                metrics
+                    .grpc_duration
+                    .with_label_values(&[method, "none", code_name])
+                    .observe(elapsed.as_secs_f64());
+            }
+        } else {
+            metrics.observe_http(
+                self.route_index,
+                served.map(|s| s.alg),
+                response.status(),
+                elapsed.as_secs_f64(),
+            );
         }
-        let elapsed = self.start.elapsed();
-        let served = outcome.and_then(|o| o.served);
-        let alg = served.map_or("none", |s| s.alg.name());
-        let status = response.status();
-        metrics.observe_http(self.route_index, served.map(|s| s.alg), status, elapsed.as_secs_f64());
-        let n = served.map_or(0, |s| s.n_bits);
-        let caller = outcome.and_then(|o| o.caller.as_deref()).unwrap_or("");
-        let request_id = id.to_str().unwrap_or("");
-        let route = ROUTES.get(self.route_index).copied().unwrap_or("unmatched");
+        if !outcome.recorded_at_end {
+            self.line(alg, served.map_or(0, |s| s.n_bits), status, code.unwrap_or(""), elapsed);
+        }
+    }
+
+    /// The access line and, with `log.audit`, the audit line.
+    fn line(&self, alg: &'static str, n: u64, status: u16, code: &'static str, elapsed: Duration) {
+        let caller = match &self.caller {
+            Some(caller) => caller.name(),
+            // Refused before a caller was named: `unknown`; a public route names none.
+            None if code.is_empty() => "",
+            None => crate::callers::registry::UNKNOWN,
+        };
         let access = crate::telemetry::Access {
-            request_id,
+            request_id: self.id.to_str().unwrap_or(""),
             caller,
             method: self.method.as_str(),
-            route,
+            route: self.label,
             alg,
             n,
-            status: status.as_u16(),
-            code: code.unwrap_or(""),
+            status,
+            code,
             latency_us: elapsed.as_micros() as u64,
         };
         access.log();
         if self.state.settings.log.audit {
-            access.audit("http").log();
+            access.audit(if self.grpc { "grpc" } else { "http" }).log();
         }
     }
 }
@@ -363,7 +515,55 @@ impl Drop for Observe {
         if !self.grpc {
             self.state.metrics.in_flight.dec();
         }
+        if !self.done {
+            // The client went away before the response's headers: one line all the same.
+            let (status, code) = if self.grpc {
+                (tonic::Code::Cancelled as u16, "cancelled")
+            } else {
+                (CLIENT_CLOSED, "client_closed")
+            };
+            if !self.grpc {
+                let status = StatusCode::from_u16(CLIENT_CLOSED).unwrap_or(StatusCode::BAD_REQUEST);
+                self.state.metrics.observe_http(
+                    self.route_index,
+                    None,
+                    status,
+                    self.start.elapsed().as_secs_f64(),
+                );
+            }
+            self.line("none", 0, status, code, self.start.elapsed());
+        }
     }
+}
+
+/// The status of a request whose client closed it before the response (nginx's 499).
+const CLIENT_CLOSED: u16 = 499;
+
+/// The gRPC status of a response at its headers: `grpc-status` of a trailers-only response
+/// (an error), else 0 (the call is under way; a stream's end is recorded by the service).
+fn grpc_status(response: &Response) -> u16 {
+    response
+        .headers()
+        .get("grpc-status")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// The machine code of a gRPC error: the [`ApiError`]'s, which the service attaches to its
+/// status; for an error of tonic's own (a message it cannot decode, one too large), the
+/// status code's name.
+fn grpc_error_code(response: &Response, status: u16) -> Option<&'static str> {
+    if status == 0 {
+        return None;
+    }
+    let own = response
+        .extensions()
+        .get::<tonic::Status>()
+        .and_then(|s| std::error::Error::source(s))
+        .and_then(|e| e.downcast_ref::<ApiError>())
+        .map(ApiError::code);
+    own.or_else(|| Some(crate::error::grpc_code_name(tonic::Code::from(i32::from(status)))))
 }
 
 /// The index of a path's entry in [`ROUTES`] ([`UNMATCHED`] for a path that is none of them).

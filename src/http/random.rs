@@ -4,9 +4,8 @@
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use axum::Json;
 use axum::body::Body;
-use axum::extract::{FromRequest, Request, State};
+use axum::extract::{Request, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
@@ -14,10 +13,9 @@ use bytes::Bytes;
 use http_body::{Frame, SizeHint};
 use serde_json::Value;
 
-use super::admit;
 use super::params::{Accept, Params, choose_format};
 use super::{Answer, served};
-use crate::callers::{Admission, Route};
+use crate::callers::Admission;
 use crate::error::ApiError;
 use crate::service::{BitsOutput, BitsRequest, BytesRequest, Chunks};
 use crate::state::AppState;
@@ -31,23 +29,47 @@ pub fn get_bits(state: &AppState, admission: &Admission, parts: &Parts) -> Resul
     respond(state, admission, bits_request(state, Accept::of(&parts.headers), &Params::of(parts)?)?)
 }
 
-/// `POST /bits` with `{"n": 256, "alg": "...", "format": "...", "pr": false}`: the caller is
-/// admitted before the body is read.
+/// Most bytes of a `POST /bits` body: its four members with room to spare.
+const MAX_JSON_BODY: usize = 4096;
+
+/// `POST /bits` with `{"n": 256, "alg": "...", "format": "...", "pr": false}`: the caller was
+/// admitted from the head before any of the body is read (the front layer), and the body is
+/// read under the server's body deadline, at most [`MAX_JSON_BODY`] bytes of it.
 pub async fn post_bits(State(state): State<AppState>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
-    let admission = match admit::admit(&state, Some(Route::Bits), &parts) {
-        Ok(admission) => admission,
-        Err(denied) => return admit::refusal(denied).into_response(),
+    let Some(admission) = parts.extensions.get::<Admission>().cloned() else {
+        return Answer::from(ApiError::Internal).into_response();
     };
     let accept = parts.headers.get(header::ACCEPT).cloned();
-    let json = Json::<Value>::from_request(Request::from_parts(parts, body), &state).await;
-    let answer = json
-        .map_err(|e| ApiError::invalid("invalid_body", "body", e.body_text()))
-        .and_then(|Json(body)| {
-            bits_request(&state, Accept::from(accept.as_ref()), &Params::from_json(&body)?)
-        })
-        .and_then(|req| respond(&state, &admission, req));
-    admit::finish(answer.unwrap_or_else(Answer::from), &admission).into_response()
+    let answer = match axum::body::to_bytes(body, MAX_JSON_BODY).await {
+        Err(e) => Err(body_error(&e)),
+        Ok(bytes) => serde_json::from_slice::<Value>(&bytes)
+            .map_err(|e| ApiError::invalid("invalid_body", "body", format!("the body is not JSON: {e}")))
+            .and_then(|body| bits_request(&state, Accept::from(accept.as_ref()), &Params::from_json(&body)?)),
+    }
+    .and_then(|req| respond(&state, &admission, req));
+    answer.unwrap_or_else(Answer::from).into_response()
+}
+
+/// The error of a body that could not be read: too large, or not received in time.
+fn body_error(error: &axum::Error) -> ApiError {
+    let too_large = std::iter::successors(Some(error as &(dyn std::error::Error + 'static)), |e| e.source())
+        .any(|e| e.is::<http_body_util::LengthLimitError>());
+    if too_large {
+        return ApiError::invalid(
+            "invalid_body",
+            "body",
+            format!("the body must be at most {MAX_JSON_BODY} bytes"),
+        );
+    }
+    if super::deadline::BodyTimeout::caused(error) {
+        return ApiError::invalid(
+            "invalid_body",
+            "body",
+            "the body was not received within the body read timeout",
+        );
+    }
+    ApiError::invalid("invalid_body", "body", "the body could not be read")
 }
 
 /// `GET /bytes?n=&alg=&format=&pr=`: the same, counted in bytes.

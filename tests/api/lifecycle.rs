@@ -446,6 +446,9 @@ async fn connections_queued_when_the_listener_closes_are_served() {
         header_read_timeout: Duration::from_secs(5),
         drain_timeout: Duration::from_secs(5),
         max_connection_age: None,
+        write_timeout: Duration::from_secs(30),
+        http2_idle_timeout: Duration::from_secs(20),
+        http2_max_concurrent_streams: 100,
     };
     let server = tokio::spawn(serve(listener, router, options, None, stopped));
     let answers = async {

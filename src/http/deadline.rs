@@ -1,0 +1,119 @@
+//! A request body under a read deadline: past it, the body ends in an error instead of
+//! waiting for a client that stopped sending (`server.body_read_timeout_ms`). The timer is
+//! armed only when the body is first found not ready, so a body read at once (or never read,
+//! as a GET's) costs no timer.
+//!
+//! tower-http's `TimeoutBody` bounds the time between frames, not the whole body, so a client
+//! trickling one byte a second would never reach it; this bounds the whole read.
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http_body::{Body, Frame, SizeHint};
+use pin_project_lite::pin_project;
+use tokio::time::{Instant, Sleep};
+
+/// The error of a body not read in full by its deadline.
+#[derive(Debug, thiserror::Error)]
+#[error("the request body was not received within the body read timeout")]
+pub struct BodyTimeout;
+
+impl BodyTimeout {
+    /// Whether `error`, or an error anywhere in its chain of sources, is a [`BodyTimeout`]
+    /// (axum and http-body-util wrap a body's error on the way up).
+    pub fn caused(error: &(dyn std::error::Error + 'static)) -> bool {
+        std::iter::successors(Some(error), |e| e.source()).any(|e| e.is::<BodyTimeout>())
+    }
+}
+
+pin_project! {
+    /// See the module documentation.
+    pub struct ReadDeadline<B> {
+        #[pin]
+        body: B,
+        deadline: Instant,
+        #[pin]
+        timer: Option<Sleep>,
+    }
+}
+
+impl<B> ReadDeadline<B> {
+    /// `body`, to be read in full by `deadline`.
+    pub fn new(body: B, deadline: Instant) -> Self {
+        ReadDeadline { body, deadline, timer: None }
+    }
+}
+
+impl<B> Body for ReadDeadline<B>
+where
+    B: Body<Data = Bytes>,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    type Data = Bytes;
+    type Error = Box<dyn std::error::Error + Send + Sync>;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        let mut this = self.project();
+        if let Poll::Ready(frame) = this.body.poll_frame(cx) {
+            return Poll::Ready(frame.map(|f| f.map_err(Into::into)));
+        }
+        if this.timer.is_none() {
+            this.timer.set(Some(tokio::time::sleep_until(*this.deadline)));
+        }
+        match this.timer.as_pin_mut().map(|timer| timer.poll(cx)) {
+            Some(Poll::Ready(())) => Poll::Ready(Some(Err(Box::new(BodyTimeout)))),
+            _ => Poll::Pending,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    /// A body that never sends anything.
+    struct Silent;
+
+    impl Body for Silent {
+        type Data = Bytes;
+        type Error = std::convert::Infallible;
+
+        fn poll_frame(
+            self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+        ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+            Poll::Pending
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_silent_body_ends_in_an_error_at_its_deadline_not_before() {
+        let start = Instant::now();
+        let body = ReadDeadline::new(Silent, start + Duration::from_secs(10));
+        let error = axum::body::to_bytes(axum::body::Body::new(body), usize::MAX).await.unwrap_err();
+        assert!(BodyTimeout::caused(&error), "{error}");
+        assert_eq!(start.elapsed(), Duration::from_secs(10));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_body_that_arrives_in_time_is_read_whole() {
+        let body =
+            ReadDeadline::new(axum::body::Body::from("{\"n\": 8}"), Instant::now() + Duration::from_secs(1));
+        let bytes = axum::body::to_bytes(axum::body::Body::new(body), usize::MAX).await.unwrap();
+        assert_eq!(bytes, "{\"n\": 8}");
+    }
+}
