@@ -560,6 +560,48 @@ mod tests {
 
     /// A `[callers.web]` caught before its policy and quota tables: the reload names `web` and
     /// what it gained; a narrowing, or nothing changed, says nothing.
+    /// Two callers, each with a key and a certificate identity.
+    fn two_callers() -> Registry {
+        let mut settings = Settings::defaults();
+        settings.auth.enabled = true;
+        for (name, key) in [("web", "web-key"), ("batch", "batch-key")] {
+            let digest = data_encoding::HEXLOWER.encode(&Sha256::digest(key.as_bytes()));
+            let identities = vec![format!("dns:{name}.internal")];
+            let caller = CallerSettings { key_sha256: vec![digest], identities, ..Default::default() };
+            settings.callers.insert(name.into(), caller);
+        }
+        Registry::build(&settings, &Metrics::new(Arc::default()), None).unwrap().0
+    }
+
+    #[test]
+    fn credentials_name_one_caller_or_are_refused() {
+        let registry = two_callers();
+        let cert = |name: &str| ClientIdentity::from_names(vec![format!("dns:{name}")]);
+        let (web, batch, stranger) =
+            (cert("web.internal"), cert("batch.internal"), cert("stranger.internal"));
+        let who = |bearer: Option<&str>, client: Option<&ClientIdentity>| {
+            registry
+                .identify(bearer.map(str::as_bytes), client)
+                .map(|c| c.name().to_string())
+                .map_err(|e| e.code())
+        };
+        let ok = |name: &str| Ok(name.to_string());
+        // key only; certificate only; both naming the same caller
+        assert_eq!(who(Some("Bearer web-key"), None), ok("web"));
+        assert_eq!(who(None, Some(&batch)), ok("batch"));
+        assert_eq!(who(Some("Bearer web-key"), Some(&web)), ok("web"));
+        // both, naming different callers: refused, whichever way round
+        assert_eq!(who(Some("Bearer web-key"), Some(&batch)), Err("credentials_conflict"));
+        assert_eq!(who(Some("Bearer batch-key"), Some(&web)), Err("credentials_conflict"));
+        // a wrong or malformed key is never passed over for the certificate
+        assert_eq!(who(Some("Bearer nope"), Some(&web)), Err("unauthorized"));
+        assert_eq!(who(Some("Basic d2ViOmtleQ=="), Some(&web)), Err("unauthorized"));
+        // a certificate that names no caller: the key decides; without one, 403
+        assert_eq!(who(Some("Bearer batch-key"), Some(&stranger)), ok("batch"));
+        assert_eq!(who(None, Some(&stranger)), Err("unknown_client"));
+        assert_eq!(who(None, None), Err("unauthorized"));
+    }
+
     #[test]
     fn a_widening_reload_names_the_caller() {
         let metrics = Metrics::new(Arc::default());

@@ -4,6 +4,7 @@ mod admin;
 mod callers;
 mod grpc;
 mod helpers;
+mod hostile;
 mod lifecycle;
 mod random;
 mod values;

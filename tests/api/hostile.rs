@@ -1,0 +1,325 @@
+//! Hostile clients, as an attacker would be one, against the real application: HTTP/2 streams
+//! without bodies and without credentials, oversize gRPC messages, a trickled request body, a
+//! client that only answers pings, a client that stops reading. What they may not do: hold
+//! any capacity an authorized caller needs, make the server buffer much, or keep a connection
+//! for ever.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use drbgd::config::Settings;
+use drbgd::grpc::pb::GetTokenRequest;
+use drbgd::grpc::pb::randomness_service_client::RandomnessServiceClient as RandomnessClient;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::helpers::{TestApp, assert_problem, spawn_binary, spawn_with, test_settings};
+
+const EXAMPLE: &str = "config/examples/callers.toml";
+
+fn example() -> Settings {
+    let free = serde_json::json!({
+        "server": { "listen": "127.0.0.1:0", "admin_listen": "127.0.0.1:0" },
+        "drbg": { "shards": 2 },
+    });
+    Settings::load(Some(EXAMPLE.as_ref()), free).expect("the example loads")
+}
+
+async fn spawn(settings: Settings) -> TestApp {
+    spawn_with(settings, Arc::new(drbgd::drbg::entropy::OsEntropy)).await
+}
+
+fn addr(api: &str) -> String {
+    api.trim_start_matches("http://").to_string()
+}
+
+/// An HTTP/2 connection of the `h2` crate (prior knowledge, no TLS), its driver spawned; the
+/// handle ends when the server closes the connection.
+async fn h2_connect(api: &str) -> (h2::client::SendRequest<Bytes>, tokio::task::JoinHandle<()>) {
+    let tcp = TcpStream::connect(addr(api)).await.unwrap();
+    let (client, connection) = h2::client::handshake(tcp).await.unwrap();
+    let driver = tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    (client, driver)
+}
+
+/// A gRPC call's head, with no body sent (the stream stays open from our side).
+fn grpc_head(api: &str, method: &str, key: Option<&str>) -> http::Request<()> {
+    let mut request = http::Request::post(format!("{api}/drbgd.v1.RandomnessService/{method}"))
+        .header("content-type", "application/grpc")
+        .header("te", "trailers");
+    if let Some(key) = key {
+        request = request.header("authorization", format!("Bearer {key}"));
+    }
+    request.body(()).unwrap()
+}
+
+/// The gRPC status of a trailers-only response (0 when the headers carry none).
+fn grpc_status(response: &http::Response<h2::RecvStream>) -> u32 {
+    response
+        .headers()
+        .get("grpc-status")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streams_without_bodies_or_credentials_take_nothing_from_authorized_callers() {
+    let binary = spawn_binary(&["--config", EXAMPLE]).await;
+    let api = format!("http://{}", binary.api);
+    // Audit lines of refused calls (caller `unknown`, UNAUTHENTICATED), counted as they come.
+    let mut lines = binary.lines;
+    let (refused_tx, mut refused) = tokio::sync::watch::channel(0);
+    tokio::spawn(async move {
+        while let Ok(Some(line)) = lines.next_line().await {
+            if line.contains("drbgd::audit")
+                && line.contains("\"caller\":\"unknown\"")
+                && line.contains("\"status\":16")
+            {
+                refused_tx.send_modify(|n| *n += 1);
+            }
+        }
+    });
+    // Six connections of 100 streams (the server's cap per connection), each a gRPC call's
+    // head with no key and no body: more than the default cap of 512 requests in progress,
+    // which they held full until the request timeout when callers were admitted after the
+    // body. And a seventh whose 100 streams each send a 3 MiB message.
+    let mut held = Vec::new();
+    let mut answers = Vec::new();
+    for connection in 0..7 {
+        let (client, _driver) = h2_connect(&api).await;
+        let mut client = client.ready().await.unwrap();
+        for _ in 0..100 {
+            client = client.ready().await.unwrap();
+            let (response, mut body) = client.send_request(grpc_head(&api, "GetBits", None), false).unwrap();
+            if connection == 6 {
+                let mut message = vec![0u8; 3 << 20];
+                message[1..5].copy_from_slice(&((3u32 << 20) - 5).to_be_bytes());
+                body.send_data(Bytes::from(message), false).unwrap();
+            }
+            held.push(body);
+            answers.push(response);
+        }
+        // The connection stays open while a stream of it is held; the handle may go.
+        drop(client);
+    }
+    // Meanwhile an authorized caller, over REST and gRPC: never refused.
+    let http = reqwest::Client::new();
+    let mut grpc = RandomnessClient::connect(api.clone()).await.unwrap();
+    for _ in 0..20 {
+        let token = http.get(format!("{api}/token")).bearer_auth("batch-example-key").send().await.unwrap();
+        assert_eq!(token.status(), 200);
+        let mut request = tonic::Request::new(GetTokenRequest::default());
+        request.metadata_mut().insert("authorization", "Bearer batch-example-key".parse().unwrap());
+        grpc.get_token(request).await.expect("an authorized GetToken");
+    }
+    // Every unauthenticated stream was answered at once, UNAUTHENTICATED, its body unread.
+    let started = Instant::now();
+    let answers_len = answers.len();
+    for answer in answers {
+        let response =
+            tokio::time::timeout(Duration::from_secs(10), answer).await.expect("answered").unwrap();
+        assert_eq!(grpc_status(&response), 16, "UNAUTHENTICATED");
+    }
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(answers_len, 700);
+    // ...and each left its line: one audit line per refused call, caller `unknown`.
+    let all = tokio::time::timeout(Duration::from_secs(10), refused.wait_for(|n| *n >= 700)).await.is_ok();
+    assert!(all, "one audit line per refused stream: {}", *refused.borrow());
+    // The server's peak RSS: the messages were never buffered.
+    let status = std::fs::read_to_string(format!("/proc/{}/status", binary.child.id().unwrap())).unwrap();
+    let peak_kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    assert!(peak_kib < 64 * 1024, "peak RSS {peak_kib} KiB");
+    eprintln!("peak RSS under attack: {peak_kib} KiB");
+    drop(held);
+    drop(binary.child);
+}
+
+#[tokio::test]
+async fn a_grpc_message_longer_than_any_request_is_refused_from_its_length_prefix() {
+    let app = spawn(test_settings()).await;
+    let (client, _driver) = h2_connect(&app.api).await;
+    let mut client = client.ready().await.unwrap();
+    let (response, mut body) = client.send_request(grpc_head(&app.api, "GetBits", None), false).unwrap();
+    // A 3 MiB message announced, 16 KiB of it sent: refused on the prefix, never buffered.
+    let mut frame = vec![0u8];
+    frame.extend_from_slice(&(3u32 << 20).to_be_bytes());
+    frame.extend_from_slice(&[0u8; 16 * 1024]);
+    body.send_data(Bytes::from(frame), false).unwrap();
+    let response = tokio::time::timeout(Duration::from_secs(5), response).await.unwrap().unwrap();
+    let mut trailers_or_head = grpc_status(&response);
+    if trailers_or_head == 0 {
+        let mut stream = response.into_body();
+        while stream.data().await.is_some() {}
+        let trailers = stream.trailers().await.unwrap().unwrap_or_default();
+        trailers_or_head = trailers.get("grpc-status").unwrap().to_str().unwrap().parse().unwrap();
+    }
+    assert_eq!(trailers_or_head, 11, "OUT_OF_RANGE");
+}
+
+#[tokio::test]
+async fn a_trickled_body_is_answered_at_the_body_deadline() {
+    let mut settings = test_settings();
+    settings.server.body_read_timeout_ms = 300;
+    let app = spawn(settings).await;
+    let mut tcp = TcpStream::connect(addr(&app.api)).await.unwrap();
+    let head = "POST /bits HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 40\r\n\r\n{\"n\":";
+    tcp.write_all(head.as_bytes()).await.unwrap();
+    let started = Instant::now();
+    let mut answer = vec![0u8; 4096];
+    let n = tokio::time::timeout(Duration::from_secs(10), tcp.read(&mut answer))
+        .await
+        .expect("answered")
+        .unwrap();
+    let answer = String::from_utf8_lossy(&answer[..n]);
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    assert!(answer.contains("invalid_body") && answer.contains("body read timeout"), "{answer}");
+    assert!(started.elapsed() >= Duration::from_millis(250), "not before the deadline");
+}
+
+#[tokio::test]
+async fn a_post_body_larger_than_any_request_is_refused() {
+    let app = spawn(test_settings()).await;
+    let body = format!("{{\"n\": 8, \"pad\": \"{}\"}}", "x".repeat(8192));
+    let response = app.client.post(app.url("/bits")).body(body).send().await.unwrap();
+    let problem = assert_problem(response, 400, "invalid_body").await;
+    assert!(problem["detail"].as_str().unwrap().contains("at most"), "{problem}");
+}
+
+#[tokio::test]
+async fn an_http2_client_that_only_pings_is_closed_when_idle() {
+    let mut settings = test_settings();
+    settings.server.http2_idle_timeout_ms = 400;
+    let app = spawn(settings).await;
+    let tcp = TcpStream::connect(addr(&app.api)).await.unwrap();
+    let (client, mut connection) = h2::client::handshake(tcp).await.unwrap();
+    let mut ping_pong = connection.ping_pong().expect("a ping handle");
+    let driver = tokio::spawn(async move { connection.await });
+    // One request, answered: the connection is HTTP/2 and has carried a request.
+    let mut client = client.ready().await.unwrap();
+    let request = http::Request::get(app.url("/openapi.json")).body(()).unwrap();
+    let (response, _) = client.send_request(request, true).unwrap();
+    assert_eq!(response.await.unwrap().status(), 200);
+    let served = Instant::now();
+    // Then only pings, every 50 ms, each answered: not enough to keep the connection.
+    let pinging = tokio::spawn(async move {
+        while ping_pong.ping(h2::Ping::opaque()).await.is_ok() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    });
+    let closed = tokio::time::timeout(Duration::from_secs(5), driver).await;
+    assert!(closed.is_ok(), "closed within 5 s (idle timeout 400 ms)");
+    let after = served.elapsed();
+    assert!(after >= Duration::from_millis(400), "not before the idle timeout: {after:?}");
+    assert!(
+        after < Duration::from_millis(400 * 5 / 4 + 1500),
+        "within 1.25 periods and the close grace: {after:?}"
+    );
+    pinging.abort();
+    drop(client);
+}
+
+#[tokio::test]
+async fn an_http2_connection_with_a_stream_open_is_not_idle() {
+    let mut settings = test_settings();
+    settings.server.http2_idle_timeout_ms = 200;
+    let app = spawn(settings).await;
+    let (client, driver) = h2_connect(&app.api).await;
+    let mut client = client.ready().await.unwrap();
+    // A 10^8-bit body, read slowly but steadily: the stream is open for well past the idle
+    // timeout, and the connection must stay.
+    let request = http::Request::get(app.url("/bits?n=100000000&format=binary")).body(()).unwrap();
+    let (response, _) = client.send_request(request, true).unwrap();
+    let mut body = response.await.unwrap().into_body();
+    let mut total = 0;
+    let started = Instant::now();
+    while let Some(chunk) = body.data().await {
+        let chunk = chunk.unwrap();
+        total += chunk.len();
+        let _ = body.flow_control().release_capacity(chunk.len());
+        if started.elapsed() < Duration::from_millis(800) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    assert_eq!(total, 12_500_000);
+    assert!(!driver.is_finished());
+}
+
+#[tokio::test]
+async fn a_client_that_stops_reading_is_cut_and_its_place_given_back() {
+    let mut settings = example();
+    settings.server.write_timeout_ms = 400;
+    let app = spawn(settings).await;
+    let in_flight = || {
+        let registry = app.state.callers.registry();
+        registry.callers().iter().find(|c| c.name() == "batch").unwrap().quota_state().in_flight()
+    };
+    let mut tcp = TcpStream::connect(addr(&app.api)).await.unwrap();
+    let head = "GET /bits?n=100000000&format=binary HTTP/1.1\r\nhost: x\r\nauthorization: Bearer batch-example-key\r\n\r\n";
+    tcp.write_all(head.as_bytes()).await.unwrap();
+    let mut first = vec![0u8; 1024];
+    let n = tcp.read(&mut first).await.unwrap();
+    assert!(first[..n].starts_with(b"HTTP/1.1 200"));
+    // Stop reading: the buffers fill, the body stalls, the connection is cut.
+    let cut = async {
+        while in_flight() > 0 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(5), cut)
+        .await
+        .expect("the caller's place given back within 5 s");
+    // Reading again finds the connection closed short of the 12.5 MB.
+    let mut rest = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(10), tcp.read_to_end(&mut rest)).await.expect("closed");
+    assert!(n + rest.len() < 12_500_000, "cut short: {}", n + rest.len());
+}
+
+#[tokio::test]
+async fn a_request_the_server_sheds_costs_the_caller_no_token() {
+    let mut settings = example();
+    settings.server.concurrency_limit = 1;
+    let app = spawn(settings).await;
+    // The one place, held by a batch call whose body never comes.
+    let mut hold = TcpStream::connect(addr(&app.api)).await.unwrap();
+    let head = "POST /bits HTTP/1.1\r\nhost: x\r\nauthorization: Bearer batch-example-key\r\ncontent-length: 40\r\n\r\n";
+    hold.write_all(head.as_bytes()).await.unwrap();
+    let shed = async {
+        loop {
+            let r = app.client.get(app.url("/token")).bearer_auth("web-example-key").send().await.unwrap();
+            if r.status() == 503 {
+                return r;
+            }
+        }
+    };
+    let first =
+        tokio::time::timeout(Duration::from_secs(5), shed).await.expect("shed once the place is held");
+    assert_problem(first, 503, "overloaded").await;
+    for _ in 0..15 {
+        let r = app.client.get(app.url("/token")).bearer_auth("web-example-key").send().await.unwrap();
+        assert_problem(r, 503, "overloaded").await;
+    }
+    drop(hold);
+    // web's burst is 10 (at 50/s): all of it is still there after 16 requests shed. A 503
+    // while the held place is being given back is retried; a 429 would mean tokens burned.
+    let mut served = 0;
+    for _ in 0..100 {
+        let r = app.client.get(app.url("/token")).bearer_auth("web-example-key").send().await.unwrap();
+        match r.status().as_u16() {
+            200 => served += 1,
+            503 => continue,
+            other => panic!("{other} after {served} served: tokens were burned"),
+        }
+        if served == 10 {
+            break;
+        }
+    }
+    assert_eq!(served, 10, "the burst is whole");
+}
