@@ -224,35 +224,46 @@ impl App {
             loaded: crate::reload::fingerprint(&files),
             files,
             reload: Arc::new(move || {
-                let fresh = match &source {
-                    Some(source) => source.load()?,
-                    None => state.settings.clone(),
-                };
-                // Only `[callers]` changes here; everything else is what the process started
-                // with. `[auth]` and `[tls]` must not differ at all (so an emptied or truncated
-                // file cannot turn auth off); other sections may, and wait for a restart.
-                let changed = changed_outside_callers(&fresh, &state.settings);
-                let refused: Vec<&str> =
-                    changed.iter().map(String::as_str).filter(|s| ["auth", "tls"].contains(s)).collect();
-                anyhow::ensure!(
-                    refused.is_empty(),
-                    "the configuration's [{}] changed; that needs a restart, so nothing was reloaded",
-                    refused.join("], [")
-                );
-                if !changed.is_empty() {
-                    tracing::warn!(
-                        sections = changed.join(","),
-                        "the configuration changed outside [callers]: [callers] and the keys file \
-                         are reloaded, the rest needs a restart"
-                    );
-                }
-                let mut settings = state.settings.clone();
-                settings.callers = fresh.callers;
-                state.callers.reload(&settings)
+                // Read inside the reload lock: see `Callers::reload_from`.
+                state.callers.reload_from(|| {
+                    let fresh = match &source {
+                        Some(source) => source.load()?,
+                        None => state.settings.clone(),
+                    };
+                    callers_of(fresh, &state.settings)
+                })
             }),
         });
         watched
     }
+}
+
+/// The settings in force with the `[callers]` of `fresh`: only `[callers]` changes by reload;
+/// everything else is what the process started with. `[auth]` and `[tls]` must not differ at
+/// all (so an emptied or truncated file cannot turn auth off); other sections may, and wait for
+/// a restart.
+///
+/// # Errors
+/// `[auth]` or `[tls]` changed.
+fn callers_of(fresh: Settings, running: &Settings) -> anyhow::Result<Settings> {
+    let changed = changed_outside_callers(&fresh, running);
+    let refused: Vec<&str> =
+        changed.iter().map(String::as_str).filter(|s| ["auth", "tls"].contains(s)).collect();
+    anyhow::ensure!(
+        refused.is_empty(),
+        "the configuration's [{}] changed; that needs a restart, so nothing was reloaded",
+        refused.join("], [")
+    );
+    if !changed.is_empty() {
+        tracing::warn!(
+            sections = changed.join(","),
+            "the configuration changed outside [callers]: [callers] and the keys file are reloaded, \
+             the rest needs a restart"
+        );
+    }
+    let mut settings = running.clone();
+    settings.callers = fresh.callers;
+    Ok(settings)
 }
 
 /// The top-level sections (`server`, `auth`, ...) in which `a` and `b` differ, `[callers]` left

@@ -38,8 +38,8 @@ use crate::metrics::Metrics;
 /// The registry in force, replaced whole on reload.
 pub struct Callers {
     current: RwLock<Arc<Registry>>,
-    /// Held from building a registry to putting it in force, so two reloads at once (SIGHUP
-    /// and a file change) cannot put an older build in force after a newer one.
+    /// Held from reading the settings to putting their registry in force, so two reloads at
+    /// once (SIGHUP and a file change) cannot put an older read in force after a newer one.
     reloading: Mutex<()>,
     metrics: Arc<Metrics>,
     /// `drbgd_caller_requests_total{caller="unknown"}`, resolved once.
@@ -100,15 +100,27 @@ impl Callers {
     }
 
     /// Builds a registry from `settings` and puts it in force, keeping each caller's quota
-    /// state and counters. Warns of each caller whose policy it widens or whose limit it
-    /// removes (a file caught half-written would do that, as would a deliberate edit).
+    /// state and counters. See [`Callers::reload_from`].
     ///
     /// # Errors
     /// See [`Registry::build`]; the registry in force then stays.
     pub fn reload(&self, settings: &Settings) -> anyhow::Result<()> {
+        self.reload_from(|| Ok(settings.clone()))
+    }
+
+    /// Reads the settings with `read` and puts the registry they make in force, both under the
+    /// reload lock: of two reloads at once (SIGHUP and a file change), the one that reads later
+    /// is put in force later, so an older `[callers]` never replaces a newer one. Warns of
+    /// each caller whose policy it widens or whose limit it removes (a file caught half-written
+    /// would do that, as would a deliberate edit).
+    ///
+    /// # Errors
+    /// Those of `read` and of [`Registry::build`]; the registry in force then stays.
+    pub fn reload_from(&self, read: impl FnOnce() -> anyhow::Result<Settings>) -> anyhow::Result<()> {
         let _one_at_a_time = self.reloading.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let settings = read()?;
         let previous = self.registry();
-        let (registry, warnings) = Registry::build(settings, &self.metrics, Some(&previous))?;
+        let (registry, warnings) = Registry::build(&settings, &self.metrics, Some(&previous))?;
         for w in warnings.iter().chain(&registry.widened_from(&previous)) {
             tracing::warn!("{w}");
         }

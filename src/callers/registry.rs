@@ -173,7 +173,8 @@ impl Registry {
     ///
     /// # Errors
     /// A malformed caller (named by its key), a key or identity claimed twice, an unreadable
-    /// keys file, or auth on with no credential at all.
+    /// keys file (a missing one at start-up; on reload a missing file revokes its keys), or
+    /// auth on with no credential at all at start-up.
     pub fn build(
         settings: &Settings,
         metrics: &Metrics,
@@ -183,8 +184,19 @@ impl Registry {
         let mut tables: BTreeMap<String, CallerSettings> = settings.callers.clone();
         let mut unnamed = settings.auth.api_key_sha256.clone();
         if let Some(path) = settings.api_keys_file() {
-            let text = std::fs::read_to_string(&path)
-                .with_context(|| format!("auth.api_keys_file {}", path.display()))?;
+            let text = match std::fs::read_to_string(&path) {
+                Ok(text) => text,
+                // Gone after start-up: its keys are revoked, not kept (fail closed). The watcher
+                // acts only on a change seen on two polls, so a file being swapped is not gone.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && previous.is_some() => {
+                    warnings.push(format!(
+                        "auth.api_keys_file {} is gone: the keys it held are revoked until it is back",
+                        path.display()
+                    ));
+                    String::new()
+                }
+                Err(e) => return Err(e).with_context(|| format!("auth.api_keys_file {}", path.display())),
+            };
             for (i, line) in text.lines().enumerate() {
                 let line = line.trim();
                 if line.is_empty() || line.starts_with('#') {

@@ -7,4 +7,5 @@ mod helpers;
 mod hostile;
 mod lifecycle;
 mod random;
+mod reload;
 mod values;
