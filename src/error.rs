@@ -32,8 +32,9 @@ pub enum ApiError {
     #[error("a valid bearer API key is required")]
     Unauthorized,
     /// 403: the caller is known but its policy does not allow this (`route_not_allowed`,
-    /// `alg_not_allowed`, `n_not_allowed`, `pr_not_allowed`), or a verified client
-    /// certificate names no caller (`unknown_client`).
+    /// `alg_not_allowed`, `n_not_allowed`, `pr_not_allowed`), a verified client certificate
+    /// names no caller and no key came with it (`unknown_client`), or a key and a certificate
+    /// name different callers (`credentials_conflict`).
     #[error("{detail}")]
     Forbidden {
         /// Stable machine code.
@@ -55,6 +56,10 @@ pub enum ApiError {
     /// 503 + Retry-After: the concurrency limit is reached; the request was not started.
     #[error("the server is at its concurrency limit; retry shortly")]
     Overloaded,
+    /// 503 + Retry-After: audit lines are on and the log sink is not keeping up, so the
+    /// request was not started (it would have been served unaudited).
+    #[error("the audit log is not keeping up; the request was not served")]
+    AuditUnavailable,
     /// 503: the response was not ready within the request timeout.
     #[error("the request timed out")]
     Timeout,
@@ -104,6 +109,7 @@ impl ApiError {
             ApiError::Unauthorized => "unauthorized",
             ApiError::Overloaded => "overloaded",
             ApiError::Timeout => "timeout",
+            ApiError::AuditUnavailable => "audit_unavailable",
             ApiError::EntropyUnavailable => "entropy_unavailable",
             ApiError::GeneratorFailed => "generator_failed",
             ApiError::NotReady => "not_ready",
@@ -125,6 +131,7 @@ impl ApiError {
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::Overloaded
+            | ApiError::AuditUnavailable
             | ApiError::Timeout
             | ApiError::EntropyUnavailable
             | ApiError::GeneratorFailed
@@ -145,9 +152,10 @@ impl ApiError {
             ApiError::MethodNotAllowed => tonic::Code::Unimplemented,
             ApiError::Internal => tonic::Code::Internal,
             ApiError::Timeout => tonic::Code::DeadlineExceeded,
-            ApiError::EntropyUnavailable | ApiError::GeneratorFailed | ApiError::NotReady => {
-                tonic::Code::Unavailable
-            }
+            ApiError::EntropyUnavailable
+            | ApiError::GeneratorFailed
+            | ApiError::NotReady
+            | ApiError::AuditUnavailable => tonic::Code::Unavailable,
         }
     }
 
@@ -314,6 +322,7 @@ mod tests {
             ApiError::forbidden("route_not_allowed", nasty.to_string()),
             ApiError::rate_limited("rate_limited", 3, nasty.to_string()),
             ApiError::Overloaded,
+            ApiError::AuditUnavailable,
             ApiError::Timeout,
             ApiError::EntropyUnavailable,
             ApiError::GeneratorFailed,

@@ -47,6 +47,8 @@ pub struct Metrics {
     pub generate_duration: HistogramVec,
     /// `drbgd_requests_in_flight`.
     pub in_flight: IntGauge,
+    /// `drbgd_log_lines_dropped_total`: brought up to the log writer's count at each scrape.
+    log_lines_dropped: prometheus::IntCounter,
     /// `drbgd_errors_total{code}`.
     pub errors: IntCounterVec,
     /// `drbgd_output_ones_ratio{alg}`.
@@ -140,6 +142,14 @@ impl Metrics {
                 GENERATE_BUCKETS,
             ),
             in_flight: gauge("requests_in_flight", "API requests in progress (HTTP and gRPC)."),
+            log_lines_dropped: prometheus::IntCounter::with_opts(
+                Opts::new(
+                    "log_lines_dropped_total",
+                    "Access and diagnostic log lines dropped because the log sink did not keep up (audit lines are never dropped).",
+                )
+                .namespace("drbgd"),
+            )
+            .expect("valid counter"),
             errors: counter("errors_total", "Error responses by machine code.", &["code"]),
             ones_ratio: histogram(
                 "output_ones_ratio",
@@ -180,7 +190,7 @@ impl Metrics {
             ),
             caller_denials: counter(
                 "caller_denials_total",
-                "Requests refused by caller and code: unauthorized, unknown_client, route_not_allowed, alg_not_allowed, n_not_allowed, pr_not_allowed, rate_limited, concurrency_limited.",
+                "Requests refused by caller and code: unauthorized, unknown_client, credentials_conflict (these three under caller unknown), route_not_allowed, alg_not_allowed, n_not_allowed, pr_not_allowed, rate_limited, concurrency_limited.",
                 &["caller", "code"],
             ),
             per_alg: Default::default(),
@@ -199,6 +209,7 @@ impl Metrics {
             Box::new(m.grpc_duration.clone()),
             Box::new(m.generate_duration.clone()),
             Box::new(m.in_flight.clone()),
+            Box::new(m.log_lines_dropped.clone()),
             Box::new(m.errors.clone()),
             Box::new(m.ones_ratio.clone()),
             Box::new(m.bias_zscore.clone()),
@@ -276,6 +287,8 @@ impl Metrics {
 
     /// The text exposition of every series.
     pub fn render(&self) -> String {
+        let dropped = crate::telemetry::lines_dropped();
+        self.log_lines_dropped.inc_by(dropped.saturating_sub(self.log_lines_dropped.get()));
         let mut out = Vec::new();
         let families = self.registry.gather();
         TextEncoder::new().encode(&families, &mut out).expect("text encoding never fails");

@@ -28,10 +28,13 @@
 //! - **HTTP/2 idle** (`http2_idle_timeout_ms`): once a connection has carried an HTTP/2
 //!   request, it is sent GOAWAY and closed when it has had no open stream for that long,
 //!   whether or not its client answers pings (pings only find dead peers).
-//! - **Write progress** (`write_timeout_ms`): a response body that hands hyper no frame for
-//!   that long (its client stopped reading and the buffers are full) has its connection
-//!   dropped, and with it the body and the caller's in-flight place. Progress is counted per
-//!   connection: on HTTP/2, a stream its client leaves unread while reading others is not cut.
+//! - **Write progress** (`write_timeout_ms`): when a response body is under way and neither a
+//!   frame is handed to hyper nor response data written to the socket for that long (its
+//!   client stopped reading and the buffers are full), the connection is asked to close and
+//!   dropped a moment later, and with it the body and the caller's in-flight place. A body
+//!   waiting for its own next frame (a gRPC health `Watch` between changes) is not held up by
+//!   its client and does not count. Progress is counted per connection: on HTTP/2, a stream
+//!   its client leaves unread while reading others is not cut.
 //! - **Streams** (`http2_max_concurrent_streams`) and small HTTP/2 receive windows (request
 //!   bodies here are at most a few KiB), and a maximum connection age.
 
@@ -123,8 +126,11 @@ struct ConnState {
     open: AtomicUsize,
     /// Response bodies under way (their headers sent, their ends not yet handed to hyper).
     bodies: AtomicUsize,
-    /// Requests started, responses finished and body frames handed to hyper: unchanged
-    /// between two checks means no response moved (see [`Quiet`]).
+    /// Of those, the bodies waiting for their own next frame (a gRPC health `Watch` between
+    /// changes): not held up by the client.
+    waiting: AtomicUsize,
+    /// Requests started, responses finished, body frames handed to hyper and socket writes of
+    /// data: unchanged between two checks means no response moved (see [`Quiet`]).
     progress: AtomicU64,
 }
 
@@ -149,19 +155,35 @@ impl Drop for Open {
     }
 }
 
-/// A response body under way, counted in [`ConnState::bodies`] until dropped.
-struct BodyUnderWay(Arc<ConnState>);
+/// A response body under way, counted in [`ConnState::bodies`] (and, while it waits for its
+/// own next frame, in [`ConnState::waiting`]) until dropped.
+struct BodyUnderWay {
+    state: Arc<ConnState>,
+    waiting: bool,
+}
 
 impl BodyUnderWay {
     fn start(state: &Arc<ConnState>) -> BodyUnderWay {
         state.bodies.fetch_add(1, Ordering::Relaxed);
-        BodyUnderWay(state.clone())
+        BodyUnderWay { state: state.clone(), waiting: false }
+    }
+
+    /// Whether the body's last poll found its own next frame not ready.
+    fn set_waiting(&mut self, waiting: bool) {
+        if waiting != self.waiting {
+            self.waiting = waiting;
+            match waiting {
+                true => self.state.waiting.fetch_add(1, Ordering::Relaxed),
+                false => self.state.waiting.fetch_sub(1, Ordering::Relaxed),
+            };
+        }
     }
 }
 
 impl Drop for BodyUnderWay {
     fn drop(&mut self) {
-        self.0.bodies.fetch_sub(1, Ordering::Relaxed);
+        self.set_waiting(false);
+        self.state.bodies.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -185,6 +207,7 @@ impl<B: hyper::body::Body> hyper::body::Body for Tracked<B> {
     ) -> Poll<Option<Result<hyper::body::Frame<B::Data>, B::Error>>> {
         let this = self.project();
         let frame = this.body.poll_frame(cx);
+        this.under_way.set_waiting(frame.is_pending());
         if let Poll::Ready(Some(Ok(_))) = &frame {
             this.open.0.progress.fetch_add(1, Ordering::Relaxed);
         }
@@ -220,6 +243,11 @@ impl<T: AsyncRead + Unpin> AsyncRead for Counted<T> {
     }
 }
 
+/// A socket write of at least this many bytes carries response data: control frames (an
+/// HTTP/2 PING acknowledgement is 17 bytes, 46 with TLS 1.2's record overhead) are shorter,
+/// so a client cannot keep a stalled response alive by pinging.
+const DATA_WRITE: usize = 64;
+
 impl<T: AsyncWrite + Unpin> Counted<T> {
     fn wrote(&self, result: Poll<std::io::Result<usize>>) -> Poll<std::io::Result<usize>> {
         if let Poll::Ready(Ok(n)) = result
@@ -227,6 +255,10 @@ impl<T: AsyncWrite + Unpin> Counted<T> {
             && self.state.served.load(Ordering::Relaxed)
         {
             self.state.activity.fetch_add(1, Ordering::Relaxed);
+            if n >= DATA_WRITE {
+                // A slow reader still reading: its response moves, if a frame at a time.
+                self.state.progress.fetch_add(1, Ordering::Relaxed);
+            }
         }
         result
     }
@@ -355,7 +387,8 @@ impl Quiet {
                 continue;
             }
             let quiet = now.duration_since(self.since);
-            if state.bodies.load(Ordering::Relaxed) > 0 && quiet >= self.write_timeout {
+            let held_up = state.bodies.load(Ordering::Relaxed) > state.waiting.load(Ordering::Relaxed);
+            if held_up && quiet >= self.write_timeout {
                 return Quieted::Stalled;
             }
             if state.open.load(Ordering::Relaxed) == 0
@@ -673,14 +706,16 @@ impl<S: HttpService> Connection<S> {
                     return;
                 }
                 quieted = quiet.expired(&state) => {
+                    connection.as_mut().graceful_shutdown();
                     if quieted == Quieted::Stalled {
-                        // Its client stopped reading: drop the connection, and with it the
-                        // body and whatever it holds (the caller's place, a reservation).
+                        // Its client stopped reading: the connection goes (other streams get
+                        // the close grace to finish), and with it the body and whatever it
+                        // holds (the caller's place, a reservation).
                         tracing::debug!("a response made no progress within the write timeout; closing");
+                        let _ = tokio::time::timeout(idle.close_grace(), connection.as_mut()).await;
                         return;
                     }
                     tracing::debug!("no HTTP/2 stream within the idle timeout; closing");
-                    connection.as_mut().graceful_shutdown();
                     if tokio::time::timeout(idle.close_grace(), connection.as_mut()).await.is_err()
                         && state.open.load(Ordering::Relaxed) > 0
                     {

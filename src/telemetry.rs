@@ -5,8 +5,10 @@
 //! Lines go through [`writer`]: request threads append a formatted line to a bounded queue;
 //! one background thread writes it to stderr in batches (a few milliseconds' worth, so no
 //! request makes a write syscall of its own, and under load one `write` carries hundreds of
-//! lines). When the sink is slower than the traffic and the queue is full, the threads that
-//! log wait for room — back-pressure, never a dropped line. Dropping the [`LogGuard`] at exit
+//! lines). No thread that logs ever waits: when the sink is slower than the traffic and the
+//! queue is full, access and diagnostic lines are dropped and counted
+//! (`drbgd_log_lines_dropped_total`), and audit lines are kept while new API requests are
+//! refused (503 `audit_unavailable`, see [`audit_unavailable`]). Dropping the [`LogGuard`] at exit
 //! writes the queue (waiting at most [`writer::EXIT_WAIT`] for a stalled sink). ANSI colours
 //! only when stderr is a terminal; off one, text lines go through [`plain::Plain`], the same
 //! line formatted at a fraction of the cost.
@@ -48,7 +50,7 @@ pub fn init(log: &LogSettings) -> std::io::Result<LogGuard> {
     let installed = if log.audit {
         // Audit lines are JSON whatever log.format says, and only on their own layer.
         let not_audit = filter::filter_fn(|m| m.target() != AUDIT_TARGET);
-        let audit = fmt::layer().with_writer(writer).with_ansi(false).json().flatten_event(true);
+        let audit = fmt::layer().with_writer(writer.for_audit()).with_ansi(false).json().flatten_event(true);
         tracing_subscriber::registry()
             .with(main.with_filter(filter.and(not_audit)))
             .with(audit.with_filter(filter::Targets::new().with_target(AUDIT_TARGET, tracing::Level::INFO)))
@@ -57,6 +59,9 @@ pub fn init(log: &LogSettings) -> std::io::Result<LogGuard> {
         // No audit lines: one layer, one filter (no second layer to offer every event to).
         tracing_subscriber::registry().with(main.with_filter(filter)).try_init()
     };
+    if installed.is_ok() {
+        let _ = INSTALLED.set(writer_for_access.clone());
+    }
     if installed.is_ok() && log.format == LogFormat::Text && !ansi && static_filter {
         let on = access_enabled(make_filter());
         let _ = PLAIN_ACCESS.set(PlainAccess { writer: writer_for_access, on });
@@ -89,6 +94,21 @@ fn access_enabled(filter: EnvFilter) -> bool {
         probe,
         || tracing::enabled!(target: ACCESS_TARGET, tracing::Level::INFO),
     )
+}
+
+/// The writer of the installed subscriber, for its counters.
+static INSTALLED: OnceLock<writer::BatchWriter> = OnceLock::new();
+
+/// Lines dropped so far because the log sink could not keep up.
+pub fn lines_dropped() -> u64 {
+    INSTALLED.get().map_or(0, writer::BatchWriter::lines_dropped)
+}
+
+/// Whether an audited request must be refused now: audit lines are on and the log queue is
+/// past its soft limit (the sink is not keeping up), so its audit line might not be written
+/// soon. Served requests are never unaudited: they are refused instead, as Vault does.
+pub fn audit_unavailable(audit: bool) -> bool {
+    audit && INSTALLED.get().is_some_and(writer::BatchWriter::backlogged)
 }
 
 /// The tracing target of access lines.

@@ -392,7 +392,7 @@ impl Registry {
     /// | none | names a caller | the certificate's |
     /// | none | names no caller | 403 `unknown_client` |
     /// | valid | names the key's caller | that caller |
-    /// | valid | names another caller | 403 `credentials_conflict` |
+    /// | valid | names another caller (and not the key's) | 403 `credentials_conflict` |
     ///
     /// With auth off, a certificate that names a caller picks it, and every other request is
     /// `anonymous` (keys are not read).
@@ -404,15 +404,22 @@ impl Registry {
         bearer: Option<&[u8]>,
         client: Option<&ClientIdentity>,
     ) -> Result<Arc<Caller>, ApiError> {
-        let by_certificate = client
-            .and_then(|client| client.names().iter().find_map(|n| self.identities.get(n)))
-            .map(|&i| &self.callers[i as usize]);
+        // The callers a certificate names, most specific name first.
+        let named = |client: &ClientIdentity| {
+            client
+                .names()
+                .iter()
+                .filter_map(|n| self.identities.get(n))
+                .map(|&i| &self.callers[i as usize])
+                .collect::<Vec<_>>()
+        };
+        let by_certificate = client.map(named).unwrap_or_default();
         if !self.auth {
-            return Ok(by_certificate.unwrap_or(&self.anonymous).clone());
+            return Ok(by_certificate.first().copied().unwrap_or(&self.anonymous).clone());
         }
         let Some(bearer) = bearer else {
-            return match (by_certificate, client) {
-                (Some(caller), _) => Ok(caller.clone()),
+            return match (by_certificate.first(), client) {
+                (Some(caller), _) => Ok((*caller).clone()),
                 (None, Some(_)) => Err(ApiError::forbidden(
                     "unknown_client",
                     "the client certificate is trusted but names no configured caller".to_string(),
@@ -422,13 +429,13 @@ impl Registry {
         };
         let token = bearer_token(bearer).ok_or(ApiError::Unauthorized)?;
         let by_key = self.find_key(token).map(|i| &self.callers[i]).ok_or(ApiError::Unauthorized)?;
-        match by_certificate {
-            Some(caller) if !Arc::ptr_eq(caller, by_key) => Err(ApiError::forbidden(
+        if !by_certificate.is_empty() && !by_certificate.iter().any(|c| Arc::ptr_eq(c, by_key)) {
+            return Err(ApiError::forbidden(
                 "credentials_conflict",
                 "the bearer key and the client certificate name different callers".to_string(),
-            )),
-            _ => Ok(by_key.clone()),
+            ));
         }
+        Ok(by_key.clone())
     }
 
     /// The owner of `key`: every digest is compared, in constant time, whatever matches.
@@ -608,6 +615,10 @@ mod tests {
         // a wrong or malformed key is never passed over for the certificate
         assert_eq!(who(Some("Bearer nope"), Some(&web)), Err("unauthorized"));
         assert_eq!(who(Some("Basic d2ViOmtleQ=="), Some(&web)), Err("unauthorized"));
+        // a certificate naming two callers, one of them the key's: the key's
+        let both = ClientIdentity::from_names(vec!["dns:web.internal".into(), "dns:batch.internal".into()]);
+        assert_eq!(who(Some("Bearer batch-key"), Some(&both)), ok("batch"));
+        assert_eq!(who(None, Some(&both)), ok("web"), "most specific (first) name");
         // a certificate that names no caller: the key decides; without one, 403
         assert_eq!(who(Some("Bearer batch-key"), Some(&stranger)), ok("batch"));
         assert_eq!(who(None, Some(&stranger)), Err("unknown_client"));

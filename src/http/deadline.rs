@@ -14,6 +14,8 @@ use http_body::{Body, Frame, SizeHint};
 use pin_project_lite::pin_project;
 use tokio::time::{Instant, Sleep};
 
+use super::front::Slot;
+
 /// The error of a body not read in full by its deadline.
 #[derive(Debug, thiserror::Error)]
 #[error("the request body was not received within the body read timeout")]
@@ -35,13 +37,15 @@ pin_project! {
         deadline: Instant,
         #[pin]
         timer: Option<Sleep>,
+        // A place under a cap, held as long as the body (a public request's).
+        slot: Option<Slot>,
     }
 }
 
 impl<B> ReadDeadline<B> {
-    /// `body`, to be read in full by `deadline`.
-    pub fn new(body: B, deadline: Instant) -> Self {
-        ReadDeadline { body, deadline, timer: None }
+    /// `body`, to be read in full by `deadline`, holding `slot` until dropped.
+    pub(super) fn new(body: B, deadline: Instant, slot: Option<Slot>) -> Self {
+        ReadDeadline { body, deadline, timer: None, slot }
     }
 }
 
@@ -103,7 +107,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_silent_body_ends_in_an_error_at_its_deadline_not_before() {
         let start = Instant::now();
-        let body = ReadDeadline::new(Silent, start + Duration::from_secs(10));
+        let body = ReadDeadline::new(Silent, start + Duration::from_secs(10), None);
         let error = axum::body::to_bytes(axum::body::Body::new(body), usize::MAX).await.unwrap_err();
         assert!(BodyTimeout::caused(&error), "{error}");
         assert_eq!(start.elapsed(), Duration::from_secs(10));
@@ -111,8 +115,11 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_body_that_arrives_in_time_is_read_whole() {
-        let body =
-            ReadDeadline::new(axum::body::Body::from("{\"n\": 8}"), Instant::now() + Duration::from_secs(1));
+        let body = ReadDeadline::new(
+            axum::body::Body::from("{\"n\": 8}"),
+            Instant::now() + Duration::from_secs(1),
+            None,
+        );
         let bytes = axum::body::to_bytes(axum::body::Body::new(body), usize::MAX).await.unwrap();
         assert_eq!(bytes, "{\"n\": 8}");
     }

@@ -9,8 +9,10 @@
 //!    before any body is read and before the request takes any shared capacity. Unknown or
 //!    refused callers are answered at once (401/403; gRPC `UNAUTHENTICATED` /
 //!    `PERMISSION_DENIED`). `/openapi.json`, gRPC health and reflection are public.
-//! 3. **The server's cap** on requests in progress (`server.concurrency_limit`): past it, 503
+//! 3. **The server's cap** on requests in progress (`server.concurrency_limit`; public
+//!    requests have a small cap of their own, [`PUBLIC_CONCURRENCY`]): past it, 503
 //!    `overloaded` with `Retry-After` at once, never a queue; the caller's quota untouched.
+//!    With `log.audit` on and the log sink backlogged, 503 `audit_unavailable` instead.
 //! 4. **The caller's quota**: an in-flight place and a request token (429).
 //! 5. **Run**: a GET of a REST route's exact path goes straight to its [`Endpoint`]; the rest
 //!    to the router (tonic for gRPC), with the admission in the request's extensions and the
@@ -56,6 +58,7 @@ pub const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 pub struct FrontLayer {
     state: AppState,
     cap: Arc<Cap>,
+    public_cap: Arc<Cap>,
     timeout: Duration,
     body_timeout: Duration,
     direct: bool,
@@ -70,9 +73,11 @@ impl FrontLayer {
     pub fn new(state: AppState, direct: bool) -> Self {
         let server = &state.settings.server;
         let cap = Arc::new(Cap { in_progress: AtomicUsize::new(0), max: server.concurrency_limit });
+        let public = server.concurrency_limit.min(PUBLIC_CONCURRENCY);
+        let public_cap = Arc::new(Cap { in_progress: AtomicUsize::new(0), max: public });
         let timeout = Duration::from_millis(server.request_timeout_ms);
         let body_timeout = Duration::from_millis(server.body_read_timeout_ms);
-        FrontLayer { state, cap, timeout, body_timeout, direct }
+        FrontLayer { state, cap, public_cap, timeout, body_timeout, direct }
     }
 }
 
@@ -84,6 +89,7 @@ impl<S> Layer<S> for FrontLayer {
             inner,
             state: self.state.clone(),
             cap: self.cap.clone(),
+            public_cap: self.public_cap.clone(),
             timeout: self.timeout,
             body_timeout: self.body_timeout,
             direct: self.direct,
@@ -91,7 +97,17 @@ impl<S> Layer<S> for FrontLayer {
     }
 }
 
-/// The cap on requests in progress, shared by every clone of the layer: a request holds a
+/// Public requests (no caller: `/openapi.json`, gRPC health and reflection, paths that are no
+/// route) in progress at once, at most: they have a cap of their own, so that clients without
+/// credentials never take a place an authorized caller needs. A public request that goes to
+/// the router holds its place until its body is dropped (a reflection stream, to its end),
+/// and its body is due within [`PUBLIC_BODY_TIMEOUT`].
+pub const PUBLIC_CONCURRENCY: usize = 64;
+/// The body deadline of a public request (the configured one if shorter): a health check's
+/// message comes at once, and a reflection session is a few quick lookups.
+pub const PUBLIC_BODY_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// A cap on requests in progress, shared by every clone of the layer: a request holds a
 /// [`Slot`] from its admission until its response's headers are ready (a streamed body goes
 /// on without it, as with tower's `concurrency_limit`).
 #[derive(Debug)]
@@ -100,8 +116,8 @@ struct Cap {
     max: usize,
 }
 
-/// One request's place under the [`Cap`], given back when dropped.
-struct Slot(Arc<Cap>);
+/// One request's place under a [`Cap`], given back when dropped.
+pub(super) struct Slot(Arc<Cap>);
 
 impl Cap {
     /// A place, or `None` at the cap. A compare-and-swap on the bound, so that requests
@@ -126,6 +142,8 @@ pub struct Front<S> {
     inner: S,
     state: AppState,
     cap: Arc<Cap>,
+    /// See [`PUBLIC_CONCURRENCY`].
+    public_cap: Arc<Cap>,
     /// Time from the call to the response's headers.
     timeout: Duration,
     /// Time from the call to the request body's end.
@@ -136,7 +154,7 @@ pub struct Front<S> {
 
 impl<S> Front<S> {
     /// Steps 2 to 4 of the pipeline: the caller authorized from the head, a place under the
-    /// cap, the caller's quota. `None` admission: a public route.
+    /// cap, the caller's quota. `None` admission: a public route, under its own cap.
     fn admit<B>(
         &self,
         request: &Request<B>,
@@ -156,8 +174,13 @@ impl<S> Front<S> {
                 Some(self.state.callers.authorize(bearer, client, route)?)
             }
         };
-        let Some(slot) = self.cap.enter() else {
-            let (caller, at) = authorized.map_or((None, now), |a| (Some(a.caller), a.at));
+        let (caller, at) = authorized.as_ref().map_or((None, now), |a| (Some(a.caller.clone()), a.at));
+        // Nothing is served that could not be audited: refused while the log is backlogged.
+        if crate::telemetry::audit_unavailable(self.state.settings.log.audit) {
+            return Err(Denied { caller, error: ApiError::AuditUnavailable, at });
+        }
+        let cap = if authorized.is_some() { &self.cap } else { &self.public_cap };
+        let Some(slot) = cap.enter() else {
             return Err(Denied { caller, error: ApiError::Overloaded, at });
         };
         let admission = authorized.map(Authorized::enter).transpose()?;
@@ -184,15 +207,16 @@ where
         };
         let mut observe = Observe::start(&self.state, &request, id);
         let start = observe.start;
-        // A timeout too large to add is none at all (a year is as good as for ever here).
-        let deadline =
-            (start.checked_add(self.timeout)).unwrap_or_else(|| start + Duration::from_secs(365 * 86_400));
         let endpoint = Endpoint::at(observe.route_index);
         let guard = match (endpoint, observe.grpc_method) {
             (Some(endpoint), _) => endpoint.guard(),
             (None, Some((_, guard))) => guard,
             (None, None) => Guard::Public,
         };
+        observe.public = guard == Guard::Public;
+        // A timeout too large to add is none at all (a year is as good as for ever here).
+        let deadline =
+            (start.checked_add(self.timeout)).unwrap_or_else(|| start + Duration::from_secs(365 * 86_400));
         let direct = endpoint.filter(|_| self.direct && request.method() == Method::GET);
         let (inner, slot, admission) = match self.admit(&request, guard, start) {
             // Refused at once, never queued: nothing below runs, no body is read.
@@ -214,13 +238,19 @@ where
                     if observe.grpc {
                         request.headers_mut().insert(X_REQUEST_ID, observe.id.clone());
                     }
-                    let body_deadline = start.checked_add(self.body_timeout).unwrap_or(deadline);
-                    let request = request.map(|body| ReadDeadline::new(body, body_deadline.into()));
+                    // A public request's place goes with its body (see PUBLIC_CONCURRENCY).
+                    let (body_timeout, slot, body_slot) = match admission {
+                        Some(_) => (self.body_timeout, Some(slot), None),
+                        None => (self.body_timeout.min(PUBLIC_BODY_TIMEOUT), None, Some(slot)),
+                    };
+                    let body_deadline = start.checked_add(body_timeout).unwrap_or(deadline);
+                    let request =
+                        request.map(|body| ReadDeadline::new(body, body_deadline.into(), body_slot));
                     let inner = match catch_unwind(AssertUnwindSafe(|| self.inner.call(request))) {
                         Ok(future) => Inner::Called { future },
                         Err(_) => Inner::Refused { denied: Some(unnamed(panicked(), start)) },
                     };
-                    (inner, Some(slot), admission)
+                    (inner, slot, admission)
                 }
             },
         };
@@ -397,22 +427,26 @@ struct Observe {
     caller: Option<Arc<Caller>>,
     /// When a refused caller was refused (its rate-limit fields are as of then).
     caller_at: Instant,
+    /// A public route: no caller is named in its lines, refused or not.
+    public: bool,
     /// Recorded: nothing left for the drop.
     done: bool,
 }
 
 impl Observe {
     /// Starts observing. A gRPC call is decided by the path as well as the content type, so
-    /// a REST request that claims `application/grpc` is still answered as REST.
+    /// a REST request that claims `application/grpc` is still answered as REST, and a call of
+    /// a gRPC method (which tonic serves whatever the content type) is answered as gRPC.
     fn start<B>(state: &AppState, request: &Request<B>, id: HeaderValue) -> Observe {
         let path = request.uri().path();
         let route_index = route_index(path);
-        let grpc = route_index == UNMATCHED
-            && request
-                .headers()
-                .get(header::CONTENT_TYPE)
-                .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"));
         let grpc_method = if route_index == UNMATCHED { grpc_guard(path) } else { None };
+        let grpc = route_index == UNMATCHED
+            && (grpc_method.is_some()
+                || request
+                    .headers()
+                    .get(header::CONTENT_TYPE)
+                    .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc")));
         let label = match (ROUTES.get(route_index), grpc_method) {
             (Some(route), _) => route,
             (None, Some((name, _))) => name,
@@ -425,7 +459,7 @@ impl Observe {
         }
         let method = request.method().clone();
         let start = Instant::now();
-        let (caller, caller_at, done) = (None, start, false);
+        let (caller, caller_at, public, done) = (None, start, false, false);
         Observe {
             state: state.clone(),
             route_index,
@@ -437,6 +471,7 @@ impl Observe {
             id,
             caller,
             caller_at,
+            public,
             done,
         }
     }
@@ -488,8 +523,8 @@ impl Observe {
     fn line(&self, alg: &'static str, n: u64, status: u16, code: &'static str, elapsed: Duration) {
         let caller = match &self.caller {
             Some(caller) => caller.name(),
-            // Refused before a caller was named: `unknown`; a public route names none.
-            None if code.is_empty() => "",
+            // A public route names none; a request refused before its caller was named: `unknown`.
+            None if self.public || code.is_empty() => "",
             None => crate::callers::registry::UNKNOWN,
         };
         let access = crate::telemetry::Access {
@@ -504,7 +539,10 @@ impl Observe {
             latency_us: elapsed.as_micros() as u64,
         };
         access.log();
-        if self.state.settings.log.audit {
+        // A request refused because the audit log is backlogged was not served, and its audit
+        // line would only add to the backlog (and without bound, under a flood): it leaves
+        // its access line (which may be dropped) and its count in drbgd_errors_total.
+        if self.state.settings.log.audit && code != ApiError::AuditUnavailable.code() {
             access.audit(if self.grpc { "grpc" } else { "http" }).log();
         }
     }

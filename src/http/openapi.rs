@@ -333,7 +333,7 @@ impl Describe<'_> {
                 "400" => problem("Invalid parameter"),
                 "413" => problem("n above the configured limit"),
                 "403" => with_rate_limit_fields(problem(
-                    "Outside the caller's policy (route_not_allowed, alg_not_allowed, n_not_allowed, pr_not_allowed) or a trusted client certificate naming no caller (unknown_client)",
+                    "Outside the caller's policy (route_not_allowed, alg_not_allowed, n_not_allowed, pr_not_allowed) a trusted client certificate naming no caller and no key (unknown_client), or a key and a certificate naming different callers (credentials_conflict)",
                 )),
                 "429" => {
                     let mut r = with_rate_limit_fields(problem(

@@ -8,17 +8,21 @@
 //! channel), and on a busy core that meant one `write` and one `sched_yield` per request — the
 //! largest single cost of a `/token` request (benches/README.md).
 //!
-//! Bounded memory: the buffer holds at most [`LIMIT`] bytes. When the sink is slower than the
-//! traffic and the buffer is full, the threads that log wait for room (back-pressure, never a
-//! dropped line); a sink that is full for now (`WouldBlock`) is waited for the same way. A sink
-//! that fails (stderr closed, disk full) loses the rest of the batch it failed on; the writer
-//! goes on with the next. A line longer than the whole queue waits for an empty queue and
-//! then goes alone. At exit, dropping the [`WriterGuard`] writes everything queued, waiting at
-//! most [`EXIT_WAIT`] for a stalled sink; lines logged after that are written directly. (That
-//! bound is the guard's: with the sink stalled and the queue full, the threads that log are
-//! already waiting for room before the guard is dropped, and so is an exit that logs.)
+//! Bounded memory, and no logger ever waits (they are tokio's worker threads: a wait there
+//! would freeze the API, the admin port and HTTP/2 pings behind a stalled stderr reader). When
+//! the sink is slower than the traffic and the queue holds [`SOFT_LIMIT`] bytes, access and
+//! diagnostic lines are dropped and counted ([`BatchWriter::lines_dropped`]). Audit lines are
+//! never dropped: they go in past the soft limit too, and their number is bounded by the
+//! requests in progress, since the request pipeline refuses new audited requests (503
+//! `audit_unavailable`) while [`BatchWriter::backlogged`] says the queue is past it. A sink that
+//! is full for now (`WouldBlock`) is waited for by the writer thread alone. A sink that fails
+//! (stderr closed, disk full) loses the rest of the batch it failed on; the writer goes on with
+//! the next. A line longer than the whole queue goes alone, into an empty queue. At exit,
+//! dropping the [`WriterGuard`] writes everything queued, waiting at most [`EXIT_WAIT`] for a
+//! stalled sink; lines logged after that are written directly.
 
 use std::io::{self, Write};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -29,8 +33,18 @@ use tracing_subscriber::fmt::MakeWriter;
 pub const LINGER: Duration = Duration::from_millis(5);
 /// A batch this large is written without waiting for the rest of [`LINGER`].
 pub const HIGH_WATER: usize = 256 << 10;
-/// The most bytes queued; beyond it, loggers wait for the writer.
-pub const LIMIT: usize = 4 << 20;
+/// Past this many bytes queued, access and diagnostic lines are dropped and counted, and
+/// [`BatchWriter::backlogged`] is true.
+pub const SOFT_LIMIT: usize = 3 << 20;
+
+/// Whether a line may be dropped when the queue is full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Access and diagnostic lines: dropped (and counted) past [`SOFT_LIMIT`].
+    Droppable,
+    /// Audit lines: never dropped.
+    Audit,
+}
 /// How long the guard waits at exit for the queue to be written.
 pub const EXIT_WAIT: Duration = Duration::from_secs(5);
 
@@ -40,8 +54,12 @@ struct Shared {
     queue: Mutex<Queue>,
     /// The writer waits here for lines (or for the end).
     lines: Condvar,
-    /// Loggers wait here for room; the guard waits here for the end.
+    /// The guard waits here for the end.
     room: Condvar,
+    /// Bytes queued now, mirrored from the queue (read without the lock).
+    queued: AtomicUsize,
+    /// Lines dropped because the queue was past [`SOFT_LIMIT`].
+    dropped: AtomicU64,
 }
 
 #[derive(Debug, Default)]
@@ -60,20 +78,24 @@ impl Shared {
         self.queue.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Queues one line (or part of one: the fmt layer writes a whole line per call).
-    fn push(&self, line: &[u8]) {
+    /// Queues one line (or part of one: the fmt layer writes a whole line per call), or drops
+    /// it (see the module documentation). Never waits for the writer.
+    fn push(&self, line: &[u8], kind: Kind) {
         let mut queue = self.lock();
-        while !queue.stopped && !queue.bytes.is_empty() && queue.bytes.len() + line.len() > LIMIT {
-            queue = self.room.wait(queue).unwrap_or_else(PoisonError::into_inner);
-        }
         if queue.stopped {
             drop(queue);
             let _ = io::stderr().write_all(line);
             return;
         }
         let before = queue.bytes.len();
+        if kind == Kind::Droppable && before > 0 && before + line.len() > SOFT_LIMIT {
+            drop(queue);
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
         queue.bytes.extend_from_slice(line);
         let after = queue.bytes.len();
+        self.queued.store(after, Ordering::Relaxed);
         drop(queue);
         // The writer sleeps only on an empty queue, and lingers only below the high water.
         if before == 0 || (before < HIGH_WATER && after >= HIGH_WATER) {
@@ -97,6 +119,7 @@ impl Shared {
                 return;
             }
             std::mem::swap(&mut queue.bytes, &mut batch);
+            self.queued.store(0, Ordering::Relaxed);
             drop(queue);
             self.room.notify_all();
             write_batch(&mut sink, &batch);
@@ -150,14 +173,31 @@ fn write_waiting(sink: &mut impl Write, bytes: &[u8]) -> usize {
     written
 }
 
-/// The writer the fmt layers log through (cheap to clone).
+/// The writer the fmt layers log through (cheap to clone): its lines are of one [`Kind`].
 #[derive(Debug, Clone)]
-pub struct BatchWriter(Arc<Shared>);
+pub struct BatchWriter(Arc<Shared>, Kind);
 
 impl BatchWriter {
-    /// Queues one whole line (waiting for room when the queue is full).
+    /// Queues one whole line, or drops it if it may be and the queue is full.
     pub fn push(&self, line: &[u8]) {
-        self.0.push(line);
+        self.0.push(line, self.1);
+    }
+
+    /// The same queue, for audit lines (never dropped).
+    pub fn for_audit(&self) -> BatchWriter {
+        BatchWriter(Arc::clone(&self.0), Kind::Audit)
+    }
+
+    /// Lines dropped so far because the sink could not keep up.
+    pub fn lines_dropped(&self) -> u64 {
+        self.0.dropped.load(Ordering::Relaxed)
+    }
+
+    /// Whether the queue is within 64 KiB of [`SOFT_LIMIT`] (where lines begin to be
+    /// dropped): the sink is not keeping up, and a request whose audit line must be written
+    /// should not be started.
+    pub fn backlogged(&self) -> bool {
+        self.0.queued.load(Ordering::Relaxed) >= SOFT_LIMIT - (64 << 10)
     }
 }
 
@@ -173,7 +213,7 @@ pub fn spawn(sink: impl Write + Send + 'static) -> io::Result<(BatchWriter, Writ
     let shared = Arc::new(Shared::default());
     let worker = Arc::clone(&shared);
     let thread = std::thread::Builder::new().name("drbgd-log".into()).spawn(move || worker.run(sink))?;
-    Ok((BatchWriter(Arc::clone(&shared)), WriterGuard { shared, thread: Some(thread) }))
+    Ok((BatchWriter(Arc::clone(&shared), Kind::Droppable), WriterGuard { shared, thread: Some(thread) }))
 }
 
 impl Drop for WriterGuard {
@@ -197,7 +237,7 @@ impl Drop for WriterGuard {
 
 /// One logger's handle on the queue, for the length of one event.
 #[derive(Debug)]
-pub struct LineWriter<'a>(&'a Shared);
+pub struct LineWriter<'a>(&'a BatchWriter);
 
 impl Write for LineWriter<'_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
@@ -214,7 +254,7 @@ impl<'a> MakeWriter<'a> for BatchWriter {
     type Writer = LineWriter<'a>;
 
     fn make_writer(&'a self) -> Self::Writer {
-        LineWriter(&self.0)
+        LineWriter(self)
     }
 }
 
@@ -297,9 +337,11 @@ mod tests {
         thread.join().unwrap();
     }
 
-    /// A sink that blocks until released: loggers fill the queue to its limit and wait.
+    /// A sink that blocks until released: the queue fills to its soft limit, then lines are
+    /// dropped and counted, and no logger ever waits; audit lines still go in; once the sink
+    /// moves, every line queued is written.
     #[test]
-    fn a_stalled_sink_bounds_the_queue_and_holds_loggers_back() {
+    fn a_stalled_sink_drops_lines_and_never_holds_loggers_back_but_keeps_audit_lines() {
         let gate = Arc::new(Mutex::new(()));
         struct Gated(Arc<Mutex<()>>, Recorder);
         impl Write for Gated {
@@ -314,24 +356,36 @@ mod tests {
         let sink = Recorder::default();
         let closed = gate.lock().unwrap();
         let (writer, guard) = spawn(Gated(Arc::clone(&gate), sink.clone())).unwrap();
+
+        // One line in the writer's hands (stuck in the sink), then a queue's worth and more.
+        writer.make_writer().write_all(line(0).as_bytes()).unwrap();
+        while !writer.0.lock().bytes.is_empty() {
+            std::thread::yield_now();
+        }
         let logger = {
             let writer = writer.clone();
             std::thread::spawn(move || {
-                for i in 0..100_000 {
+                for i in 1..100_000 {
                     writer.make_writer().write_all(line(i).as_bytes()).unwrap();
                 }
             })
         };
-        std::thread::sleep(Duration::from_millis(300));
-        let queued = writer.0.lock().bytes.len();
-        let waiting = !logger.is_finished();
-        drop(closed);
-        assert!(queued <= LIMIT, "queue at {queued} bytes, over its limit");
-        assert!(waiting, "the logger went on past a full queue");
         join_within(logger, 30);
+        let queued = writer.0.lock().bytes.len();
+        assert!(queued <= SOFT_LIMIT, "queue at {queued} bytes, over its soft limit");
+        assert!(writer.backlogged(), "the queue says it is backlogged");
+        let dropped = writer.lines_dropped();
+        assert!(dropped > 50_000, "{dropped} lines dropped");
+        // An audit line is never dropped, even now.
+        writer.for_audit().make_writer().write_all(b"audit line\n").unwrap();
+        drop(closed);
         drop(guard);
-        let total: usize = sink.0.lock().unwrap().iter().map(Vec::len).sum();
-        assert_eq!(total, 100_000 * line(0).len(), "every line written once the sink moved again");
+        assert!(!writer.backlogged());
+        let all = sink.0.lock().unwrap().concat();
+        let text = String::from_utf8(all).unwrap();
+        assert!(text.ends_with("audit line\n"), "the audit line was kept");
+        let kept = text.lines().count() as u64 - 1;
+        assert_eq!(kept + dropped, 100_000, "every line written or counted as dropped");
     }
 
     /// A sink that takes a few bytes at a time, says `WouldBlock` every other call (a full
@@ -373,22 +427,22 @@ mod tests {
         assert_eq!(format!("{}\n", lines[1]), line(2), "the next batch is whole");
     }
 
-    /// A line longer than the whole queue still goes through (alone).
+    /// A line longer than the whole queue still goes through, alone, into an empty queue.
     #[test]
-    fn a_line_longer_than_the_queue_is_written() {
+    fn a_line_longer_than_the_queue_is_written_alone() {
         let sink = Recorder::default();
         let (writer, guard) = spawn(sink.clone()).unwrap();
-        let big = vec![b'x'; LIMIT + 10];
-        let logger = {
-            let writer = writer.clone();
-            let big = big.clone();
-            std::thread::spawn(move || {
-                writer.make_writer().write_all(b"before\n").unwrap();
-                writer.make_writer().write_all(&big).unwrap();
-                writer.make_writer().write_all(b"after\n").unwrap();
-            })
-        };
-        join_within(logger, 30);
+        let big = vec![b'x'; SOFT_LIMIT + 10];
+        writer.make_writer().write_all(b"before\n").unwrap();
+        while !writer.0.lock().bytes.is_empty() {
+            std::thread::yield_now();
+        }
+        writer.make_writer().write_all(&big).unwrap();
+        // Behind it, a line waits for the big one to leave the queue, or is dropped: no wait.
+        while !writer.0.lock().bytes.is_empty() {
+            std::thread::yield_now();
+        }
+        writer.make_writer().write_all(b"after\n").unwrap();
         drop(guard);
         let all = sink.0.lock().unwrap().concat();
         assert_eq!(all.len(), 7 + big.len() + 6);

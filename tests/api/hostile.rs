@@ -89,6 +89,24 @@ async fn streams_without_bodies_or_credentials_take_nothing_from_authorized_call
     // body. And a seventh whose 100 streams each send a 3 MiB message.
     let mut held = Vec::new();
     let mut answers = Vec::new();
+    // Two more connections of public health checks without bodies: they take places of the
+    // public requests' own small cap, never the callers'.
+    let mut health = Vec::new();
+    for _ in 0..2 {
+        let (client, _driver) = h2_connect(&api).await;
+        let mut client = client.ready().await.unwrap();
+        for _ in 0..100 {
+            client = client.ready().await.unwrap();
+            let head = http::Request::post(format!("{api}/grpc.health.v1.Health/Check"))
+                .header("content-type", "application/grpc")
+                .header("te", "trailers")
+                .body(())
+                .unwrap();
+            let (response, body) = client.send_request(head, false).unwrap();
+            held.push(body);
+            health.push(response);
+        }
+    }
     for connection in 0..7 {
         let (client, _driver) = h2_connect(&api).await;
         let mut client = client.ready().await.unwrap();
@@ -98,7 +116,8 @@ async fn streams_without_bodies_or_credentials_take_nothing_from_authorized_call
             if connection == 6 {
                 let mut message = vec![0u8; 3 << 20];
                 message[1..5].copy_from_slice(&((3u32 << 20) - 5).to_be_bytes());
-                body.send_data(Bytes::from(message), false).unwrap();
+                // Refused from the head, the stream may be gone before its message.
+                let _ = body.send_data(Bytes::from(message), false);
             }
             held.push(body);
             answers.push(response);
@@ -126,6 +145,11 @@ async fn streams_without_bodies_or_credentials_take_nothing_from_authorized_call
     }
     assert!(started.elapsed() < Duration::from_secs(10));
     assert_eq!(answers_len, 700);
+    // The health checks without a message: each answered (refused at the public cap, or an
+    // error at the public body deadline), none left hanging.
+    for answer in health {
+        tokio::time::timeout(Duration::from_secs(10), answer).await.expect("answered").unwrap();
+    }
     // ...and each left its line: one audit line per refused call, caller `unknown`.
     let all = tokio::time::timeout(Duration::from_secs(10), refused.wait_for(|n| *n >= 700)).await.is_ok();
     assert!(all, "one audit line per refused stream: {}", *refused.borrow());
@@ -201,7 +225,7 @@ async fn an_http2_client_that_only_pings_is_closed_when_idle() {
     let tcp = TcpStream::connect(addr(&app.api)).await.unwrap();
     let (client, mut connection) = h2::client::handshake(tcp).await.unwrap();
     let mut ping_pong = connection.ping_pong().expect("a ping handle");
-    let driver = tokio::spawn(async move { connection.await });
+    let driver = tokio::spawn(connection);
     // One request, answered: the connection is HTTP/2 and has carried a request.
     let mut client = client.ready().await.unwrap();
     let request = http::Request::get(app.url("/openapi.json")).body(()).unwrap();
@@ -250,6 +274,34 @@ async fn an_http2_connection_with_a_stream_open_is_not_idle() {
     }
     assert_eq!(total, 12_500_000);
     assert!(!driver.is_finished());
+}
+
+#[tokio::test]
+async fn a_health_watch_waiting_for_a_change_is_not_a_stalled_response() {
+    let mut settings = test_settings();
+    settings.server.write_timeout_ms = 300;
+    settings.server.http2_idle_timeout_ms = 300;
+    let app = spawn(settings).await;
+    let (client, driver) = h2_connect(&app.api).await;
+    let mut client = client.ready().await.unwrap();
+    let head = http::Request::post(app.url("/grpc.health.v1.Health/Watch"))
+        .header("content-type", "application/grpc")
+        .header("te", "trailers")
+        .body(())
+        .unwrap();
+    let (response, mut request) = client.send_request(head, false).unwrap();
+    // HealthCheckRequest { service: "" }: an empty message.
+    request.send_data(Bytes::from_static(&[0, 0, 0, 0, 0]), true).unwrap();
+    let response = response.await.unwrap();
+    assert_eq!(grpc_status(&response), 0);
+    let mut body = response.into_body();
+    let first = body.data().await.expect("the first status").unwrap();
+    let _ = body.flow_control().release_capacity(first.len());
+    // The stream now waits for readiness to change: its client reads, nothing is stuck. Five
+    // write timeouts later, the connection and the stream are still there.
+    let next = tokio::time::timeout(Duration::from_millis(1500), body.data()).await;
+    assert!(next.is_err(), "no new status while readiness holds: {next:?}");
+    assert!(!driver.is_finished(), "the connection was closed under a waiting Watch");
 }
 
 #[tokio::test]
@@ -322,4 +374,65 @@ async fn a_request_the_server_sheds_costs_the_caller_no_token() {
         }
     }
     assert_eq!(served, 10, "the burst is whole");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_log_sink_never_blocks_the_service_and_nothing_is_served_unaudited() {
+    // The example (audit lines on) at trace level, so that each request logs a lot.
+    let dir = std::env::temp_dir().join(format!("drbgd-stalled-log-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("callers.toml");
+    let text = std::fs::read_to_string(EXAMPLE).unwrap();
+    let edited = text.replacen("audit = true", "audit = true\nlevel = \"trace\"", 1);
+    assert_ne!(edited, text);
+    std::fs::write(&config, edited).unwrap();
+    let binary = spawn_binary(&["--config", config.to_str().unwrap()]).await;
+    // Its stderr is never read again (the pipe stays open): the log sink has stalled.
+    let _unread = binary.lines;
+    let client = reqwest::Client::new();
+    let api = format!("http://{}", binary.api);
+    let mut refused = None;
+    for i in 0..20_000 {
+        let r = client.get(format!("{api}/token")).bearer_auth("batch-example-key").send().await.unwrap();
+        match r.status().as_u16() {
+            200 => {}
+            503 => {
+                refused = Some((i, r.json::<serde_json::Value>().await.unwrap()));
+                break;
+            }
+            other => panic!("{other}"),
+        }
+    }
+    let (served, problem) = refused.expect("audited requests refused once the log backs up");
+    assert_eq!(problem["code"], "audit_unavailable", "{problem}");
+    assert!(served > 10, "{served} served before");
+    // The admin port answers at once: no worker thread waits on the log.
+    let mut latencies = Vec::new();
+    for _ in 0..5 {
+        let started = Instant::now();
+        let r = client.get(format!("http://{}/livez", binary.admin)).send().await.unwrap();
+        assert_eq!(r.status(), 200);
+        latencies.push(started.elapsed());
+    }
+    latencies.sort();
+    assert!(latencies[2] < Duration::from_millis(100), "{latencies:?}");
+    // More requests while the sink is stalled: refused at once, their lines dropped (and
+    // counted) once the queue is full.
+    let dropped = || async {
+        let metrics = client.get(format!("http://{}/metrics", binary.admin)).send().await.unwrap();
+        let text = metrics.text().await.unwrap();
+        let line = text.lines().find_map(|l| l.strip_prefix("drbgd_log_lines_dropped_total "));
+        line.expect("the dropped-lines counter").parse::<f64>().unwrap()
+    };
+    let mut rounds = 0;
+    while dropped().await == 0.0 {
+        rounds += 1;
+        assert!(rounds < 100, "no line dropped after {rounds} rounds");
+        for _ in 0..100 {
+            let r = client.get(format!("{api}/token")).bearer_auth("batch-example-key").send().await.unwrap();
+            assert_eq!(r.status(), 503);
+        }
+    }
+    drop(binary.child);
+    std::fs::remove_dir_all(&dir).unwrap();
 }
