@@ -145,16 +145,7 @@ impl App {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<()> {
         let s = &self.state.settings.server;
-        let options = ServeOptions {
-            max_connections: s.max_connections,
-            header_read_timeout: Duration::from_millis(s.header_read_timeout_ms),
-            drain_timeout: Duration::from_millis(s.drain_timeout_ms),
-            max_connection_age: (s.max_connection_age_ms > 0)
-                .then(|| Duration::from_millis(s.max_connection_age_ms)),
-            write_timeout: Duration::from_millis(s.write_timeout_ms),
-            http2_idle_timeout: Duration::from_millis(s.http2_idle_timeout_ms),
-            http2_max_concurrent_streams: s.http2_max_concurrent_streams,
-        };
+        let options = ServeOptions::of(s);
         let delay = Duration::from_millis(s.shutdown_delay_ms);
         if s.reload_interval_ms > 0 {
             let watched = self.watched();

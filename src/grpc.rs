@@ -286,9 +286,10 @@ impl Randomness for RandomnessAdapter {
             let alg = alg_name(r.alg)?;
             let rules = self.state.service.rules();
             let req = TokenRequest::new(rules, given(r.bytes), secret_format(r.format)?, alg.as_deref())?;
-            let Secret { value, format, alg, bytes } = self.state.service.token(caller, req)?;
-            let reply =
-                pb::GetTokenResponse { token: value, format: wire_format(format), alg: wire_alg(alg) };
+            let Secret { mut value, format, alg, bytes } = self.state.service.token(caller, req)?;
+            // Moved into the message, which tonic encodes and drops unwiped (docs/security.md).
+            let token = std::mem::take(&mut *value);
+            let reply = pb::GetTokenResponse { token, format: wire_format(format), alg: wire_alg(alg) };
             Ok((reply, alg, bytes * 8))
         })
     }
@@ -298,9 +299,9 @@ impl Randomness for RandomnessAdapter {
             let alg = alg_name(r.alg)?;
             let rules = self.state.service.rules();
             let req = NonceRequest::new(rules, given(r.bytes), secret_format(r.format)?, alg.as_deref())?;
-            let Secret { value, format, alg, bytes } = self.state.service.nonce(caller, req)?;
-            let reply =
-                pb::GetNonceResponse { nonce: value, format: wire_format(format), alg: wire_alg(alg) };
+            let Secret { mut value, format, alg, bytes } = self.state.service.nonce(caller, req)?;
+            let nonce = std::mem::take(&mut *value);
+            let reply = pb::GetNonceResponse { nonce, format: wire_format(format), alg: wire_alg(alg) };
             Ok((reply, alg, bytes * 8))
         })
     }

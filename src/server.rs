@@ -106,6 +106,22 @@ pub struct ServeOptions {
     pub http2_max_concurrent_streams: u32,
 }
 
+impl ServeOptions {
+    /// The options `[server]` configures for the API listener.
+    pub fn of(s: &crate::config::ServerSettings) -> Self {
+        let ms = Duration::from_millis;
+        ServeOptions {
+            max_connections: s.max_connections,
+            header_read_timeout: ms(s.header_read_timeout_ms),
+            drain_timeout: ms(s.drain_timeout_ms),
+            max_connection_age: (s.max_connection_age_ms > 0).then(|| ms(s.max_connection_age_ms)),
+            write_timeout: ms(s.write_timeout_ms),
+            http2_idle_timeout: ms(s.http2_idle_timeout_ms),
+            http2_max_concurrent_streams: s.http2_max_concurrent_streams,
+        }
+    }
+}
+
 /// What the request path knows about its connection.
 #[derive(Debug, Default)]
 struct ConnState {
@@ -413,17 +429,7 @@ pub async fn serve<S>(
 where
     S: HttpService,
 {
-    let mut builder = Builder::new(TokioExecutor::new());
-    // The header-read deadline is each connection's own (see the module documentation).
-    builder.http1().header_read_timeout(None);
-    builder
-        .http2()
-        .timer(TokioTimer::new())
-        .keep_alive_interval(Some(H2_PING_INTERVAL))
-        .keep_alive_timeout(H2_PING_TIMEOUT)
-        .max_concurrent_streams(options.http2_max_concurrent_streams)
-        .initial_stream_window_size(H2_STREAM_WINDOW)
-        .initial_connection_window_size(H2_CONNECTION_WINDOW);
+    let builder = builder(&options);
     let permits = Arc::new(Semaphore::new(options.max_connections));
     let sequence = AtomicU64::new(0);
     let mut watch_stop = phase.clone();
@@ -434,20 +440,10 @@ where
         let _ = stream.set_nodelay(true);
         let state = Arc::new(ConnState::default());
         let stream = Counted { io: stream, state: state.clone() };
-        let connection = Connection {
-            state,
-            service: service.clone(),
-            builder: builder.clone(),
-            phase: phase.clone(),
-            max_age: options
-                .max_connection_age
-                .map(|age| jitter(age, sequence.fetch_add(1, Ordering::Relaxed))),
-            grace: options.drain_timeout,
-            header_read_timeout: options.header_read_timeout,
-            write_timeout: options.write_timeout,
-            http2_idle_timeout: options.http2_idle_timeout,
-            client: None,
-        };
+        let max_age =
+            options.max_connection_age.map(|age| jitter(age, sequence.fetch_add(1, Ordering::Relaxed)));
+        let connection =
+            Connection::new(service.clone(), builder.clone(), phase.clone(), &options, max_age, state);
         let tls = tls.as_ref().map(|t| t.current());
         tokio::spawn(async move {
             match tls {
@@ -487,6 +483,39 @@ where
         tracing::warn!("drain deadline passed with connections still open; closing them");
     }
     drained
+}
+
+/// The connection builder: HTTP/1.1 and HTTP/2 (prior knowledge), with the limits of
+/// `options` (see the module documentation).
+fn builder(options: &ServeOptions) -> Builder<TokioExecutor> {
+    let mut builder = Builder::new(TokioExecutor::new());
+    // The header-read deadline is each connection's own (see the module documentation).
+    builder.http1().header_read_timeout(None);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(Some(H2_PING_INTERVAL))
+        .keep_alive_timeout(H2_PING_TIMEOUT)
+        .max_concurrent_streams(options.http2_max_concurrent_streams)
+        .initial_stream_window_size(H2_STREAM_WINDOW)
+        .initial_connection_window_size(H2_CONNECTION_WINDOW);
+    builder
+}
+
+/// Serves one connection over any byte stream, as [`serve`] serves each accepted socket (no
+/// TLS, never shutting down): for the connection-level fuzz target and tests that speak raw
+/// bytes. Returns when the connection ends.
+pub async fn serve_connection<S, T>(io: T, service: S, options: ServeOptions)
+where
+    S: HttpService,
+    T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let (_phase, serving) = watch::channel(Phase::Serving);
+    let state = Arc::new(ConnState::default());
+    let io = Counted { io, state: state.clone() };
+    let connection =
+        Connection::new(service, builder(&options), serving, &options, options.max_connection_age, state);
+    connection.run(io).await;
 }
 
 /// Serves the connections waiting in `listener`'s accept queue, as many as the connection cap
@@ -583,6 +612,28 @@ struct Connection<S> {
 }
 
 impl<S: HttpService> Connection<S> {
+    fn new(
+        service: S,
+        builder: Builder<TokioExecutor>,
+        phase: watch::Receiver<Phase>,
+        options: &ServeOptions,
+        max_age: Option<Duration>,
+        state: Arc<ConnState>,
+    ) -> Self {
+        Connection {
+            service,
+            builder,
+            phase,
+            max_age,
+            grace: options.drain_timeout,
+            header_read_timeout: options.header_read_timeout,
+            write_timeout: options.write_timeout,
+            http2_idle_timeout: options.http2_idle_timeout,
+            client: None,
+            state,
+        }
+    }
+
     /// [`Connection::run`] over TLS, once the handshake is done (within the header-read
     /// timeout), with the verified client certificate's identity if one was presented.
     async fn run_tls(self, stream: Counted<TcpStream>, acceptor: tokio_rustls::TlsAcceptor) {

@@ -192,7 +192,7 @@ impl Service {
         self.fill(req.alg(), raw, false)?;
         let value = req.format().encode(raw);
         self.count_output(caller, req.alg(), req.bytes());
-        Ok(Secret { value, bytes: req.bytes(), format: req.format(), alg: req.alg() })
+        Ok(Secret { value: Zeroizing::new(value), bytes: req.bytes(), format: req.format(), alg: req.alg() })
     }
 
     /// RFC 9562 UUIDs: version 4 from 122 random bits, version 7 from the Unix time in

@@ -28,52 +28,13 @@ mod hex {
 
 // ---------- CAVP CTR_DRBG ----------
 
-/// One CAVP record: the group header and the record's fields in file order.
-struct Record {
-    header: String,
-    fields: Vec<(String, Vec<u8>)>,
-}
+#[path = "common/cavp.rs"]
+mod cavp;
 
-impl Record {
-    fn all(&self, name: &str) -> Vec<&[u8]> {
-        self.fields.iter().filter(|(n, _)| n == name).map(|(_, v)| v.as_slice()).collect()
-    }
-    fn one(&self, name: &str) -> &[u8] {
-        self.all(name)[0]
-    }
-}
+use cavp::Record;
 
 fn parse_rsp(path: &str) -> Vec<Record> {
-    let text = fs::read_to_string(path).unwrap();
-    let mut header = String::new();
-    let mut records = Vec::new();
-    let mut current: Option<Record> = None;
-    for line in text.lines().map(str::trim_end) {
-        if line.starts_with('#') {
-            continue;
-        }
-        if let Some(h) = line.strip_prefix('[') {
-            if h.starts_with("AES") {
-                header = h.trim_end_matches(']').to_string();
-            }
-            continue;
-        }
-        if line.is_empty() {
-            records.extend(current.take());
-            continue;
-        }
-        let (name, value) = line.split_once('=').expect("name = value");
-        let (name, value) = (name.trim(), value.trim());
-        if name == "COUNT" {
-            records.extend(current.take());
-            current = Some(Record { header: header.clone(), fields: Vec::new() });
-        } else {
-            let rec = current.as_mut().expect("field before COUNT");
-            rec.fields.push((name.to_string(), hex::decode(value).unwrap()));
-        }
-    }
-    records.extend(current);
-    records
+    cavp::parse(&fs::read_to_string(path).unwrap()).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
 /// Runs the README's procedure for one record and returns the second Generate's output.

@@ -29,8 +29,10 @@ impl ClientIdentity {
         }
         let cns =
             cert.subject().iter_common_name().filter_map(|cn| cn.as_str().ok().map(|cn| format!("cn:{cn}")));
-        // Most specific first: the first name that a caller lists decides.
-        Some(ClientIdentity(uris.into_iter().chain(dns).chain(cns.collect::<Vec<_>>()).collect()))
+        // Most specific first: the first name that a caller lists decides. A name no caller
+        // entry could be (an empty CN or DNS name) is left out.
+        let names = uris.into_iter().chain(dns).chain(cns.collect::<Vec<_>>());
+        Some(ClientIdentity(names.filter(|n| valid_entry(n)).collect()))
     }
 
     /// The names, most specific first: URI SANs, then DNS SANs, then the subject CN.
@@ -68,6 +70,16 @@ fn is_uri_entry(uri: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by the `client_identity` fuzz target: a certificate whose subject CN is empty
+    /// gave the name `cn:`, which no caller entry can be.
+    #[test]
+    fn an_empty_common_name_is_no_name() {
+        let identity =
+            ClientIdentity::from_der(include_bytes!("../../tests/data/cert_empty_cn.der")).unwrap();
+        assert!(identity.names().iter().all(|n| valid_entry(n)), "{:?}", identity.names());
+        assert!(!identity.names().iter().any(|n| n == "cn:"));
+    }
 
     #[test]
     fn reads_uri_dns_and_cn() {

@@ -96,7 +96,7 @@ fn respond(state: &AppState, admission: &Admission, req: BitsRequest) -> Result<
             let start = std::time::Instant::now();
             let body = generated.render(&req);
             let timing = server_timing(generated.generate_time, start.elapsed());
-            let mut response = super::response_with(body.into(), content_type, 1);
+            let mut response = super::response_with(super::wiped(body), content_type, 1);
             if let Ok(v) = HeaderValue::try_from(timing) {
                 response.headers_mut().insert(SERVER_TIMING, v);
             }

@@ -60,12 +60,23 @@ fn secret(accept: Accept<'_>, secret: Secret) -> Answer {
     let (alg, bits) = (secret.alg, secret.bytes * 8);
     let body = if wants_json(accept) {
         let Secret { value, bytes, format, alg } = secret;
-        Json(json!({ "value": value, "bytes": bytes, "format": format.name(), "alg": alg.name() }))
-            .into_response()
+        let json = SecretJson { value: &value, bytes, format: format.name(), alg: alg.name() };
+        // Serializing to memory fails only if a `Display` does, which none of these does.
+        let body = serde_json::to_vec(&json).unwrap_or_default();
+        super::response(super::wiped(body), "application/json")
     } else {
-        super::response(secret.value.into(), super::TEXT)
+        super::response(super::wiped(secret.value), super::TEXT)
     };
     served(body, alg, bits)
+}
+
+/// A secret as JSON, borrowing its value (no copy left unwiped).
+#[derive(serde::Serialize)]
+struct SecretJson<'a> {
+    value: &'a str,
+    bytes: u64,
+    format: &'static str,
+    alg: &'static str,
 }
 
 /// `GET /uuid?count=1&version=4|7&alg=`.

@@ -202,8 +202,8 @@ pub struct Chunk {
 
 /// A token or nonce, encoded (its raw bytes were wiped). `Debug` shows no value.
 pub struct Secret {
-    /// The encoded value.
-    pub value: String,
+    /// The encoded value, wiped when dropped.
+    pub value: zeroize::Zeroizing<String>,
     /// Raw bytes it encodes.
     pub bytes: u64,
     /// Its encoding.

@@ -1,0 +1,32 @@
+//! Arbitrary configuration files and environment overrides through the settings loader
+//! (figment's TOML and `DRBGD__SECTION__KEY` providers, then drbgd's validation): a result or
+//! an error naming the key, never a panic; and what loads is valid.
+//!
+//! Input: lines `KEY=value` up to the first empty line (each set as `DRBGD__KEY` in the
+//! environment), then the TOML file.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let text = String::from_utf8_lossy(data);
+    let (env, toml) = text.split_once("\n\n").unwrap_or(("", &text));
+    figment::Jail::expect_with(|jail| {
+        for line in env.lines() {
+            if let Some((key, value)) = line.split_once('=')
+                && !key.is_empty()
+                && !key.contains(['\0', '='])
+                && !value.contains('\0')
+            {
+                jail.set_env(format!("DRBGD__{key}"), value);
+            }
+        }
+        jail.create_file("drbgd.toml", toml)?;
+        if let Ok(settings) =
+            drbgd::config::Settings::load(Some("drbgd.toml".as_ref()), serde_json::json!({}))
+        {
+            settings.validate().expect("what loads validates");
+        }
+        Ok(())
+    });
+});

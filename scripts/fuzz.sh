@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Runs every fuzz target (fuzz/fuzz_targets/) in turn for SECONDS each, with cargo-fuzz, new
+# inputs kept in fuzz/corpus-local/<target> (not committed) beside the committed seeds in
+# fuzz/corpus/<target>; prints each target's executions, coverage and crashes. The hour the
+# hostile-clients work asks for: `scripts/fuzz.sh 450` (8 targets).
+#
+# Usage: scripts/fuzz.sh [seconds=60] [target...]
+# Env:   SANITIZER=none (default; works on the stable toolchain) or address (ASan: nightly,
+#        `cargo +nightly fuzz`, a build of its own).
+# Needs: cargo-fuzz (`cargo install --locked cargo-fuzz@0.13.2`).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+secs=${1:-60}
+shift || true
+sanitizer=${SANITIZER:-none}
+cargo=(cargo)
+[ "$sanitizer" = none ] || cargo=(cargo +nightly)
+"${cargo[@]}" fuzz build -O --sanitizer "$sanitizer"
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || mapfile -t targets < <(cargo fuzz list)
+for t in "${targets[@]}"; do
+  mkdir -p "fuzz/corpus-local/$t"
+  log=$(mktemp)
+  status=0
+  "${cargo[@]}" fuzz run -O --sanitizer "$sanitizer" "$t" "fuzz/corpus-local/$t" "fuzz/corpus/$t" -- \
+    -max_total_time="$secs" -print_final_stats=1 -rss_limit_mb=2048 >"$log" 2>&1 || status=$?
+  runs=$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -oE '[0-9]+$' || echo '?')
+  cov=$(grep -oE 'cov: [0-9]+' "$log" | tail -1 | grep -oE '[0-9]+' || echo '?')
+  ft=$(grep -oE 'ft: [0-9]+' "$log" | tail -1 | grep -oE '[0-9]+' || echo '?')
+  printf '%-16s %8ss  executions %10s  coverage %6s  features %6s  exit %s\n' "$t" "$secs" "$runs" "$cov" "$ft" "$status"
+  if [ "$status" -ne 0 ]; then
+    grep -E 'panicked|ERROR|SUMMARY|Test unit written' "$log" | head -20
+    rm -f "$log"
+    exit 1
+  fi
+  rm -f "$log"
+done
