@@ -158,6 +158,7 @@ impl App {
                 ));
             }
         }
+        tokio::spawn(crate::memory::trim_when_idle(self.state.metrics.clone()));
         let (phase_tx, phase_rx) = tokio::sync::watch::channel(Phase::Serving);
         let state = self.state.clone();
         tokio::spawn(async move {

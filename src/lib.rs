@@ -8,6 +8,7 @@
 //! - [`grpc`]: the gRPC API, health and reflection, on the API port.
 //! - [`admin`]: `/metrics`, `/livez`, `/readyz` on their own listener.
 //! - [`metrics`]: the Prometheus series as one typed struct.
+//! - [`memory`]: gives freed heap memory back to the OS after a burst.
 //! - [`error`]: the API error enum and its HTTP / gRPC mappings.
 //! - [`callers`]: who is asking (bearer key or client certificate), their policy and quota.
 //! - [`config`]: layered, validated settings.
@@ -29,6 +30,7 @@ pub mod drbg;
 pub mod error;
 pub mod grpc;
 pub mod http;
+pub mod memory;
 pub mod metrics;
 pub mod reload;
 pub mod server;
