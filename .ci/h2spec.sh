@@ -27,7 +27,8 @@ failed() {
 import sys, xml.etree.ElementTree as ET
 for case in ET.parse(sys.argv[1]).getroot().iter("testcase"):
     if case.find("failure") is not None or case.find("error") is not None:
-        print(f'{case.get("package")} {case.get("classname")}: {case.get("name")}'.strip())
+        parts = [case.get(k) for k in ("package", "classname", "name")]
+        print(" ".join(p for p in parts if p and p != "None"))
 PY
 }
 for run in $(seq "$runs"); do

@@ -47,8 +47,6 @@ pub struct Metrics {
     pub generate_duration: HistogramVec,
     /// `drbgd_requests_in_flight`.
     pub in_flight: IntGauge,
-    /// `drbgd_log_lines_dropped_total`: brought up to the log writer's count at each scrape.
-    log_lines_dropped: prometheus::IntCounter,
     /// `drbgd_errors_total{code}`.
     pub errors: IntCounterVec,
     /// `drbgd_output_ones_ratio{alg}`.
@@ -142,14 +140,6 @@ impl Metrics {
                 GENERATE_BUCKETS,
             ),
             in_flight: gauge("requests_in_flight", "API requests in progress (HTTP and gRPC)."),
-            log_lines_dropped: prometheus::IntCounter::with_opts(
-                Opts::new(
-                    "log_lines_dropped_total",
-                    "Access and diagnostic log lines dropped because the log sink did not keep up (audit lines are never dropped).",
-                )
-                .namespace("drbgd"),
-            )
-            .expect("valid counter"),
             errors: counter("errors_total", "Error responses by machine code.", &["code"]),
             ones_ratio: histogram(
                 "output_ones_ratio",
@@ -209,7 +199,6 @@ impl Metrics {
             Box::new(m.grpc_duration.clone()),
             Box::new(m.generate_duration.clone()),
             Box::new(m.in_flight.clone()),
-            Box::new(m.log_lines_dropped.clone()),
             Box::new(m.errors.clone()),
             Box::new(m.ones_ratio.clone()),
             Box::new(m.bias_zscore.clone()),
@@ -287,8 +276,6 @@ impl Metrics {
 
     /// The text exposition of every series.
     pub fn render(&self) -> String {
-        let dropped = crate::telemetry::lines_dropped();
-        self.log_lines_dropped.inc_by(dropped.saturating_sub(self.log_lines_dropped.get()));
         let mut out = Vec::new();
         let families = self.registry.gather();
         TextEncoder::new().encode(&families, &mut out).expect("text encoding never fails");
@@ -313,6 +300,11 @@ struct LifecycleCollector {
     reseed_failures: IntCounterVec,
     self_test_failures: IntCounterVec,
     entropy_failures: IntCounter,
+    /// `drbgd_log_lines_dropped_total`, from the log writer.
+    log_lines_dropped: IntCounter,
+    /// Held while the counters catch up, so that two scrapes at once do not both add the
+    /// same difference.
+    syncing: std::sync::Mutex<()>,
 }
 
 impl LifecycleCollector {
@@ -339,6 +331,15 @@ impl LifecycleCollector {
                     .namespace("drbgd"),
             )
             .expect("valid counter"),
+            log_lines_dropped: IntCounter::with_opts(
+                Opts::new(
+                    "log_lines_dropped_total",
+                    "Access and diagnostic log lines dropped because the log sink did not keep up (audit lines are never dropped).",
+                )
+                .namespace("drbgd"),
+            )
+            .expect("valid counter"),
+            syncing: std::sync::Mutex::new(()),
         };
         for alg in Algorithm::ALL {
             for reason in ReseedReason::ALL {
@@ -351,6 +352,7 @@ impl LifecycleCollector {
     }
 
     fn sync(&self) {
+        let _one_at_a_time = self.syncing.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let catch_up = |counter: &IntCounter, total: u64| {
             let current = counter.get();
             if total > current {
@@ -369,6 +371,7 @@ impl LifecycleCollector {
             );
         }
         catch_up(&self.entropy_failures, self.stats.entropy_failures());
+        catch_up(&self.log_lines_dropped, crate::telemetry::lines_dropped());
     }
 }
 
@@ -378,6 +381,7 @@ impl Collector for LifecycleCollector {
         d.extend(self.reseed_failures.desc());
         d.extend(self.self_test_failures.desc());
         d.extend(self.entropy_failures.desc());
+        d.extend(self.log_lines_dropped.desc());
         d
     }
 
@@ -387,6 +391,7 @@ impl Collector for LifecycleCollector {
         m.extend(self.reseed_failures.collect());
         m.extend(self.self_test_failures.collect());
         m.extend(self.entropy_failures.collect());
+        m.extend(self.log_lines_dropped.collect());
         m
     }
 }

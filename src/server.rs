@@ -145,9 +145,13 @@ struct ConnState {
     /// Of those, the bodies waiting for their own next frame (a gRPC health `Watch` between
     /// changes): not held up by the client.
     waiting: AtomicUsize,
-    /// Requests started, responses finished, body frames handed to hyper and socket writes of
-    /// data: unchanged between two checks means no response moved (see [`Quiet`]).
+    /// Body frames handed to hyper, socket writes of data and responses finished: unchanged
+    /// between two checks means no response moved (see [`Quiet`]). A new request is not
+    /// progress of the responses already under way.
     progress: AtomicU64,
+    /// Requests started and responses finished: unchanged between two checks means no stream
+    /// opened or closed (the HTTP/2 idle deadline).
+    streams: AtomicU64,
 }
 
 /// A response in progress, from its request's call to the end (or drop) of its body: counted
@@ -158,7 +162,7 @@ impl Open {
     fn start(state: &Arc<ConnState>) -> Open {
         state.open.fetch_add(1, Ordering::Relaxed);
         state.activity.fetch_add(1, Ordering::Relaxed);
-        state.progress.fetch_add(1, Ordering::Relaxed);
+        state.streams.fetch_add(1, Ordering::Relaxed);
         Open(state.clone())
     }
 }
@@ -167,6 +171,7 @@ impl Drop for Open {
     fn drop(&mut self) {
         self.0.activity.fetch_add(1, Ordering::Relaxed);
         self.0.progress.fetch_add(1, Ordering::Relaxed);
+        self.0.streams.fetch_add(1, Ordering::Relaxed);
         self.0.open.fetch_sub(1, Ordering::Relaxed);
     }
 }
@@ -369,8 +374,9 @@ struct Quiet {
     write_timeout: Duration,
     h2_idle: Duration,
     /// [`ConnState::progress`] at the last check, and since when it has not moved.
-    seen: u64,
-    since: tokio::time::Instant,
+    progress: (u64, tokio::time::Instant),
+    /// [`ConnState::streams`] at the last check, and since when it has not moved.
+    streams: (u64, tokio::time::Instant),
 }
 
 /// Why [`Quiet::expired`] ended.
@@ -388,7 +394,7 @@ impl Quiet {
         let start = tokio::time::Instant::now();
         let mut interval = tokio::time::interval_at(start + period, period);
         interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        Quiet { interval, write_timeout, h2_idle, seen: 0, since: start }
+        Quiet { interval, write_timeout, h2_idle, progress: (0, start), streams: (0, start) }
     }
 
     /// Completes at the first check that finds a response body stalled, or an HTTP/2
@@ -397,19 +403,23 @@ impl Quiet {
         loop {
             self.interval.tick().await;
             let now = tokio::time::Instant::now();
-            let progress = state.progress.load(Ordering::Relaxed);
-            if progress != self.seen {
-                (self.seen, self.since) = (progress, now);
-                continue;
-            }
-            let quiet = now.duration_since(self.since);
+            // How long each counter has stood still.
+            let still = |last: &mut (u64, tokio::time::Instant), counter: &AtomicU64| {
+                let value = counter.load(Ordering::Relaxed);
+                if value != last.0 {
+                    *last = (value, now);
+                }
+                now.duration_since(last.1)
+            };
+            let unmoved = still(&mut self.progress, &state.progress);
+            let no_streams = still(&mut self.streams, &state.streams);
             let held_up = state.bodies.load(Ordering::Relaxed) > state.waiting.load(Ordering::Relaxed);
-            if held_up && quiet >= self.write_timeout {
+            if held_up && unmoved >= self.write_timeout {
                 return Quieted::Stalled;
             }
             if state.open.load(Ordering::Relaxed) == 0
                 && state.h2.load(Ordering::Relaxed)
-                && quiet >= self.h2_idle
+                && no_streams >= self.h2_idle
             {
                 return Quieted::Idle;
             }

@@ -173,7 +173,7 @@ impl Registry {
     ///
     /// # Errors
     /// A malformed caller (named by its key), a key or identity claimed twice, an unreadable
-    /// keys file (a missing one at start-up; on reload a missing file revokes its keys), or
+    /// keys file (at start-up; on reload, a keys file that cannot be read revokes its keys), or
     /// auth on with no credential at all at start-up.
     pub fn build(
         settings: &Settings,
@@ -186,12 +186,14 @@ impl Registry {
         if let Some(path) = settings.api_keys_file() {
             let text = match std::fs::read_to_string(&path) {
                 Ok(text) => text,
-                // Gone after start-up: its keys are revoked, not kept (fail closed). The watcher
-                // acts only on a change seen on two polls, so a file being swapped is not gone.
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound && previous.is_some() => {
+                // Gone or unreadable after start-up: its keys are revoked, not kept (fail
+                // closed). The watcher acts only on a change seen on two polls, so a file being
+                // swapped is not gone.
+                Err(e) if previous.is_some() => {
                     warnings.push(format!(
-                        "auth.api_keys_file {} is gone: the keys it held are revoked until it is back",
-                        path.display()
+                        "auth.api_keys_file {} cannot be read ({}): the keys it held are revoked until it can",
+                        path.display(),
+                        e.kind()
                     ));
                     String::new()
                 }

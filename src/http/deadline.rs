@@ -1,7 +1,8 @@
-//! A request body under a read deadline: past it, the body ends in an error instead of
-//! waiting for a client that stopped sending (`server.body_read_timeout_ms`). The timer is
-//! armed only when the body is first found not ready, so a body read at once (or never read,
-//! as a GET's) costs no timer.
+//! Bodies under deadlines. [`ReadDeadline`]: a request body past its read deadline ends in an
+//! error instead of waiting for a client that stopped sending (`server.body_read_timeout_ms`);
+//! the timer is armed only when the body is first found not ready, so a body read at once (or
+//! never read, as a GET's) costs no timer. [`Lifetime`]: a public stream's response (a health
+//! `Watch`, a reflection session) ends at a fixed time, holding its place until then.
 //!
 //! tower-http's `TimeoutBody` bounds the time between frames, not the whole body, so a client
 //! trickling one byte a second would never reach it; this bounds the whole read.
@@ -83,6 +84,63 @@ where
     }
 }
 
+pin_project! {
+    /// A response body that ends in an error at `deadline` (the stream is reset), holding a
+    /// place under a cap until it ends or is dropped.
+    pub struct Lifetime<B> {
+        #[pin]
+        body: B,
+        #[pin]
+        timer: Sleep,
+        slot: Option<Slot>,
+    }
+}
+
+impl<B> Lifetime<B> {
+    /// `body`, cut at `deadline`, holding `slot`.
+    pub(super) fn new(body: B, deadline: Instant, slot: Option<Slot>) -> Self {
+        Lifetime { body, timer: tokio::time::sleep_until(deadline), slot }
+    }
+}
+
+/// The error a [`Lifetime`] ends its body with.
+#[derive(Debug, thiserror::Error)]
+#[error("the stream reached the end of its lifetime")]
+pub struct LifetimeOver;
+
+impl<B> Body for Lifetime<B>
+where
+    B: Body<Data = Bytes>,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    type Data = Bytes;
+    type Error = Box<dyn std::error::Error + Send + Sync>;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        let this = self.project();
+        if this.timer.poll(cx).is_ready() {
+            this.slot.take();
+            return Poll::Ready(Some(Err(Box::new(LifetimeOver))));
+        }
+        let frame = this.body.poll_frame(cx).map(|f| f.map(|f| f.map_err(Into::into)));
+        if matches!(frame, Poll::Ready(None)) {
+            this.slot.take();
+        }
+        frame
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
@@ -111,6 +169,18 @@ mod tests {
         let error = axum::body::to_bytes(axum::body::Body::new(body), usize::MAX).await.unwrap_err();
         assert!(BodyTimeout::caused(&error), "{error}");
         assert_eq!(start.elapsed(), Duration::from_secs(10));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stream_ends_at_the_end_of_its_lifetime() {
+        let start = Instant::now();
+        let body = Lifetime::new(Silent, start + Duration::from_secs(300), None);
+        let error = axum::body::to_bytes(axum::body::Body::new(body), usize::MAX).await.unwrap_err();
+        assert!(
+            std::iter::successors(Some(&error as &(dyn std::error::Error + 'static)), |e| e.source())
+                .any(|e| e.is::<LifetimeOver>())
+        );
+        assert_eq!(start.elapsed(), Duration::from_secs(300));
     }
 
     #[tokio::test(start_paused = true)]

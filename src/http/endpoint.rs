@@ -151,6 +151,19 @@ const GRPC_METHODS: [(&str, Guard); 8] = [
     ("GetUsage", Guard::Caller),
 ];
 
+/// The public gRPC methods whose calls are streams meant to stay open: they get a cap and a
+/// lifetime of their own (see the front layer's `PUBLIC_STREAMS`).
+const PUBLIC_STREAMS: [&str; 3] = [
+    "/grpc.health.v1.Health/Watch",
+    "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
+    "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
+];
+
+/// Whether `path` is a public gRPC streaming method (health `Watch`, reflection).
+pub fn public_stream(path: &str) -> bool {
+    PUBLIC_STREAMS.contains(&path)
+}
+
 /// The path prefix of the randomness service's methods.
 const GRPC_SERVICE_PREFIX: &str = "/drbgd.v1.RandomnessService/";
 

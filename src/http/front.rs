@@ -42,8 +42,8 @@ use axum::response::Response;
 use pin_project_lite::pin_project;
 use tower::{Layer, Service};
 
-use super::deadline::ReadDeadline;
-use super::endpoint::{Guard, grpc_guard};
+use super::deadline::{Lifetime, ReadDeadline};
+use super::endpoint::{Guard, grpc_guard, public_stream};
 use super::{Answer, Endpoint, Outcome, ROUTES};
 use crate::callers::headers::{RATELIMIT, RATELIMIT_POLICY, current_field};
 use crate::callers::{Admission, Authorized, Caller, ClientIdentity, Denied};
@@ -59,6 +59,7 @@ pub struct FrontLayer {
     state: AppState,
     cap: Arc<Cap>,
     public_cap: Arc<Cap>,
+    public_stream_cap: Arc<Cap>,
     timeout: Duration,
     body_timeout: Duration,
     direct: bool,
@@ -75,9 +76,11 @@ impl FrontLayer {
         let cap = Arc::new(Cap { in_progress: AtomicUsize::new(0), max: server.concurrency_limit });
         let public = server.concurrency_limit.min(PUBLIC_CONCURRENCY);
         let public_cap = Arc::new(Cap { in_progress: AtomicUsize::new(0), max: public });
+        let streams = server.concurrency_limit.min(PUBLIC_STREAMS);
+        let public_stream_cap = Arc::new(Cap { in_progress: AtomicUsize::new(0), max: streams });
         let timeout = Duration::from_millis(server.request_timeout_ms);
         let body_timeout = Duration::from_millis(server.body_read_timeout_ms);
-        FrontLayer { state, cap, public_cap, timeout, body_timeout, direct }
+        FrontLayer { state, cap, public_cap, public_stream_cap, timeout, body_timeout, direct }
     }
 }
 
@@ -90,6 +93,7 @@ impl<S> Layer<S> for FrontLayer {
             state: self.state.clone(),
             cap: self.cap.clone(),
             public_cap: self.public_cap.clone(),
+            public_stream_cap: self.public_stream_cap.clone(),
             timeout: self.timeout,
             body_timeout: self.body_timeout,
             direct: self.direct,
@@ -104,8 +108,14 @@ impl<S> Layer<S> for FrontLayer {
 /// and its body is due within [`PUBLIC_BODY_TIMEOUT`].
 pub const PUBLIC_CONCURRENCY: usize = 64;
 /// The body deadline of a public request (the configured one if shorter): a health check's
-/// message comes at once, and a reflection session is a few quick lookups.
+/// message comes at once.
 pub const PUBLIC_BODY_TIMEOUT: Duration = Duration::from_secs(2);
+/// Public streams (gRPC health `Watch`, reflection sessions) in progress at once, at most:
+/// a cap of their own, so that streams held open never take the places of health checks.
+pub const PUBLIC_STREAMS: usize = 16;
+/// How long a public stream may last: it holds its place until it ends, and it is reset then
+/// (a health-checking client opens a new `Watch`; a reflection session is a few lookups).
+pub const PUBLIC_STREAM_LIFETIME: Duration = Duration::from_secs(300);
 
 /// A cap on requests in progress, shared by every clone of the layer: a request holds a
 /// [`Slot`] from its admission until its response's headers are ready (a streamed body goes
@@ -144,6 +154,8 @@ pub struct Front<S> {
     cap: Arc<Cap>,
     /// See [`PUBLIC_CONCURRENCY`].
     public_cap: Arc<Cap>,
+    /// See [`PUBLIC_STREAMS`].
+    public_stream_cap: Arc<Cap>,
     /// Time from the call to the response's headers.
     timeout: Duration,
     /// Time from the call to the request body's end.
@@ -159,8 +171,15 @@ impl<S> Front<S> {
         &self,
         request: &Request<B>,
         guard: Guard,
+        stream: bool,
         now: Instant,
     ) -> Result<(Slot, Option<Admission>), Denied> {
+        // Nothing is served that could not be audited: while the log is backlogged every
+        // request is refused first, before its credentials are read, so that no refusal adds
+        // an audit line either (the backlog cannot be grown by requests that are not served).
+        if crate::telemetry::audit_unavailable(self.state.settings.log.audit) {
+            return Err(Denied { caller: None, error: ApiError::AuditUnavailable, at: now });
+        }
         let route = match guard {
             Guard::Public => None,
             Guard::Caller => Some(None),
@@ -175,11 +194,11 @@ impl<S> Front<S> {
             }
         };
         let (caller, at) = authorized.as_ref().map_or((None, now), |a| (Some(a.caller.clone()), a.at));
-        // Nothing is served that could not be audited: refused while the log is backlogged.
-        if crate::telemetry::audit_unavailable(self.state.settings.log.audit) {
-            return Err(Denied { caller, error: ApiError::AuditUnavailable, at });
-        }
-        let cap = if authorized.is_some() { &self.cap } else { &self.public_cap };
+        let cap = match (&authorized, stream) {
+            (Some(_), _) => &self.cap,
+            (None, false) => &self.public_cap,
+            (None, true) => &self.public_stream_cap,
+        };
         let Some(slot) = cap.enter() else {
             return Err(Denied { caller, error: ApiError::Overloaded, at });
         };
@@ -214,11 +233,12 @@ where
             (None, None) => Guard::Public,
         };
         observe.public = guard == Guard::Public;
+        let stream = observe.public && public_stream(request.uri().path());
         // A timeout too large to add is none at all (a year is as good as for ever here).
         let deadline =
             (start.checked_add(self.timeout)).unwrap_or_else(|| start + Duration::from_secs(365 * 86_400));
         let direct = endpoint.filter(|_| self.direct && request.method() == Method::GET);
-        let (inner, slot, admission) = match self.admit(&request, guard, start) {
+        let (inner, slot, admission) = match self.admit(&request, guard, stream, start) {
             // Refused at once, never queued: nothing below runs, no body is read.
             Err(denied) => (Inner::Refused { denied: Some(denied) }, None, None),
             // Answered on the first poll, without the router (a GET's body, if any, is not
@@ -238,10 +258,12 @@ where
                     if observe.grpc {
                         request.headers_mut().insert(X_REQUEST_ID, observe.id.clone());
                     }
-                    // A public request's place goes with its body (see PUBLIC_CONCURRENCY).
-                    let (body_timeout, slot, body_slot) = match admission {
-                        Some(_) => (self.body_timeout, Some(slot), None),
-                        None => (self.body_timeout.min(PUBLIC_BODY_TIMEOUT), None, Some(slot)),
+                    // A public request's place goes with its body (see PUBLIC_CONCURRENCY); a
+                    // public stream's with its response, for its lifetime (PUBLIC_STREAMS).
+                    let (body_timeout, slot, body_slot) = match (&admission, stream) {
+                        (Some(_), _) => (self.body_timeout, Some(slot), None),
+                        (None, false) => (self.body_timeout.min(PUBLIC_BODY_TIMEOUT), None, Some(slot)),
+                        (None, true) => (PUBLIC_STREAM_LIFETIME, Some(slot), None),
                     };
                     let body_deadline = start.checked_add(body_timeout).unwrap_or(deadline);
                     let request =
@@ -257,7 +279,8 @@ where
         if let Some(admission) = &admission {
             observe.caller = Some(admission.caller.clone());
         }
-        FrontFuture { inner, observe: Some(observe), slot, admission, deadline, timer: None }
+        let lifetime = stream.then(|| start + PUBLIC_STREAM_LIFETIME);
+        FrontFuture { inner, observe: Some(observe), slot, admission, deadline, timer: None, lifetime }
     }
 }
 
@@ -274,6 +297,8 @@ pin_project! {
         // Armed only when the inner future is not ready on its first poll.
         #[pin]
         timer: Option<tokio::time::Sleep>,
+        // A public stream's end: its response body holds its place until then.
+        lifetime: Option<Instant>,
     }
 }
 
@@ -349,8 +374,12 @@ where
             },
         };
         // The headers are ready: the places under the cap and in the caller's count are free
-        // for the next request (a streamed body holds its own clone of the admission).
-        this.slot.take();
+        // for the next request (a streamed body holds its own clone of the admission), but
+        // for a public stream's, which its body holds to its end.
+        let slot = this.slot.take();
+        if let (Some(end), false) = (*this.lifetime, own) {
+            response = response.map(|body| axum::body::Body::new(Lifetime::new(body, end.into(), slot)));
+        }
         let admitted_at = this.admission.take().map(|a| a.at);
         let Some(mut observe) = this.observe.take() else {
             return Poll::Ready(Ok(response));

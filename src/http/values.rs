@@ -61,8 +61,11 @@ fn secret(accept: Accept<'_>, secret: Secret) -> Answer {
     let body = if wants_json(accept) {
         let Secret { value, bytes, format, alg } = secret;
         let json = SecretJson { value: &value, bytes, format: format.name(), alg: alg.name() };
-        // Serializing to memory fails only if a `Display` does, which none of these does.
-        let body = serde_json::to_vec(&json).unwrap_or_default();
+        // Written into a buffer sized for all of it up front, so that no grown-out-of copy of
+        // the value is left behind unwiped. Serializing to memory fails only if a `Display`
+        // does, which none of these does.
+        let mut body = Vec::with_capacity(value.len() + 96);
+        let _ = serde_json::to_writer(&mut body, &json);
         super::response(super::wiped(body), "application/json")
     } else {
         super::response(super::wiped(secret.value), super::TEXT)

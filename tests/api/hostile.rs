@@ -436,3 +436,52 @@ async fn a_stalled_log_sink_never_blocks_the_service_and_nothing_is_served_unaud
     drop(binary.child);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[tokio::test]
+async fn public_streams_have_a_cap_of_their_own_and_health_checks_still_pass() {
+    let app = spawn(test_settings()).await;
+    let (client, _driver) = h2_connect(&app.api).await;
+    let mut client = client.ready().await.unwrap();
+    let call = |client: &mut h2::client::SendRequest<Bytes>, method: &str| {
+        let head = http::Request::post(app.url(&format!("/grpc.health.v1.Health/{method}")))
+            .header("content-type", "application/grpc")
+            .header("te", "trailers")
+            .body(())
+            .unwrap();
+        let (response, mut body) = client.send_request(head, false).unwrap();
+        body.send_data(Bytes::from_static(&[0, 0, 0, 0, 0]), true).unwrap();
+        response
+    };
+    // Sixteen Watch streams held open (the public streams' cap): each answered and kept.
+    let mut watches = Vec::new();
+    for _ in 0..16 {
+        client = client.ready().await.unwrap();
+        let response = call(&mut client, "Watch").await.unwrap();
+        assert_eq!(grpc_status(&response), 0);
+        watches.push(response);
+    }
+    // A seventeenth is refused at once, RESOURCE_EXHAUSTED...
+    client = client.ready().await.unwrap();
+    let refused = call(&mut client, "Watch").await.unwrap();
+    assert_eq!(grpc_status(&refused), 8, "RESOURCE_EXHAUSTED");
+    // ...while a health check, public but no stream, still passes.
+    client = client.ready().await.unwrap();
+    let check = call(&mut client, "Check").await.unwrap();
+    assert_eq!(check.status(), 200);
+    let mut body = check.into_body();
+    let message = body.data().await.expect("a reply").unwrap();
+    assert_eq!(message[5..], [8, 1], "SERVING");
+    // A Watch's place comes back when it ends.
+    drop(watches);
+    let again = async {
+        loop {
+            client = client.clone().ready().await.unwrap();
+            let response = call(&mut client, "Watch").await.unwrap();
+            if grpc_status(&response) == 0 {
+                return;
+            }
+            tokio::task::yield_now().await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(5), again).await.expect("a place given back");
+}

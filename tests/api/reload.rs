@@ -68,7 +68,7 @@ fn a_reload_that_read_earlier_never_replaces_one_that_read_later() {
 }
 
 #[test]
-fn a_keys_file_that_disappears_revokes_its_keys_until_it_is_back() {
+fn a_keys_file_that_disappears_or_turns_unreadable_revokes_its_keys_until_it_is_back() {
     let dir = std::env::temp_dir().join(format!("drbgd-keysfile-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let keys = dir.join("api_keys");
@@ -84,12 +84,16 @@ fn a_keys_file_that_disappears_revokes_its_keys_until_it_is_back() {
     assert!(!admits(&callers, "from-file"), "the file's keys are revoked");
     assert!(admits(&callers, "from-config"), "the config's keys stay");
     let (_, warnings) = Registry::build(&settings, &metrics, Some(&callers.registry())).unwrap();
-    assert!(warnings.iter().any(|w| w.contains("is gone") && w.contains("revoked")), "{warnings:?}");
+    assert!(warnings.iter().any(|w| w.contains("cannot be read") && w.contains("revoked")), "{warnings:?}");
     // At start-up a missing file is an error, not an empty one.
     assert!(Registry::build(&settings, &metrics, None).is_err());
 
     std::fs::write(&keys, format!("web {}\n", digest("from-file"))).unwrap();
     callers.reload(&settings).unwrap();
     assert!(admits(&callers, "from-file"));
+    // Unreadable (here: not UTF-8) is no better than gone: revoked, not kept.
+    std::fs::write(&keys, b"web \xff\xfe\n").unwrap();
+    callers.reload(&settings).expect("a reload with an unreadable file succeeds");
+    assert!(!admits(&callers, "from-file") && admits(&callers, "from-config"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
