@@ -1,6 +1,7 @@
 //! Arbitrary configuration files and environment overrides through the settings loader
 //! (figment's TOML and `DRBGD__SECTION__KEY` providers, then drbgd's validation): a result or
-//! an error naming the key, never a panic; and what loads is valid.
+//! an error naming the key, never a panic; and what loads prints (`--print-config`) as
+//! settings that load back to the same.
 //!
 //! Input: lines `KEY=value` up to the first empty line (each set as `DRBGD__KEY` in the
 //! environment), then the TOML file.

@@ -1,7 +1,8 @@
 //! The quota bucket against a reference model in exact integer arithmetic (nano-tokens and
 //! nanoseconds): for arbitrary rates, bursts, costs and times (going backwards too), a take
 //! the model clearly allows is allowed, one it clearly refuses is refused, and the tokens left
-//! agree.
+//! agree; and over the whole run no more was granted than the burst, the rate times the time
+//! covered, and one request's excess over the burst.
 //!
 //! Input: per second (u16) and burst (u16), then steps of 5 bytes: a time step in
 //! milliseconds (u16, its top bit: backwards), a cost (u16), a flags byte (bit 0: cost as a
@@ -25,6 +26,7 @@ fuzz_target!(|data: &[u8]| {
     let mut now_ms: i64 = 0;
     // The model: nano-tokens, and the latest instant (ms) it was brought up to date at.
     let mut tokens: Option<(i128, i64)> = None;
+    let (mut granted, mut excess, mut first_ms, mut last_ms) = (0i128, 0i128, None, i64::MIN);
     for step in steps.chunks_exact(5) {
         let dt = i64::from(u16::from_le_bytes([step[0], step[1]]) & 0x7fff);
         now_ms += if step[1] & 0x80 != 0 { -dt } else { dt };
@@ -45,6 +47,9 @@ fuzz_target!(|data: &[u8]| {
         let need = cost_nano.min(burst * NANO);
         let cost = cost_nano as f64 / NANO as f64;
         let result = bucket.take(rate, cost, at);
+        // The bucket starts full at the first attempt and refills only forward from it.
+        let first = *first_ms.get_or_insert(now_ms);
+        last_ms = last_ms.max(now_ms);
         // Clear margins only: within a millionth of a token either answer is right.
         let margin = NANO / 1_000_000 + (level.abs() + need) / 1_000_000_000;
         match &result {
@@ -53,6 +58,14 @@ fuzz_target!(|data: &[u8]| {
         }
         tokens = Some(match result {
             Ok(left) => {
+                granted += cost_nano;
+                excess = excess.max(cost_nano - burst * NANO);
+                let allowance =
+                    burst * NANO + i128::from(last_ms - first).max(0) * per_second * NANO / 1000 + excess;
+                assert!(
+                    granted <= allowance + granted / 1_000_000 + NANO / 1000,
+                    "granted {granted} > {allowance}"
+                );
                 let model = level - cost_nano;
                 let left_nano = (left * NANO as f64) as i128;
                 assert!(

@@ -58,11 +58,13 @@ pub fn api() -> &'static Api {
 }
 
 /// Calls the API with `request` and reads at most `limit` bytes of the response's body;
-/// checks what every response must carry.
+/// checks what every response must carry, and that the request gave back every place it took
+/// (the callers' in-flight counts are 0 once its response is dropped). The trailers, if any
+/// were read, are added to the returned head's headers (a gRPC stream's status).
 ///
 /// # Panics
-/// On a 500 (a panic caught in the request path) or a response without `no-store` or a
-/// request id: a bug the fuzzer found.
+/// On a 500 (a panic caught in the request path), a response without `no-store` or a request
+/// id, or a place not given back: a bug the fuzzer found.
 pub fn call(request: http::Request<http_body_util::Full<bytes::Bytes>>, limit: usize) -> http::Response<()> {
     use http_body_util::BodyExt;
     use tower::ServiceExt;
@@ -72,13 +74,20 @@ pub fn call(request: http::Request<http_body_util::Full<bytes::Bytes>>, limit: u
         assert_ne!(response.status(), 500, "a panic in the request path");
         assert_eq!(response.headers()["cache-control"], "no-store");
         assert!(response.headers().contains_key("x-request-id"));
-        let (parts, mut body) = response.into_parts();
+        let (mut parts, mut body) = response.into_parts();
         let mut read = 0;
         while read < limit {
             match body.frame().await {
-                Some(Ok(frame)) => read += frame.data_ref().map_or(0, |d| d.len()),
+                Some(Ok(frame)) => match frame.into_trailers() {
+                    Ok(trailers) => parts.headers.extend(trailers),
+                    Err(frame) => read += frame.data_ref().map_or(0, |d| d.len()),
+                },
                 _ => break,
             }
+        }
+        drop(body);
+        for caller in api.state.callers.registry().callers() {
+            assert_eq!(caller.quota_state().in_flight(), 0, "{} holds a place", caller.name());
         }
         http::Response::from_parts(parts, ())
     })
