@@ -72,6 +72,10 @@ pub enum ApiError {
     /// 503: the service is starting or shutting down.
     #[error("the service is not ready")]
     NotReady,
+    /// 499 (nginx's "client closed request"): the client went away while its request body was
+    /// being read. Never seen by the client; it names the outcome in the records.
+    #[error("the client closed the request before its body was received")]
+    ClientClosed,
     /// 404: no such route.
     #[error("no such resource")]
     NotFound,
@@ -114,6 +118,7 @@ impl ApiError {
             ApiError::GeneratorFailed => "generator_failed",
             ApiError::NotReady => "not_ready",
             ApiError::NotFound => "not_found",
+            ApiError::ClientClosed => "client_closed",
             ApiError::MethodNotAllowed => "method_not_allowed",
             ApiError::Internal => "internal",
         }
@@ -128,6 +133,7 @@ impl ApiError {
             ApiError::Forbidden { .. } => StatusCode::FORBIDDEN,
             ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::NotFound => StatusCode::NOT_FOUND,
+            ApiError::ClientClosed => StatusCode::from_u16(499).unwrap_or(StatusCode::BAD_REQUEST),
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::Overloaded
@@ -149,6 +155,7 @@ impl ApiError {
             ApiError::Unauthorized => tonic::Code::Unauthenticated,
             ApiError::Forbidden { .. } => tonic::Code::PermissionDenied,
             ApiError::NotFound => tonic::Code::NotFound,
+            ApiError::ClientClosed => tonic::Code::Cancelled,
             ApiError::MethodNotAllowed => tonic::Code::Unimplemented,
             ApiError::Internal => tonic::Code::Internal,
             ApiError::Timeout => tonic::Code::DeadlineExceeded,
@@ -328,6 +335,7 @@ mod tests {
             ApiError::GeneratorFailed,
             ApiError::NotReady,
             ApiError::NotFound,
+            ApiError::ClientClosed,
             ApiError::MethodNotAllowed,
             ApiError::Internal,
         ];

@@ -37,7 +37,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use axum::http::request::Parts;
-use axum::http::{HeaderName, HeaderValue, Method, Request, StatusCode, header};
+use axum::http::{HeaderName, HeaderValue, Method, Request, header};
 use axum::response::Response;
 use pin_project_lite::pin_project;
 use tower::{Layer, Service};
@@ -584,27 +584,20 @@ impl Drop for Observe {
         }
         if !self.done {
             // The client went away before the response's headers: one line all the same.
+            let error = ApiError::ClientClosed;
             let (status, code) = if self.grpc {
-                (tonic::Code::Cancelled as u16, "cancelled")
+                (error.grpc_code() as u16, "cancelled")
             } else {
-                (CLIENT_CLOSED, "client_closed")
+                (error.status().as_u16(), error.code())
             };
             if !self.grpc {
-                let status = StatusCode::from_u16(CLIENT_CLOSED).unwrap_or(StatusCode::BAD_REQUEST);
-                self.state.metrics.observe_http(
-                    self.route_index,
-                    None,
-                    status,
-                    self.start.elapsed().as_secs_f64(),
-                );
+                let seconds = self.start.elapsed().as_secs_f64();
+                self.state.metrics.observe_http(self.route_index, None, error.status(), seconds);
             }
             self.line("none", 0, status, code, self.start.elapsed());
         }
     }
 }
-
-/// The status of a request whose client closed it before the response (nginx's 499).
-const CLIENT_CLOSED: u16 = 499;
 
 /// The gRPC status of a response at its headers: `grpc-status` of a trailers-only response
 /// (an error), else 0 (the call is under way; a stream's end is recorded by the service).

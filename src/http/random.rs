@@ -69,7 +69,9 @@ fn body_error(error: &axum::Error) -> ApiError {
             "the body was not received within the body read timeout",
         );
     }
-    ApiError::invalid("invalid_body", "body", "the body could not be read")
+    // Neither too large nor late: the client went away mid-body (a reset stream, a closed
+    // connection).
+    ApiError::ClientClosed
 }
 
 /// `GET /bytes?n=&alg=&format=&pr=`: the same, counted in bytes.

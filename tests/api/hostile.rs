@@ -485,3 +485,112 @@ async fn public_streams_have_a_cap_of_their_own_and_health_checks_still_pass() {
     };
     tokio::time::timeout(Duration::from_secs(5), again).await.expect("a place given back");
 }
+
+#[tokio::test]
+async fn idle_http2_clients_at_the_connection_cap_lock_no_one_out_past_the_idle_timeout() {
+    let mut settings = test_settings();
+    settings.server.max_connections = 4;
+    settings.server.http2_idle_timeout_ms = 400;
+    let app = spawn(settings).await;
+    // Four HTTP/2 clients take every connection: each asks once, then only answers pings.
+    let mut idle = Vec::new();
+    for _ in 0..4 {
+        let (client, driver) = h2_connect(&app.api).await;
+        let mut client = client.ready().await.unwrap();
+        let request = http::Request::get(app.url("/openapi.json")).body(()).unwrap();
+        let (response, _) = client.send_request(request, true).unwrap();
+        assert_eq!(response.await.unwrap().status(), 200);
+        idle.push((client, driver));
+    }
+    // A fifth waits in the backlog until an idle one is closed, then is served.
+    let started = Instant::now();
+    let response =
+        tokio::time::timeout(Duration::from_secs(10), app.client.get(app.url("/openapi.json")).send())
+            .await
+            .expect("served within 10 s")
+            .unwrap();
+    assert_eq!(response.status(), 200);
+    let waited = started.elapsed();
+    assert!(waited < Duration::from_millis(400 * 5 / 4 + 1500), "locked out for {waited:?}");
+    drop(idle);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn abandoned_health_and_reflection_calls_each_leave_a_line() {
+    let binary = spawn_binary(&["--config", EXAMPLE]).await;
+    let api = format!("http://{}", binary.api);
+    let mut lines = binary.lines;
+    let (seen_tx, mut seen) = tokio::sync::watch::channel(Vec::<String>::new());
+    tokio::spawn(async move {
+        while let Ok(Some(line)) = lines.next_line().await {
+            if line.contains("drbgd::audit") {
+                seen_tx.send_modify(|l| l.push(line));
+            }
+        }
+    });
+    // A call abandoned before its answer: a POST whose body never comes, then the client
+    // resets the stream (HTTP/2 RST_STREAM).
+    let (client, _driver) = h2_connect(&api).await;
+    let mut client = client.ready().await.unwrap();
+    let head = http::Request::post(format!("{api}/bits"))
+        .header("x-request-id", "abandoned-1")
+        .header("authorization", "Bearer batch-example-key")
+        .header("content-length", "40")
+        .body(())
+        .unwrap();
+    let (response, mut body) = client.send_request(head, false).unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    body.send_reset(h2::Reason::CANCEL);
+    drop((response, body));
+    // A health check and a reflection lookup, public, over HTTP/2.
+    let (client, _driver) = h2_connect(&api).await;
+    let mut client = client.ready().await.unwrap();
+    for (path, id, message) in [
+        ("/grpc.health.v1.Health/Check", "health-1", vec![0u8, 0, 0, 0, 0]),
+        // ServerReflectionRequest { list_services: "" } (field 7).
+        (
+            "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
+            "reflection-1",
+            vec![0, 0, 0, 0, 2, 0x3a, 0],
+        ),
+    ] {
+        let head = http::Request::post(format!("{api}{path}"))
+            .header("content-type", "application/grpc")
+            .header("te", "trailers")
+            .header("x-request-id", id)
+            .body(())
+            .unwrap();
+        client = client.ready().await.unwrap();
+        let (response, mut body) = client.send_request(head, false).unwrap();
+        body.send_data(Bytes::from(message), true).unwrap();
+        let mut stream = response.await.unwrap().into_body();
+        while stream.data().await.is_some() {}
+    }
+    let wanted = ["abandoned-1", "health-1", "reflection-1"];
+    let all = tokio::time::timeout(
+        Duration::from_secs(10),
+        seen.wait_for(|l| wanted.iter().all(|id| l.iter().any(|line| line.contains(id)))),
+    )
+    .await
+    .is_ok();
+    let lines = seen.borrow().clone();
+    assert!(all, "{lines:#?}");
+    let line = |id: &str| {
+        let found: Vec<&String> =
+            lines.iter().filter(|l| l.contains(&format!("\"request_id\":\"{id}\""))).collect();
+        assert_eq!(found.len(), 1, "exactly one line for {id}: {found:?}");
+        serde_json::from_str::<serde_json::Value>(found[0]).unwrap()
+    };
+    let abandoned = line("abandoned-1");
+    assert_eq!(
+        (abandoned["status"].as_u64(), abandoned["code"].as_str()),
+        (Some(499), Some("client_closed"))
+    );
+    assert_eq!(abandoned["caller"], "batch");
+    let health = line("health-1");
+    assert_eq!((health["route"].as_str(), health["transport"].as_str()), (Some("grpc.health"), Some("grpc")));
+    assert_eq!(health["caller"], "");
+    let reflection = line("reflection-1");
+    assert_eq!(reflection["route"], "grpc.reflection");
+    drop(binary.child);
+}
