@@ -6,7 +6,8 @@
 #
 # Usage: scripts/fuzz.sh [seconds=60] [target...]
 # Env:   SANITIZER=none (default; works on the stable toolchain) or address (ASan: nightly,
-#        `cargo +nightly fuzz`, a build of its own).
+#        `cargo +nightly fuzz`, a build of its own); KEEP_GOING=1 goes on to the next target
+#        after a crash (the exit status is still 1).
 # Needs: cargo-fuzz (`cargo install --locked cargo-fuzz@0.13.2`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,7 +32,9 @@ for t in "${targets[@]}"; do
   if [ "$status" -ne 0 ]; then
     grep -E 'panicked|ERROR|SUMMARY|Test unit written' "$log" | head -20
     rm -f "$log"
-    exit 1
+    failed=1
+    [ -n "${KEEP_GOING:-}" ] || exit 1
   fi
   rm -f "$log"
 done
+exit "${failed:-0}"

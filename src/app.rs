@@ -14,12 +14,12 @@ use crate::callers::Callers;
 use crate::config::{ConfigSource, Settings};
 use crate::drbg::entropy::{EntropySource, OsEntropy};
 use crate::drbg::{Pool, selftest};
-use crate::http::request_id::ProcessRequestIds;
 use crate::metrics::Metrics;
 use crate::reload::{Reloader, Watched};
 use crate::server::{Phase, ServeOptions, serve};
 use crate::service::{Rules, Service};
 use crate::state::{AppState, Inner, Readiness};
+use crate::telemetry::request_id::ProcessRequestIds;
 use crate::tls::ReloadableAcceptor;
 
 /// Drain deadline of the admin listener, which stops after the API has drained.

@@ -2,8 +2,8 @@
 //! ask for (policy) and how much (quota), counted per caller. Admission has two steps, which
 //! the request pipeline of both transports calls with the server's cap between them:
 //! [`Callers::authorize`] from the request's head, then [`Authorized::enter`] for the quota.
-//! The [`crate::service`] then checks the parsed request against the caller's policy and byte
-//! quota ([`Caller::permit`]).
+//! The service then checks each parsed request against the caller's policy and byte quota
+//! ([`Caller::permit`]).
 //!
 //! - [`settings`]: the `[callers.<name>]` tables as written.
 //! - [`registry`]: validated callers indexed by credential; state that survives a reload.

@@ -1,6 +1,8 @@
 //! Typed, layered, validated settings: the embedded `config/default.toml`, then an optional
 //! file, then `DRBGD__SECTION__KEY` environment variables, then CLI overrides.
 
+pub mod callers;
+
 use std::fmt;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -34,10 +36,10 @@ pub struct Settings {
     pub tls: TlsSettings,
     /// Logging.
     pub log: LogSettings,
-    /// Named callers: `[callers.<name>]` with credentials, policy and quota (see
-    /// [`crate::callers`]). None by default.
+    /// Named callers: `[callers.<name>]` with credentials, policy and quota ([`callers`]).
+    /// None by default.
     #[serde(default)]
-    pub callers: std::collections::BTreeMap<String, crate::callers::settings::CallerSettings>,
+    pub callers: std::collections::BTreeMap<String, callers::CallerSettings>,
 }
 
 /// `[server]`.
@@ -305,6 +307,12 @@ pub enum ConfigError {
     /// includes figment's, which names the key and the file.)
     #[error("cannot load configuration: {0}")]
     Load(Box<figment::Error>),
+    /// The parser failed on a value (figment 0.10.19 panics on an environment value with a
+    /// non-ASCII character before a backslash: it indexes the string's bytes by characters).
+    #[error(
+        "cannot load configuration: a value could not be parsed (check DRBGD__* environment values for non-ASCII text before a backslash)"
+    )]
+    Unparsable,
     /// A value is out of range or inconsistent.
     #[error("invalid setting {key}: {reason}")]
     Invalid {
@@ -343,13 +351,20 @@ impl Settings {
     /// # Errors
     /// [`ConfigError`] naming the offending key.
     pub fn load(file: Option<&Path>, overrides: impl Serialize) -> Result<Self, ConfigError> {
-        let mut figment = Figment::from(Toml::string(DEFAULT_TOML));
-        if let Some(file) = file {
-            figment = figment.merge(Toml::file_exact(file));
-        }
-        figment = figment.merge(Env::prefixed("DRBGD__").split("__").lowercase(true));
-        figment = figment.merge(Serialized::defaults(overrides));
-        let settings: Settings = figment.extract().map_err(|e| ConfigError::Load(Box::new(e)))?;
+        // A panic in the parsers (see `ConfigError::Unparsable`, found by the `config` fuzz
+        // target) is an error of the configuration, not the end of the process, nor of the
+        // reload task that calls this.
+        let extracted = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let mut figment = Figment::from(Toml::string(DEFAULT_TOML));
+            if let Some(file) = file {
+                figment = figment.merge(Toml::file_exact(file));
+            }
+            figment = figment.merge(Env::prefixed("DRBGD__").split("__").lowercase(true));
+            figment = figment.merge(Serialized::defaults(overrides));
+            figment.extract::<Settings>()
+        }));
+        let settings =
+            extracted.map_err(|_| ConfigError::Unparsable)?.map_err(|e| ConfigError::Load(Box::new(e)))?;
         settings.validate()?;
         Ok(settings)
     }
@@ -459,6 +474,18 @@ impl Settings {
 #[allow(clippy::result_large_err)] // figment::Jail closures return figment::Error
 mod tests {
     use super::*;
+
+    /// Found by the `config` fuzz target: figment's environment parser panics on a value with
+    /// a non-ASCII character before a backslash; that is a configuration error, not a crash.
+    #[test]
+    fn an_environment_value_figment_cannot_parse_is_an_error() {
+        figment::Jail::expect_with(|jail| {
+            jail.set_env("DRBGD__LIMITS__MAX_BITS", "\"\u{e9}\\n\"");
+            let error = Settings::load(None, serde_json::json!({})).unwrap_err();
+            assert!(matches!(error, ConfigError::Unparsable), "{error}");
+            Ok(())
+        });
+    }
 
     fn load_error(file: &str) -> String {
         let mut message = String::new();

@@ -7,8 +7,8 @@ mod front;
 mod meta;
 pub mod openapi;
 mod params;
+mod problem;
 mod random;
-pub mod request_id;
 mod values;
 
 use axum::Router;

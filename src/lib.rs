@@ -10,6 +10,7 @@
 //! - [`metrics`]: the Prometheus series as one typed struct.
 //! - [`memory`]: gives freed heap memory back to the OS after a burst.
 //! - [`error`]: the API error enum and its HTTP / gRPC mappings.
+//! - [`route`]: the routes as names (policies, metric labels), below everything that uses them.
 //! - [`callers`]: who is asking (bearer key or client certificate), their policy and quota.
 //! - [`config`]: layered, validated settings.
 //! - [`app`], [`server`], [`shutdown`], [`state`]: wiring, the connection loop, signals, shared
@@ -33,6 +34,7 @@ pub mod http;
 pub mod memory;
 pub mod metrics;
 pub mod reload;
+pub mod route;
 pub mod server;
 pub mod service;
 pub mod shutdown;

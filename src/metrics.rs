@@ -184,7 +184,7 @@ impl Metrics {
                 &["caller", "code"],
             ),
             per_alg: Default::default(),
-            http_ok: (0..(crate::http::ROUTES.len() + 1) * (Algorithm::ALL.len() + 1))
+            http_ok: (0..(crate::route::ROUTES.len() + 1) * (Algorithm::ALL.len() + 1))
                 .map(|_| OnceLock::new())
                 .collect(),
         };
@@ -257,10 +257,10 @@ impl Metrics {
     }
 
     /// Records one HTTP request's latency. `route` is the index of its template in
-    /// [`crate::http::ROUTES`] (past its end: `unmatched`). 200s (nearly every request) use a
+    /// [`crate::route::ROUTES`] (past its end: `unmatched`). 200s (nearly every request) use a
     /// handle resolved once per (route, algorithm); other statuses look theirs up.
     pub fn observe_http(&self, route: usize, alg: Option<Algorithm>, status: StatusCode, seconds: f64) {
-        let routes = crate::http::ROUTES;
+        let routes = crate::route::ROUTES;
         let route = route.min(routes.len());
         let label = routes.get(route).copied().unwrap_or("unmatched");
         let alg_label = alg.map_or("none", Algorithm::name);

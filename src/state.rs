@@ -7,9 +7,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::callers::Callers;
 use crate::config::Settings;
 use crate::drbg::Pool;
-use crate::http::request_id::ProcessRequestIds;
 use crate::metrics::Metrics;
 use crate::service::Service;
+use crate::telemetry::request_id::ProcessRequestIds;
 
 /// Shared application state, extracted by handlers with `State<AppState>`.
 #[derive(Clone, Debug)]

@@ -14,6 +14,7 @@
 //! line formatted at a fraction of the cost.
 
 mod plain;
+pub mod request_id;
 mod writer;
 
 use std::io::IsTerminal;

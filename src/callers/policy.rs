@@ -1,60 +1,10 @@
 //! What a caller may ask for: algorithms, endpoints, bits per request, prediction resistance.
 //! A request outside its caller's policy is refused with 403 and a stable code.
 
-use serde::{Deserialize, Serialize};
-
 use crate::drbg::Algorithm;
 use crate::error::ApiError;
 
-/// A random-output endpoint (HTTP route and the gRPC methods that serve the same thing).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
-pub enum Route {
-    /// `/bits`, `GetBits`, `StreamBits`.
-    #[serde(rename = "/bits")]
-    Bits,
-    /// `/bytes`, `GetBytes`.
-    #[serde(rename = "/bytes")]
-    Bytes,
-    /// `/token`, `GetToken`.
-    #[serde(rename = "/token")]
-    Token,
-    /// `/nonce`, `GetNonce`.
-    #[serde(rename = "/nonce")]
-    Nonce,
-    /// `/uuid`, `GetUuids`.
-    #[serde(rename = "/uuid")]
-    Uuid,
-    /// `/int`, `GetInts`.
-    #[serde(rename = "/int")]
-    Int,
-}
-
-impl Route {
-    /// Every route.
-    pub const ALL: [Route; 6] =
-        [Route::Bits, Route::Bytes, Route::Token, Route::Nonce, Route::Uuid, Route::Int];
-
-    /// The HTTP path.
-    pub fn path(self) -> &'static str {
-        match self {
-            Route::Bits => "/bits",
-            Route::Bytes => "/bytes",
-            Route::Token => "/token",
-            Route::Nonce => "/nonce",
-            Route::Uuid => "/uuid",
-            Route::Int => "/int",
-        }
-    }
-
-    /// The route of an HTTP path, if it is a random-output one.
-    pub fn from_path(path: &str) -> Option<Route> {
-        Route::ALL.into_iter().find(|r| r.path() == path)
-    }
-
-    fn bit(self) -> u8 {
-        1 << (self as u8)
-    }
-}
+pub use crate::route::Route;
 
 /// A caller's policy, validated and clamped to the server's limits.
 #[derive(Debug, Clone, PartialEq, Eq)]

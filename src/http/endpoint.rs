@@ -20,10 +20,7 @@ use crate::callers::{Admission, Route};
 use crate::error::ApiError;
 use crate::state::AppState;
 
-/// Every API route template, in the order of [`Endpoint::ALL`] (also the bounded set of
-/// `route` label values, with `unmatched`).
-pub const ROUTES: &[&str] =
-    &["/bits", "/bytes", "/token", "/nonce", "/uuid", "/int", "/algorithms", "/usage", "/openapi.json"];
+pub use crate::route::ROUTES;
 
 /// Who may call an endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

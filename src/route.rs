@@ -1,0 +1,71 @@
+//! The API's routes as names, below everything that needs them: the random-output routes a
+//! caller's policy allows ([`Route`]) and the REST route templates that label metrics and log
+//! lines ([`ROUTES`]). The endpoints themselves (guards, handlers, gRPC methods) are the HTTP
+//! module's endpoint table.
+
+use serde::{Deserialize, Serialize};
+
+/// Every REST route template, in the order of the HTTP module's endpoint table (also the
+/// bounded set of `route` label values, with `unmatched`).
+pub const ROUTES: &[&str] =
+    &["/bits", "/bytes", "/token", "/nonce", "/uuid", "/int", "/algorithms", "/usage", "/openapi.json"];
+
+/// A random-output endpoint (HTTP route and the gRPC methods that serve the same thing).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
+pub enum Route {
+    /// `/bits`, `GetBits`, `StreamBits`.
+    #[serde(rename = "/bits")]
+    Bits,
+    /// `/bytes`, `GetBytes`.
+    #[serde(rename = "/bytes")]
+    Bytes,
+    /// `/token`, `GetToken`.
+    #[serde(rename = "/token")]
+    Token,
+    /// `/nonce`, `GetNonce`.
+    #[serde(rename = "/nonce")]
+    Nonce,
+    /// `/uuid`, `GetUuids`.
+    #[serde(rename = "/uuid")]
+    Uuid,
+    /// `/int`, `GetInts`.
+    #[serde(rename = "/int")]
+    Int,
+}
+
+impl Route {
+    /// Every route.
+    pub const ALL: [Route; 6] =
+        [Route::Bits, Route::Bytes, Route::Token, Route::Nonce, Route::Uuid, Route::Int];
+
+    /// The HTTP path: the route's entry in [`ROUTES`], which lists the random-output routes
+    /// first, in this enum's order.
+    pub fn path(self) -> &'static str {
+        ROUTES[self as usize]
+    }
+
+    /// The route of an HTTP path, if it is a random-output one.
+    pub fn from_path(path: &str) -> Option<Route> {
+        Route::ALL.into_iter().find(|r| r.path() == path)
+    }
+
+    /// The route's bit in a set of routes.
+    pub fn bit(self) -> u8 {
+        1 << (self as u8)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_route_is_its_entry_in_the_route_list() {
+        let names = ["/bits", "/bytes", "/token", "/nonce", "/uuid", "/int"];
+        for (route, name) in Route::ALL.into_iter().zip(names) {
+            assert_eq!(route.path(), name);
+            assert_eq!(Route::from_path(name), Some(route));
+            assert_eq!(serde_json::to_value(route).unwrap(), name, "its name in the configuration");
+        }
+    }
+}
