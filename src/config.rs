@@ -361,10 +361,9 @@ impl Settings {
             }
             figment = figment.merge(Env::prefixed("DRBGD__").split("__").lowercase(true));
             figment = figment.merge(Serialized::defaults(overrides));
-            figment.extract::<Settings>()
+            figment.extract::<Settings>().map_err(Box::new)
         }));
-        let settings =
-            extracted.map_err(|_| ConfigError::Unparsable)?.map_err(|e| ConfigError::Load(Box::new(e)))?;
+        let settings = extracted.map_err(|_| ConfigError::Unparsable)?.map_err(ConfigError::Load)?;
         settings.validate()?;
         Ok(settings)
     }
