@@ -7,7 +7,8 @@
 # Usage: scripts/fuzz.sh [seconds=60] [target...]
 # Env:   SANITIZER=none (default; works on the stable toolchain) or address (ASan: nightly,
 #        `cargo +nightly fuzz`, a build of its own); KEEP_GOING=1 goes on to the next target
-#        after a crash (the exit status is still 1).
+#        after a crash (the exit status is still 1); SEED=n fixes libFuzzer's random seed
+#        (CI: the same mutations every run, so a failure is one to reproduce, not a fluke).
 # Needs: cargo-fuzz (`cargo install --locked cargo-fuzz@0.13.2`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,7 +25,7 @@ for t in "${targets[@]}"; do
   log=$(mktemp)
   status=0
   "${cargo[@]}" fuzz run -O --sanitizer "$sanitizer" "$t" "fuzz/corpus-local/$t" "fuzz/corpus/$t" -- \
-    -max_total_time="$secs" -print_final_stats=1 -rss_limit_mb=2048 >"$log" 2>&1 || status=$?
+    -max_total_time="$secs" -print_final_stats=1 -rss_limit_mb=2048 ${SEED:+-seed="$SEED"} >"$log" 2>&1 || status=$?
   runs=$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -oE '[0-9]+$' || echo '?')
   cov=$(grep -oE 'cov: [0-9]+' "$log" | tail -1 | grep -oE '[0-9]+' || echo '?')
   ft=$(grep -oE 'ft: [0-9]+' "$log" | tail -1 | grep -oE '[0-9]+' || echo '?')
