@@ -19,7 +19,8 @@ pub enum ApiError {
         /// A human sentence.
         detail: String,
     },
-    /// 413: `n` exceeds the configured maximum.
+    /// 400: `n` exceeds the configured maximum (a query asking for too much output is a bad
+    /// request, not a request whose own content is too large: not 413).
     #[error("{detail}")]
     TooLarge {
         /// The offending parameter.
@@ -127,7 +128,7 @@ impl ApiError {
     pub fn status(&self) -> StatusCode {
         match self {
             ApiError::InvalidParameter { .. } => StatusCode::BAD_REQUEST,
-            ApiError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::TooLarge { .. } => StatusCode::BAD_REQUEST,
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden { .. } => StatusCode::FORBIDDEN,
             ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
@@ -147,10 +148,8 @@ impl ApiError {
     /// The gRPC status code for the same condition.
     pub fn grpc_code(&self) -> tonic::Code {
         match self {
-            ApiError::InvalidParameter { .. } => tonic::Code::InvalidArgument,
-            ApiError::TooLarge { .. } | ApiError::Overloaded | ApiError::RateLimited { .. } => {
-                tonic::Code::ResourceExhausted
-            }
+            ApiError::InvalidParameter { .. } | ApiError::TooLarge { .. } => tonic::Code::InvalidArgument,
+            ApiError::Overloaded | ApiError::RateLimited { .. } => tonic::Code::ResourceExhausted,
             ApiError::Unauthorized => tonic::Code::Unauthenticated,
             ApiError::Forbidden { .. } => tonic::Code::PermissionDenied,
             ApiError::NotFound => tonic::Code::NotFound,

@@ -126,7 +126,7 @@ pub fn document(rules: &Rules, auth: bool) -> OpenApi {
             .content("text/plain", content(string_schema()))
             .content("application/octet-stream", content(binary_schema()))
             .content("application/json", content(Ref::from_schema_name("BitsJson").into()));
-        d.errors(op.response("200", ok.build()), &["400", "403", "413", "429", "503"])
+        d.errors(op.response("200", ok.build()), &["400", "403", "429", "503"])
     };
     let get_bits = bits_responses(
         d.op("getBits", "n random bits (packed MSB-first)")
@@ -183,7 +183,12 @@ pub fn document(rules: &Rules, auth: bool) -> OpenApi {
         d.op("getInts", "Uniform integers in [min, max] without modulo bias")
             .parameters(Some(vec![
                 d.param("min", true, "Lower bound (inclusive).", int64()),
-                d.param("max", true, "Upper bound (inclusive).", int64()),
+                d.param(
+                    "max",
+                    true,
+                    "Upper bound (inclusive); at least min (else 400 invalid_range).",
+                    int64(),
+                ),
                 d.integer_param("count", false, "How many.", 1, rules.max_count, Some(DEFAULT_COUNT)),
                 d.alg_param(),
             ]))
@@ -330,10 +335,9 @@ impl Describe<'_> {
     fn errors(&self, mut op: OperationBuilder, codes: &[&str]) -> OperationBuilder {
         for code in codes {
             let response = match *code {
-                "400" => problem("Invalid parameter"),
-                "413" => problem("n above the configured limit"),
+                "400" => problem("Invalid parameter, or n above the configured limit (n_too_large)"),
                 "403" => with_rate_limit_fields(problem(
-                    "Outside the caller's policy (route_not_allowed, alg_not_allowed, n_not_allowed, pr_not_allowed) a trusted client certificate naming no caller and no key (unknown_client), or a key and a certificate naming different callers (credentials_conflict)",
+                    "Outside the caller's policy (route_not_allowed, alg_not_allowed, n_not_allowed, pr_not_allowed), a trusted client certificate naming no caller and no key (unknown_client), or a key and a certificate naming different callers (credentials_conflict)",
                 )),
                 "429" => {
                     let mut r = with_rate_limit_fields(problem(

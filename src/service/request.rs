@@ -104,7 +104,7 @@ impl BitsRequest {
     /// A request for up to `max_bits` bits (streamed above the threshold).
     ///
     /// # Errors
-    /// `invalid_n` (absent or 0), `n_too_large` (413), `unknown_alg`, `alg_disabled`.
+    /// `invalid_n` (absent or 0), `n_too_large` (400), `unknown_alg`, `alg_disabled`.
     pub fn new(
         rules: &Rules,
         n: Option<u64>,

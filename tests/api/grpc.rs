@@ -93,7 +93,7 @@ async fn documented_maxima_fit_a_default_client() {
         .await;
     assert_eq!(r.unwrap().into_inner().data.len() as u64, max_bytes);
     let r = c.get_bytes(GetBytesRequest { n: max_bytes + 1, alg: 0, prediction_resistance: false });
-    assert_status(r.await, Code::ResourceExhausted, "n_too_large");
+    assert_status(r.await, Code::InvalidArgument, "n_too_large");
     let r = c.get_uuids(GetUuidsRequest { count: 1000, version: 7, alg: 0 }).await.unwrap();
     assert_eq!(r.into_inner().uuids.len(), 1000);
     let r = c.get_ints(GetIntsRequest { min: i64::MIN, max: i64::MAX, count: 1000, alg: 0 });
@@ -122,7 +122,7 @@ async fn errors_map_to_grpc_codes_with_machine_codes() {
     assert_status(c.get_bits(bits(0, 0)).await, Code::InvalidArgument, "invalid_n");
     assert_status(
         c.get_bits(bits(drbgd::grpc::MAX_UNARY_BITS + 1, 0)).await,
-        Code::ResourceExhausted,
+        Code::InvalidArgument,
         "n_too_large",
     );
     assert_status(c.get_bits(bits(8, 77)).await, Code::InvalidArgument, "unknown_alg");
@@ -142,7 +142,7 @@ async fn errors_map_to_grpc_codes_with_machine_codes() {
             prediction_resistance: false,
         })
         .await;
-    assert_status(r, Code::ResourceExhausted, "n_too_large");
+    assert_status(r, Code::InvalidArgument, "n_too_large");
 }
 
 #[tokio::test]
