@@ -32,60 +32,128 @@ LAYERS = [
     ["cli"],  # the command line
 ]
 LAYER = {m: i for i, layer in enumerate(LAYERS) for m in layer}
-PATH = re.compile(r"\bcrate::([a-z_][a-z0-9_]*)")
-TEST_BLOCK = re.compile(r"#\[cfg\(test\)\]\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+\w+\s*\{")
+PATH = re.compile(r"\bcrate::(?:([a-z_][a-z0-9_]*)|\{)")
+TEST_ITEM = re.compile(
+    r"#\[cfg\(test\)\](?:\s*#\[[^\]]*\])*\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*([{;])"
+)
+IDENT = re.compile(r"[A-Za-z0-9_]")
 
 
-def strip_test_blocks(text):
-    """The text without its `#[cfg(test)] mod x { ... }` blocks (braces counted, strings and
-    comments skipped)."""
-    out, i = [], 0
-    while True:
-        m = TEST_BLOCK.search(text, i)
-        if not m:
-            out.append(text[i:])
-            return "".join(out)
-        out.append(text[i : m.start()])
+def blanked(text):
+    """`text` with its comments, strings and character literals replaced by spaces (newlines
+    kept), so that braces and attributes can be matched on what is code."""
+    out, i, n = list(text), 0, len(text)
+
+    def blank(start, end):
+        for k in range(start, min(end, n)):
+            if out[k] != "\n":
+                out[k] = " "
+
+    while i < n:
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            blank(i, j)
+            i = j
+        elif text.startswith("/*", i):
+            depth, j = 1, i + 2
+            while j < n and depth:
+                if text.startswith("/*", j):
+                    depth, j = depth + 1, j + 2
+                elif text.startswith("*/", j):
+                    depth, j = depth - 1, j + 2
+                else:
+                    j += 1
+            blank(i, j)
+            i = j
+        elif (m := re.match(r'b?r(#*)"', text[i:])) and (i == 0 or not IDENT.match(text[i - 1])):
+            end = text.find('"' + m.group(1), i + len(m.group(0)))
+            j = n if end < 0 else end + 1 + len(m.group(1))
+            blank(i, j)
+            i = j
+        elif text[i] == '"' or text.startswith('b"', i) and (i == 0 or not IDENT.match(text[i - 1])):
+            j = i + (2 if text[i] == "b" else 1)
+            while j < n and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            blank(i, j + 1)
+            i = j + 1
+        elif m := re.match(r"b?'(?:\\(?:u\{[0-9a-fA-F]+\}|x[0-9a-fA-F]{2}|.)|[^\\'\n])'", text[i:]):
+            blank(i, i + len(m.group(0)))
+            i += len(m.group(0))
+        else:
+            i += 1
+    return "".join(out)
+
+
+def without_tests(text):
+    """The text without its `#[cfg(test)] mod x { ... }` blocks (line numbers kept), and the
+    names of `#[cfg(test)] mod x;` modules (files of their own)."""
+    code = blanked(text)
+    spans, test_files = [], set()
+    for m in TEST_ITEM.finditer(code):
+        if m.group(2) == ";":
+            test_files.add(m.group(1))
+            continue
         depth, j = 1, m.end()
-        while j < len(text) and depth:
-            c = text[j]
-            if text.startswith("//", j):
-                j = text.find("\n", j)
-                j = len(text) if j < 0 else j
-                continue
-            if c == '"':
-                j += 1
-                while j < len(text) and text[j] != '"':
-                    j += 2 if text[j] == "\\" else 1
-            elif text.startswith("r#\"", j):
-                end = text.find('"#', j + 3)
-                j = len(text) if end < 0 else end + 1
-            elif c == "'" and j + 2 < len(text) and (text[j + 2] == "'" or text[j + 1] == "\\"):
-                j = text.find("'", j + 2)
-            elif c == "{":
+        while j < len(code) and depth:
+            depth += {"{": 1, "}": -1}.get(code[j], 0)
+            j += 1
+        spans.append((m.start(), j))
+    out, last = [], 0
+    for start, end in spans:
+        out.append(text[last:start])
+        out.append("\n" * text.count("\n", start, end))
+        last = end
+    out.append(text[last:])
+    return "".join(out), test_files
+
+
+def paths(line):
+    """The top-level modules a line names with `crate::`, groups (`crate::{a::X, b}`) too."""
+    for m in PATH.finditer(line):
+        if m.group(1):
+            yield m.group(1)
+            continue
+        depth, j, item = 1, m.end(), ""
+        while j < len(line) and depth:
+            c = line[j]
+            if c == "{":
                 depth += 1
             elif c == "}":
                 depth -= 1
+            if depth == 1 and c == ",":
+                yield from re.findall(r"^\s*([a-z_][a-z0-9_]*)", item)
+                item = ""
+            elif depth >= 1:
+                item += c
             j += 1
-        i = j
+        yield from re.findall(r"^\s*([a-z_][a-z0-9_]*)", item)
 
 
 def edges(src):
-    found = {}
-    for root, _, files in os.walk(src):
-        for name in files:
-            if not name.endswith(".rs") or name == "tests.rs":
-                continue
-            path = os.path.join(root, name)
-            rel = os.path.relpath(path, src)
-            top = rel.split(os.sep)[0].removesuffix(".rs")
-            if top in ("main", "lib"):
-                continue
-            text = strip_test_blocks(open(path, encoding="utf-8").read())
-            for number, line in enumerate(text.splitlines(), 1):
-                for m in PATH.finditer(line):
-                    if m.group(1) != top:
-                        found.setdefault((top, m.group(1)), []).append(f"{rel}:{number}")
+    found, skipped = {}, set()
+    files = []
+    for root, _, names in os.walk(src):
+        for name in names:
+            if name.endswith(".rs"):
+                files.append(os.path.join(root, name))
+    texts = {}
+    for path in sorted(files):
+        text, test_files = without_tests(open(path, encoding="utf-8").read())
+        texts[path] = text
+        base = os.path.splitext(path)[0] if os.path.basename(path) not in ("lib.rs", "main.rs", "mod.rs") else os.path.dirname(path)
+        for name in test_files:
+            skipped.add(os.path.join(base, name + ".rs"))
+            skipped.add(os.path.join(base, name, "mod.rs"))
+    for path in sorted(files):
+        rel = os.path.relpath(path, src)
+        top = rel.split(os.sep)[0].removesuffix(".rs")
+        if top in ("main", "lib") or path in skipped or os.path.basename(path) == "tests.rs":
+            continue
+        for number, line in enumerate(texts[path].splitlines(), 1):
+            for module in paths(line):
+                if module != top:
+                    found.setdefault((top, module), []).append(f"{rel}:{number}")
     return found
 
 

@@ -344,6 +344,16 @@ impl ConfigSource {
     }
 }
 
+/// Whether a `DRBGD__*` environment value is one figment 0.10.19 panics on: its string
+/// unescaping indexes bytes by character positions, so a backslash after non-ASCII text can
+/// cut a character in two. Such a value (or one that is not Unicode) is refused instead.
+fn unparsable_environment() -> bool {
+    std::env::vars_os().any(|(key, value)| {
+        key.to_str().is_some_and(|k| k.starts_with("DRBGD__"))
+            && value.to_str().is_none_or(|v| !v.is_ascii() && v.contains('\\'))
+    })
+}
+
 impl Settings {
     /// Loads the layers: defaults, `file`, environment, then `overrides` (CLI flags as a
     /// nested map), and validates the result.
@@ -351,9 +361,13 @@ impl Settings {
     /// # Errors
     /// [`ConfigError`] naming the offending key.
     pub fn load(file: Option<&Path>, overrides: impl Serialize) -> Result<Self, ConfigError> {
-        // A panic in the parsers (see `ConfigError::Unparsable`, found by the `config` fuzz
-        // target) is an error of the configuration, not the end of the process, nor of the
-        // reload task that calls this.
+        // Values figment's environment parser would panic on (see `ConfigError::Unparsable`,
+        // found by the `config` fuzz target) are refused before it sees them; a panic in the
+        // parsers all the same is an error of the configuration, not the end of the process,
+        // nor of the reload task that calls this.
+        if unparsable_environment() {
+            return Err(ConfigError::Unparsable);
+        }
         let extracted = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let mut figment = Figment::from(Toml::string(DEFAULT_TOML));
             if let Some(file) = file {

@@ -73,7 +73,9 @@ pub enum ApiError {
     #[error("the service is not ready")]
     NotReady,
     /// 499 (nginx's "client closed request"): the client went away while its request body was
-    /// being read. Never seen by the client; it names the outcome in the records.
+    /// being read (an HTTP/2 stream it reset, an HTTP/1 connection it closed mid-body). It
+    /// names the outcome in the records; a client that only half-closed its connection may
+    /// still read it.
     #[error("the client closed the request before its body was received")]
     ClientClosed,
     /// 404: no such route.

@@ -26,7 +26,9 @@ fuzz_target!(|data: &[u8]| {
         if let Ok(settings) =
             drbgd::config::Settings::load(Some("drbgd.toml".as_ref()), serde_json::json!({}))
         {
-            settings.validate().expect("what loads validates");
+            let printed = serde_json::to_value(&settings).expect("settings serialize");
+            let again = drbgd::config::Settings::load(None, &printed).expect("printed settings load back");
+            assert_eq!(serde_json::to_value(&again).unwrap(), printed);
         }
         Ok(())
     });

@@ -188,8 +188,9 @@ impl Registry {
                 Ok(text) => text,
                 // Gone or unreadable after start-up: its keys are revoked, not kept (fail
                 // closed). The watcher acts only on a change seen on two polls, so a file being
-                // swapped is not gone.
-                Err(e) if previous.is_some() => {
+                // swapped is not gone. A failure that may pass (no descriptor left, an I/O
+                // error) fails the reload instead, which keeps the keys in force and is retried.
+                Err(e) if previous.is_some() && lasting(&e) => {
                     warnings.push(format!(
                         "auth.api_keys_file {} cannot be read ({}): the keys it held are revoked until it can",
                         path.display(),
@@ -459,6 +460,13 @@ impl Registry {
     pub fn anonymous(&self) -> &Arc<Caller> {
         &self.anonymous
     }
+}
+
+/// Whether a keys file's read error says something about the file (it is gone, not text, not
+/// ours to read, not a file) rather than about the moment (descriptors, I/O).
+fn lasting(error: &std::io::Error) -> bool {
+    use std::io::ErrorKind::{InvalidData, IsADirectory, NotFound, PermissionDenied};
+    matches!(error.kind(), NotFound | InvalidData | PermissionDenied | IsADirectory)
 }
 
 /// The credentials of an `Authorization: Bearer <token>` value: the scheme matched without

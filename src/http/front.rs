@@ -36,6 +36,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+/// The time deadlines are measured in: tokio's clock (the one its timers run on, which a test
+/// or a fuzz target may pause), not the wall of `std`.
+type Clock = tokio::time::Instant;
+
 use axum::http::request::Parts;
 use axum::http::{HeaderName, HeaderValue, Method, Request, header};
 use axum::response::Response;
@@ -62,6 +66,7 @@ pub struct FrontLayer {
     public_stream_cap: Arc<Cap>,
     timeout: Duration,
     body_timeout: Duration,
+    stream_lifetime: Duration,
     direct: bool,
 }
 
@@ -80,7 +85,20 @@ impl FrontLayer {
         let public_stream_cap = Arc::new(Cap { in_progress: AtomicUsize::new(0), max: streams });
         let timeout = Duration::from_millis(server.request_timeout_ms);
         let body_timeout = Duration::from_millis(server.body_read_timeout_ms);
-        FrontLayer { state, cap, public_cap, public_stream_cap, timeout, body_timeout, direct }
+        let stream_lifetime = match server.max_connection_age_ms {
+            0 => PUBLIC_STREAM_LIFETIME,
+            ms => Duration::from_millis(ms),
+        };
+        FrontLayer {
+            state,
+            cap,
+            public_cap,
+            public_stream_cap,
+            timeout,
+            body_timeout,
+            stream_lifetime,
+            direct,
+        }
     }
 }
 
@@ -96,6 +114,7 @@ impl<S> Layer<S> for FrontLayer {
             public_stream_cap: self.public_stream_cap.clone(),
             timeout: self.timeout,
             body_timeout: self.body_timeout,
+            stream_lifetime: self.stream_lifetime,
             direct: self.direct,
         }
     }
@@ -113,9 +132,11 @@ pub const PUBLIC_BODY_TIMEOUT: Duration = Duration::from_secs(2);
 /// Public streams (gRPC health `Watch`, reflection sessions) in progress at once, at most:
 /// a cap of their own, so that streams held open never take the places of health checks.
 pub const PUBLIC_STREAMS: usize = 16;
-/// How long a public stream may last: it holds its place until it ends, and it is reset then
-/// (a health-checking client opens a new `Watch`; a reflection session is a few lookups).
-pub const PUBLIC_STREAM_LIFETIME: Duration = Duration::from_secs(300);
+/// How long a public stream may last when connections have no maximum age: it holds its place
+/// until it ends, and it is reset then. With `server.max_connection_age_ms` (the default, an
+/// hour), that age is the lifetime: a connection is asked to close then anyway, so a
+/// health-checking client re-opens its `Watch` no more often than it reconnects.
+pub const PUBLIC_STREAM_LIFETIME: Duration = Duration::from_secs(3600);
 
 /// A cap on requests in progress, shared by every clone of the layer: a request holds a
 /// [`Slot`] from its admission until its response's headers are ready (a streamed body goes
@@ -160,6 +181,8 @@ pub struct Front<S> {
     timeout: Duration,
     /// Time from the call to the request body's end.
     body_timeout: Duration,
+    /// See [`PUBLIC_STREAM_LIFETIME`].
+    stream_lifetime: Duration,
     /// See [`FrontLayer::new`].
     direct: bool,
 }
@@ -238,7 +261,7 @@ where
         let deadline =
             (start.checked_add(self.timeout)).unwrap_or_else(|| start + Duration::from_secs(365 * 86_400));
         let direct = endpoint.filter(|_| self.direct && request.method() == Method::GET);
-        let (inner, slot, admission) = match self.admit(&request, guard, stream, start) {
+        let (inner, slot, admission) = match self.admit(&request, guard, stream, start.into_std()) {
             // Refused at once, never queued: nothing below runs, no body is read.
             Err(denied) => (Inner::Refused { denied: Some(denied) }, None, None),
             // Answered on the first poll, without the router (a GET's body, if any, is not
@@ -263,14 +286,13 @@ where
                     let (body_timeout, slot, body_slot) = match (&admission, stream) {
                         (Some(_), _) => (self.body_timeout, Some(slot), None),
                         (None, false) => (self.body_timeout.min(PUBLIC_BODY_TIMEOUT), None, Some(slot)),
-                        (None, true) => (PUBLIC_STREAM_LIFETIME, Some(slot), None),
+                        (None, true) => (self.stream_lifetime, Some(slot), None),
                     };
                     let body_deadline = start.checked_add(body_timeout).unwrap_or(deadline);
-                    let request =
-                        request.map(|body| ReadDeadline::new(body, body_deadline.into(), body_slot));
+                    let request = request.map(|body| ReadDeadline::new(body, body_deadline, body_slot));
                     let inner = match catch_unwind(AssertUnwindSafe(|| self.inner.call(request))) {
                         Ok(future) => Inner::Called { future },
-                        Err(_) => Inner::Refused { denied: Some(unnamed(panicked(), start)) },
+                        Err(_) => Inner::Refused { denied: Some(unnamed(panicked(), start.into_std())) },
                     };
                     (inner, slot, admission)
                 }
@@ -279,7 +301,7 @@ where
         if let Some(admission) = &admission {
             observe.caller = Some(admission.caller.clone());
         }
-        let lifetime = stream.then(|| start + PUBLIC_STREAM_LIFETIME);
+        let lifetime = stream.then(|| start.checked_add(self.stream_lifetime).unwrap_or(deadline));
         FrontFuture { inner, observe: Some(observe), slot, admission, deadline, timer: None, lifetime }
     }
 }
@@ -293,12 +315,12 @@ pin_project! {
         slot: Option<Slot>,
         // The caller's admission, held (with its in-flight place) until the headers are ready.
         admission: Option<Admission>,
-        deadline: Instant,
+        deadline: Clock,
         // Armed only when the inner future is not ready on its first poll.
         #[pin]
         timer: Option<tokio::time::Sleep>,
         // A public stream's end: its response body holds its place until then.
-        lifetime: Option<Instant>,
+        lifetime: Option<Clock>,
     }
 }
 
@@ -330,7 +352,7 @@ where
                     // Inside the catch too: a runtime without a time driver panics here.
                     let expired = catch_unwind(AssertUnwindSafe(|| {
                         if timer.is_none() {
-                            timer.set(Some(tokio::time::sleep_until(deadline.into())));
+                            timer.set(Some(tokio::time::sleep_until(deadline)));
                         }
                         timer.as_mut().as_pin_mut().is_some_and(|timer| timer.poll(cx).is_ready())
                     }));
@@ -378,7 +400,7 @@ where
         // for a public stream's, which its body holds to its end.
         let slot = this.slot.take();
         if let (Some(end), false) = (*this.lifetime, own) {
-            response = response.map(|body| axum::body::Body::new(Lifetime::new(body, end.into(), slot)));
+            response = response.map(|body| axum::body::Body::new(Lifetime::new(body, end, slot)));
         }
         let admitted_at = this.admission.take().map(|a| a.at);
         let Some(mut observe) = this.observe.take() else {
@@ -449,7 +471,7 @@ struct Observe {
     /// observed per method.
     grpc: bool,
     method: Method,
-    start: Instant,
+    start: Clock,
     /// The request id, echoed on the response.
     id: HeaderValue,
     /// The caller, once named (admitted, or refused by name).
@@ -487,8 +509,8 @@ impl Observe {
             state.metrics.in_flight.inc();
         }
         let method = request.method().clone();
-        let start = Instant::now();
-        let (caller, caller_at, public, done) = (None, start, false, false);
+        let start = Clock::now();
+        let (caller, caller_at, public, done) = (None, start.into_std(), false, false);
         Observe {
             state: state.clone(),
             route_index,

@@ -69,9 +69,20 @@ fn body_error(error: &axum::Error) -> ApiError {
             "the body was not received within the body read timeout",
         );
     }
-    // Neither too large nor late: the client went away mid-body (a reset stream, a closed
-    // connection).
-    ApiError::ClientClosed
+    if client_went_away(error) {
+        return ApiError::ClientClosed;
+    }
+    ApiError::invalid("invalid_body", "body", "the body could not be read")
+}
+
+/// Whether a body error is its client going away: an HTTP/2 stream it reset (CANCEL), or an
+/// HTTP/1 connection it closed before the body's end. Anything else (a malformed chunk, a
+/// protocol error) is the body's fault: 400.
+fn client_went_away(error: &axum::Error) -> bool {
+    std::iter::successors(Some(error as &(dyn std::error::Error + 'static)), |e| e.source()).any(|e| {
+        e.downcast_ref::<hyper::Error>().is_some_and(hyper::Error::is_incomplete_message)
+            || e.downcast_ref::<h2::Error>().is_some_and(|h2| h2.reason() == Some(h2::Reason::CANCEL))
+    })
 }
 
 /// `GET /bytes?n=&alg=&format=&pr=`: the same, counted in bytes.
