@@ -207,6 +207,9 @@ async fn header_read_deadline_closes_idle_connections_but_not_long_responses() {
     let started = tokio::time::Instant::now();
 
     let mut silent = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    // Fewer than the 24 bytes of the HTTP/2 preface, which hyper-util reads with no deadline.
+    let mut half_preface = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    half_preface.write_all(b"PRI * HTTP/2.0\r\n").await.unwrap();
     let trickler = trickle_head(tokio::net::TcpStream::connect(&addr).await.unwrap());
     let mut kept = tokio::net::TcpStream::connect(&addr).await.unwrap();
     assert!(request_on(&mut kept, "/token").await.starts_with("http/1.1 200"));
@@ -217,6 +220,7 @@ async fn header_read_deadline_closes_idle_connections_but_not_long_responses() {
 
     assert!(!closed_within(&mut silent, Duration::from_millis(250)).await, "not before one period");
     assert!(closed_within(&mut silent, Duration::from_millis(1500)).await, "a silent connection is closed");
+    assert!(closed_within(&mut half_preface, Duration::from_millis(1500)).await, "half a preface too");
     assert!(closed_within(&mut kept, Duration::from_millis(1500)).await, "an idle keep-alive one too");
     let trickle_closed = trickler.await.unwrap().expect("a trickled head is closed");
     assert!(trickle_closed - started < Duration::from_millis(1500), "{:?}", trickle_closed - started);
