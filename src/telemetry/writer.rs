@@ -146,8 +146,8 @@ impl Shared {
     }
 }
 
-/// Writes one batch. A sink that is full for now (a non-blocking pipe: `WouldBlock`) is
-/// waited for, as back-pressure; one that fails (a closed stderr, a full disk) loses the rest
+/// Writes one batch (on the writer's own thread). A sink that is full for now (a non-blocking
+/// pipe: `WouldBlock`) is waited for here, and only here; one that fails (a closed stderr, a full disk) loses the rest
 /// of this batch only — nothing can be reported about it but to the sink that failed — and a
 /// line cut by the failure is ended, so the next batch starts on a line of its own.
 fn write_batch(sink: &mut impl Write, batch: &[u8]) {
