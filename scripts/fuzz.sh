@@ -31,7 +31,8 @@ for t in "${targets[@]}"; do
   ft=$(grep -oE 'ft: [0-9]+' "$log" | tail -1 | grep -oE '[0-9]+' || echo '?')
   printf '%-16s %8ss  executions %10s  coverage %6s  features %6s  exit %s\n' "$t" "$secs" "$runs" "$cov" "$ft" "$status"
   if [ "$status" -ne 0 ]; then
-    grep -E 'panicked|ERROR|SUMMARY|Test unit written' "$log" | head -20
+    grep -E 'panicked|ERROR|SUMMARY|Test unit written' "$log" | head -20 ||
+      tail -n 20 "$log"  # no crash: a build that failed, say
     rm -f "$log"
     failed=1
     [ -n "${KEEP_GOING:-}" ] || exit 1
