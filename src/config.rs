@@ -313,6 +313,11 @@ pub enum ConfigError {
         "cannot load configuration: a value could not be parsed (check DRBGD__* environment values for non-ASCII text before a backslash)"
     )]
     Unparsable,
+    /// Arrays or tables nested deeper than [`MAX_NESTING`]: the TOML and environment parsers
+    /// recurse once a level, and a deep enough value would overflow the stack (found by the
+    /// `config` fuzz target: a file or `DRBGD__*` value of a few thousand `[`).
+    #[error("cannot load configuration: {0} nests arrays or tables more than 32 deep")]
+    TooDeep(String),
     /// A value is out of range or inconsistent.
     #[error("invalid setting {key}: {reason}")]
     Invalid {
@@ -344,6 +349,41 @@ impl ConfigSource {
     }
 }
 
+/// The deepest nesting of arrays and inline tables a configuration may have (drbgd's own is 2).
+pub const MAX_NESTING: usize = 32;
+
+/// How deep `text` nests `[`/`{` outside strings and comments (TOML's, and figment's value
+/// syntax for environment values; a table header counts as a level, which is harmless).
+fn nesting(text: &str) -> usize {
+    let (mut depth, mut deepest, mut quote, mut escaped, mut comment) = (0usize, 0usize, None, false, false);
+    for c in text.chars() {
+        match (quote, c) {
+            _ if comment => comment = c != '\n',
+            (Some('"'), '\\') => escaped = !escaped,
+            (Some(q), _) if c == q && !escaped => quote = None,
+            (Some(_), _) => escaped = false,
+            (None, '"' | '\'') => quote = Some(c),
+            (None, '#') => comment = true,
+            (None, '[' | '{') => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            (None, ']' | '}') => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
+}
+
+/// The first `DRBGD__*` environment variable nested too deep to parse safely.
+fn too_deep_environment() -> Option<String> {
+    std::env::vars_os().find_map(|(key, value)| {
+        let key = key.to_str()?;
+        let deep = value.to_str().is_some_and(|v| nesting(v) > MAX_NESTING);
+        (key.starts_with("DRBGD__") && deep).then(|| key.to_string())
+    })
+}
+
 /// Whether a `DRBGD__*` environment value is one figment 0.10.19 panics on: its string
 /// unescaping indexes bytes by character positions, so a backslash after non-ASCII text can
 /// cut a character in two. Such a value (or one that is not Unicode) is refused instead.
@@ -367,6 +407,15 @@ impl Settings {
         // nor of the reload task that calls this.
         if unparsable_environment() {
             return Err(ConfigError::Unparsable);
+        }
+        if let Some(name) = too_deep_environment() {
+            return Err(ConfigError::TooDeep(name));
+        }
+        if let Some(file) = file
+            && let Ok(text) = std::fs::read_to_string(file)
+            && nesting(&text) > MAX_NESTING
+        {
+            return Err(ConfigError::TooDeep(file.display().to_string()));
         }
         let extracted = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let mut figment = Figment::from(Toml::string(DEFAULT_TOML));
@@ -498,6 +547,27 @@ mod tests {
             assert!(matches!(error, ConfigError::Unparsable), "{error}");
             Ok(())
         });
+    }
+
+    /// Found by the `config` fuzz target: a file or environment value of a few thousand `[`
+    /// overflowed the parser's stack (the process died of SIGSEGV).
+    #[test]
+    fn arrays_nested_too_deep_are_an_error_not_a_crash() {
+        figment::Jail::expect_with(|jail| {
+            let deep = format!("x = {}{}", "[".repeat(5000), "]".repeat(5000));
+            jail.create_file("deep.toml", &deep)?;
+            let error = Settings::load(Some("deep.toml".as_ref()), serde_json::json!({})).unwrap_err();
+            assert!(matches!(error, ConfigError::TooDeep(ref f) if f == "deep.toml"), "{error}");
+            jail.set_env("DRBGD__LIMITS__MAX_BITS", "[".repeat(5000));
+            let error = Settings::load(None, serde_json::json!({})).unwrap_err();
+            assert!(
+                matches!(error, ConfigError::TooDeep(ref k) if k == "DRBGD__LIMITS__MAX_BITS"),
+                "{error}"
+            );
+            Ok(())
+        });
+        assert_eq!(nesting("a = [[1], {b = [2]}] # [[[[\ns = \"[[[[\""), 3);
+        assert_eq!(nesting("[server]\nx = '[[[['"), 1);
     }
 
     fn load_error(file: &str) -> String {
