@@ -33,8 +33,12 @@ PY
 }
 for run in $(seq "$runs"); do
   for who in drbgd bare; do
-    p=$port; [ "$who" = bare ] && p=$((port + 2))
-    h2spec -h 127.0.0.1 -p "$p" -o 2 -j "$out/$who-$run.xml" >"$out/$who-$run.txt" 2>&1 || true
+    # drbgd's POST /bits reads the whole body before it answers (400 for h2spec's), as the
+    # bare server's POST / does: frames sent after the headers meet an open stream on both,
+    # instead of racing a response that ends the stream first.
+    p=$port path=/bits
+    [ "$who" = bare ] && p=$((port + 2)) path=/
+    h2spec -h 127.0.0.1 -p "$p" -P "$path" -o 2 -j "$out/$who-$run.xml" >"$out/$who-$run.txt" 2>&1 || true
     failed "$out/$who-$run.xml" | sort >"$out/$who-$run.failed"
     printf '%s run %s: %s\n' "$who" "$run" "$(tail -n 3 "$out/$who-$run.txt" | grep -E 'tests, .* passed' || echo '(no summary)')"
   done
