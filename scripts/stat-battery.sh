@@ -28,11 +28,18 @@ mkdir -p "$out"
 control=""
 case $alg in zeros|counter|biased) control=$alg ;; esac
 expect=PASS; [ -n "$control" ] && expect=FAIL
+# The CI slice (--quick) judges seeded output: the same bytes every run, so the gate is a check
+# of the generator and not a lottery (a perfect source still fails a statistic now and then:
+# the SP 800-22 serial test's P-values at n = 10^5 are not uniform enough for the CI rule on
+# every sample). The full batteries judge live output.
+seed=()
+[ $quick = 1 ] && seed=(--seed 5eed5eed5eed5eed5eed5eed5eed5eed)
+generate() { "$bin" generate --alg "$alg" "${seed[@]}" "$@"; }
 stream() {
   if [ -n "$control" ]; then
     python3 scripts/sp80022.py --control "$control" --sequences 1 --bits $((8 * $1)) --tests "" --dump
   else
-    "$bin" generate --alg "$alg" --bytes "$1"
+    generate --bytes "$1"
   fi
 }
 
@@ -58,7 +65,7 @@ args=(--sequences "$seqs" --bits "$nbits" --rule "$rule")
 if [ -n "$control" ]; then sp_cmd=(python3 scripts/sp80022.py "${args[@]}" --control "$control")
 else sp_cmd=(python3 scripts/sp80022.py "${args[@]}"); fi
 if [ -n "$control" ]; then "${sp_cmd[@]}" >"$out/$alg-sp80022.log" 2>&1 && r=PASS || r=FAIL
-else "$bin" generate --alg "$alg" --bytes $((seqs * nbits / 8)) | "${sp_cmd[@]}" >"$out/$alg-sp80022.log" 2>&1 && r=PASS || r=FAIL; fi
+else generate --bytes $((seqs * nbits / 8)) | "${sp_cmd[@]}" >"$out/$alg-sp80022.log" 2>&1 && r=PASS || r=FAIL; fi
 verdict sp800-22 "$r" "$(tail -1 "$out/$alg-sp80022.log")"
 
 if [ $dieharder = 1 ]; then
