@@ -59,14 +59,25 @@ pub const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
 /// Builds [`Front`] services.
 #[derive(Clone, Debug)]
-pub struct FrontLayer {
+pub struct FrontLayer(Arc<Shared>);
+
+/// What every clone of the front layer shares: one reference count to clone per request
+/// (hyper clones the service for each), not one per field.
+#[derive(Debug)]
+struct Shared {
     state: AppState,
     cap: Arc<Cap>,
+    /// See [`PUBLIC_CONCURRENCY`].
     public_cap: Arc<Cap>,
+    /// See [`PUBLIC_STREAMS`].
     public_stream_cap: Arc<Cap>,
+    /// Time from the call to the response's headers.
     timeout: Duration,
+    /// Time from the call to the request body's end.
     body_timeout: Duration,
+    /// See [`PUBLIC_STREAM_LIFETIME`].
     stream_lifetime: Duration,
+    /// See [`FrontLayer::new`].
     direct: bool,
 }
 
@@ -78,27 +89,22 @@ impl FrontLayer {
     /// endpoints: [`super::router`]'s).
     pub fn new(state: AppState, direct: bool) -> Self {
         let server = &state.settings.server;
-        let cap = Arc::new(Cap { in_progress: AtomicUsize::new(0), max: server.concurrency_limit });
-        let public = server.concurrency_limit.min(PUBLIC_CONCURRENCY);
-        let public_cap = Arc::new(Cap { in_progress: AtomicUsize::new(0), max: public });
-        let streams = server.concurrency_limit.min(PUBLIC_STREAMS);
-        let public_stream_cap = Arc::new(Cap { in_progress: AtomicUsize::new(0), max: streams });
-        let timeout = Duration::from_millis(server.request_timeout_ms);
-        let body_timeout = Duration::from_millis(server.body_read_timeout_ms);
+        let cap = |max: usize| Arc::new(Cap { in_progress: AtomicUsize::new(0), max });
+        let limit = server.concurrency_limit;
         let stream_lifetime = match server.max_connection_age_ms {
             0 => PUBLIC_STREAM_LIFETIME,
             ms => Duration::from_millis(ms),
         };
-        FrontLayer {
-            state,
-            cap,
-            public_cap,
-            public_stream_cap,
-            timeout,
-            body_timeout,
+        FrontLayer(Arc::new(Shared {
+            cap: cap(limit),
+            public_cap: cap(limit.min(PUBLIC_CONCURRENCY)),
+            public_stream_cap: cap(limit.min(PUBLIC_STREAMS)),
+            timeout: Duration::from_millis(server.request_timeout_ms),
+            body_timeout: Duration::from_millis(server.body_read_timeout_ms),
             stream_lifetime,
             direct,
-        }
+            state,
+        }))
     }
 }
 
@@ -106,17 +112,7 @@ impl<S> Layer<S> for FrontLayer {
     type Service = Front<S>;
 
     fn layer(&self, inner: S) -> Front<S> {
-        Front {
-            inner,
-            state: self.state.clone(),
-            cap: self.cap.clone(),
-            public_cap: self.public_cap.clone(),
-            public_stream_cap: self.public_stream_cap.clone(),
-            timeout: self.timeout,
-            body_timeout: self.body_timeout,
-            stream_lifetime: self.stream_lifetime,
-            direct: self.direct,
-        }
+        Front { inner, shared: self.0.clone() }
     }
 }
 
@@ -171,20 +167,7 @@ impl Drop for Slot {
 #[derive(Clone, Debug)]
 pub struct Front<S> {
     inner: S,
-    state: AppState,
-    cap: Arc<Cap>,
-    /// See [`PUBLIC_CONCURRENCY`].
-    public_cap: Arc<Cap>,
-    /// See [`PUBLIC_STREAMS`].
-    public_stream_cap: Arc<Cap>,
-    /// Time from the call to the response's headers.
-    timeout: Duration,
-    /// Time from the call to the request body's end.
-    body_timeout: Duration,
-    /// See [`PUBLIC_STREAM_LIFETIME`].
-    stream_lifetime: Duration,
-    /// See [`FrontLayer::new`].
-    direct: bool,
+    shared: Arc<Shared>,
 }
 
 impl<S> Front<S> {
@@ -200,27 +183,23 @@ impl<S> Front<S> {
         // Nothing is served that could not be audited: while the log is backlogged every
         // request is refused first, before its credentials are read, so that no refusal adds
         // an audit line either (the backlog cannot be grown by requests that are not served).
-        if crate::telemetry::audit_unavailable(self.state.settings.log.audit) {
+        if crate::telemetry::audit_unavailable(self.shared.state.settings.log.audit) {
             return Err(Denied { caller: None, error: ApiError::AuditUnavailable, at: now });
         }
-        let route = match guard {
+        let authorized = match guard {
             Guard::Public => None,
-            Guard::Caller => Some(None),
-            Guard::Route(route) => Some(Some(route)),
-        };
-        let authorized = match route {
-            None => None,
-            Some(route) => {
+            Guard::Caller | Guard::Route(_) => {
+                let route = if let Guard::Route(route) = guard { Some(route) } else { None };
                 let bearer = request.headers().get(header::AUTHORIZATION).map(HeaderValue::as_bytes);
                 let client = request.extensions().get::<Arc<ClientIdentity>>().map(|c| &**c);
-                Some(self.state.callers.authorize(bearer, client, route)?)
+                Some(self.shared.state.callers.authorize(bearer, client, route)?)
             }
         };
         let (caller, at) = authorized.as_ref().map_or((None, now), |a| (Some(a.caller.clone()), a.at));
         let cap = match (&authorized, stream) {
-            (Some(_), _) => &self.cap,
-            (None, false) => &self.public_cap,
-            (None, true) => &self.public_stream_cap,
+            (Some(_), _) => &self.shared.cap,
+            (None, false) => &self.shared.public_cap,
+            (None, true) => &self.shared.public_stream_cap,
         };
         let Some(slot) = cap.enter() else {
             return Err(Denied { caller, error: ApiError::Overloaded, at });
@@ -245,9 +224,9 @@ where
     fn call(&mut self, mut request: Request<B>) -> Self::Future {
         let id = match request.headers().get(X_REQUEST_ID) {
             Some(id) => id.clone(),
-            None => self.state.request_ids.next_value(),
+            None => self.shared.state.request_ids.next_value(),
         };
-        let mut observe = Observe::start(&self.state, &request, id);
+        let mut observe = Observe::start(&self.shared.state, &request, id);
         let start = observe.start;
         let endpoint = Endpoint::at(observe.route_index);
         let guard = match (endpoint, observe.grpc_method) {
@@ -258,9 +237,9 @@ where
         observe.public = guard == Guard::Public;
         let stream = observe.public && public_stream(request.uri().path());
         // A timeout too large to add is none at all (a year is as good as for ever here).
-        let deadline =
-            (start.checked_add(self.timeout)).unwrap_or_else(|| start + Duration::from_secs(365 * 86_400));
-        let direct = endpoint.filter(|_| self.direct && request.method() == Method::GET);
+        let deadline = (start.checked_add(self.shared.timeout))
+            .unwrap_or_else(|| start + Duration::from_secs(365 * 86_400));
+        let direct = endpoint.filter(|_| self.shared.direct && request.method() == Method::GET);
         let (inner, slot, admission) = match self.admit(&request, guard, stream, start.into_std()) {
             // Refused at once, never queued: nothing below runs, no body is read.
             Err(denied) => (Inner::Refused { denied: Some(denied) }, None, None),
@@ -284,9 +263,11 @@ where
                     // A public request's place goes with its body (see PUBLIC_CONCURRENCY); a
                     // public stream's with its response, for its lifetime (PUBLIC_STREAMS).
                     let (body_timeout, slot, body_slot) = match (&admission, stream) {
-                        (Some(_), _) => (self.body_timeout, Some(slot), None),
-                        (None, false) => (self.body_timeout.min(PUBLIC_BODY_TIMEOUT), None, Some(slot)),
-                        (None, true) => (self.stream_lifetime, Some(slot), None),
+                        (Some(_), _) => (self.shared.body_timeout, Some(slot), None),
+                        (None, false) => {
+                            (self.shared.body_timeout.min(PUBLIC_BODY_TIMEOUT), None, Some(slot))
+                        }
+                        (None, true) => (self.shared.stream_lifetime, Some(slot), None),
                     };
                     let body_deadline = start.checked_add(body_timeout).unwrap_or(deadline);
                     let request = request.map(|body| ReadDeadline::new(body, body_deadline, body_slot));
@@ -301,7 +282,7 @@ where
         if let Some(admission) = &admission {
             observe.caller = Some(admission.caller.clone());
         }
-        let lifetime = stream.then(|| start.checked_add(self.stream_lifetime).unwrap_or(deadline));
+        let lifetime = stream.then(|| start.checked_add(self.shared.stream_lifetime).unwrap_or(deadline));
         FrontFuture { inner, observe: Some(observe), slot, admission, deadline, timer: None, lifetime }
     }
 }
