@@ -159,6 +159,13 @@ impl App {
             }
         }
         tokio::spawn(crate::memory::trim_when_idle(self.state.metrics.clone()));
+        // A shared quota store is heard from once before serving (within its deadline: an
+        // unreachable one is a fallback, not a reason not to start), then kept current.
+        self.state.callers.join_store().await;
+        let store_keeper = {
+            let state = self.state.clone();
+            tokio::spawn(async move { state.callers.keep_store().await })
+        };
         let (phase_tx, phase_rx) = tokio::sync::watch::channel(Phase::Serving);
         let state = self.state.clone();
         tokio::spawn(async move {
@@ -186,6 +193,8 @@ impl App {
         };
         let admin = tokio::spawn(serve(self.admin, admin_router, admin_options, None, admin_rx));
         let drained = serve(self.api, api, options, self.tls, phase_rx).await;
+        store_keeper.abort();
+        self.state.callers.leave_store().await;
         let _ = admin_tx.send(Phase::Stopped);
         let _ = admin.await;
         tracing::info!(drained, "stopped");

@@ -14,17 +14,22 @@
 //!
 //! The registry in force is swapped whole on reload ([`Callers::reload`]): a request admitted
 //! before keeps its `Arc<Caller>` (old policy) to the end; the next one sees the new registry.
-//! Quotas are per instance.
+//! Quotas are per instance with `[quota] store = "local"`, and hold across the fleet with a
+//! shared store ([`store`]); the in-flight cap is always per instance (it protects this
+//! replica's own capacity).
 
 pub mod headers;
 pub mod identity;
+pub mod lease;
 pub mod policy;
 pub mod quota;
 pub mod registry;
 pub mod settings;
+pub mod store;
 
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::Instant;
+
+use tokio::time::Instant;
 
 use serde::Serialize;
 
@@ -33,6 +38,9 @@ pub use policy::{Policy, Route};
 pub use registry::{Caller, Registry};
 
 use crate::config::Settings;
+use crate::config::quota::{OnStoreFailure, StoreKind};
+use quota::Rate;
+use store::{Kind, Store};
 use crate::drbg::Algorithm;
 use crate::error::ApiError;
 use crate::metrics::Metrics;
@@ -83,7 +91,15 @@ impl Callers {
     /// # Errors
     /// See [`Registry::build`].
     pub fn from_settings(settings: &Settings, metrics: Arc<Metrics>) -> anyhow::Result<Self> {
-        let (registry, warnings) = Registry::build(settings, &metrics, None)?;
+        let store = match settings.quota.store {
+            StoreKind::Local => None,
+            StoreKind::Redis => {
+                metrics.register_quota_store();
+                let series = metrics.quota_store.clone();
+                Some(Arc::new(Store::new(&settings.quota, &settings.drbg.instance, series)?))
+            }
+        };
+        let (registry, warnings) = Registry::build_with_store(settings, &metrics, None, store)?;
         for w in warnings {
             tracing::warn!("{w}");
         }
@@ -130,6 +146,77 @@ impl Callers {
         tracing::info!(callers = names.join(","), auth = registry.auth(), "callers reloaded");
         *self.current.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(registry);
         Ok(())
+    }
+
+    /// With a shared quota store: announces this replica (within the store's deadline), so
+    /// the store is up before the first request when it can be reached.
+    pub async fn join_store(&self) {
+        if let Some(store) = self.registry().store().cloned()
+            && store.heartbeat(false).await.is_err()
+        {
+            tracing::warn!(
+                on_store_failure = ?store.on_failure,
+                "quota store unreachable at start-up: falling back until it answers"
+            );
+        }
+    }
+
+    /// With a shared quota store, for ever: a heartbeat every [`store::HEARTBEAT`] (every
+    /// [`store::PROBE`] while the store is down, so quotas are global again soon after it comes
+    /// back), and leases idle for [`lease::IDLE`] given back.
+    pub async fn keep_store(&self) {
+        let Some(store) = self.registry().store().cloned() else { return };
+        loop {
+            let pause = if store.is_up() { store::HEARTBEAT } else { store::PROBE };
+            tokio::time::sleep(pause).await;
+            let _ = store.heartbeat(false).await;
+            if store.is_up() {
+                let now = Instant::now();
+                self.each_lease(|lease| lease.give_back(now), |caller, kind, rate, e| {
+                    store.start(caller.name_arc(), caller.quota_state().clone(), kind, rate, e);
+                });
+            } else {
+                store.count_fallback();
+            }
+        }
+    }
+
+    /// At shutdown, after the drain: gives every lease's unspent tokens back to the shared
+    /// store and settles what is owed, then leaves the replica set.
+    pub async fn leave_store(&self) {
+        let Some(store) = self.registry().store().cloned() else { return };
+        if store.is_up() {
+            let mut exchanges = Vec::new();
+            self.each_lease(lease::Lease::give_back_now, |caller, kind, rate, e| {
+                exchanges.push((caller.clone(), kind, rate, e));
+            });
+            let returns = exchanges.iter().map(|(caller, kind, rate, e)| {
+                store.run(caller.name(), caller.quota_state(), *kind, *rate, *e)
+            });
+            futures_util::future::join_all(returns).await;
+        }
+        let _ = store.heartbeat(true).await;
+    }
+
+    /// Calls `decide` on each limited bucket's lease of each caller, and `then` with each
+    /// exchange it asks for (outside the lease's lock).
+    fn each_lease(
+        &self,
+        mut decide: impl FnMut(&mut lease::Lease) -> Option<lease::Exchange>,
+        mut then: impl FnMut(&Arc<Caller>, Kind, Rate, lease::Exchange),
+    ) {
+        let registry = self.registry();
+        for caller in registry.all() {
+            for (kind, rate) in [(Kind::Requests, caller.quota.requests), (Kind::Bytes, caller.quota.bytes)] {
+                let Some(rate) = rate else { continue };
+                let exchange = decide(
+                    &mut caller.quota_state().lease(kind).lock().unwrap_or_else(std::sync::PoisonError::into_inner),
+                );
+                if let Some(e) = exchange {
+                    then(caller, kind, rate, e);
+                }
+            }
+        }
     }
 
     /// Identifies the caller and admits the request to `route` at once: [`Callers::authorize`]
@@ -220,16 +307,14 @@ impl Authorized {
         };
         if !metadata
             && let Some(rate) = caller.quota.requests
-            && let Err(wait) = caller.quota_state().requests.take(rate, 1.0, at)
+            && let Err(refusal) = caller.take(Kind::Requests, rate, 1.0, at)
         {
-            let error = ApiError::rate_limited(
-                "rate_limited",
-                retry_after(wait),
+            let error = refusal.error(|| {
                 format!(
                     "this caller may make {} requests per second (burst {})",
                     rate.per_second, rate.burst
-                ),
-            );
+                )
+            });
             return deny(caller, error);
         }
         Ok(Admission { caller, at, _in_flight: Arc::new(in_flight) })
@@ -241,7 +326,91 @@ fn retry_after(wait: quota::Wait) -> u64 {
     (wait.0.as_secs_f64().ceil() as u64).max(1)
 }
 
+/// Why a bucket refused.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Refusal {
+    /// Not enough tokens: how long until there would be.
+    Wait(quota::Wait),
+    /// The shared store is down and `quota.on_store_failure = "closed"`.
+    StoreUnavailable,
+}
+
+impl Refusal {
+    /// The error to answer (429 `rate_limited` with `detail`, or 503).
+    fn error(self, detail: impl FnOnce() -> String) -> ApiError {
+        match self {
+            Refusal::Wait(wait) => ApiError::rate_limited("rate_limited", retry_after(wait), detail()),
+            Refusal::StoreUnavailable => ApiError::QuotaStoreUnavailable,
+        }
+    }
+}
+
 impl Caller {
+    /// Takes `cost` from the caller's `kind` bucket at `now`: the local bucket, or (with a
+    /// shared store) the lease on the global one, or while the store is down what
+    /// `quota.on_store_failure` says: this replica's share of the rate (`local`), nothing
+    /// (`open`), a refusal (`closed`).
+    ///
+    /// # Errors
+    /// [`Refusal`]; nothing is taken.
+    pub fn take(&self, kind: Kind, rate: Rate, cost: f64, now: Instant) -> Result<(), Refusal> {
+        let state = self.quota_state();
+        let Some(store) = &self.store else {
+            return state.bucket(kind).take(rate, cost, now).map(drop).map_err(Refusal::Wait);
+        };
+        if !store.is_up() {
+            return match store.on_failure {
+                OnStoreFailure::Open => Ok(()),
+                OnStoreFailure::Closed => Err(Refusal::StoreUnavailable),
+                OnStoreFailure::Local => {
+                    let share = share(rate, store.replicas());
+                    state.bucket(kind).take(share, cost, now).map(drop).map_err(Refusal::Wait)
+                }
+            };
+        }
+        let (spend, exchange) = state
+            .lease(kind)
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .spend(rate, cost, (store.replicas(), store.lease_window), now);
+        if let Some(exchange) = exchange {
+            store.start(self.name_arc(), state.clone(), kind, rate, exchange);
+        }
+        match spend {
+            lease::Spend::Spent => Ok(()),
+            lease::Spend::Refused(wait) => Err(Refusal::Wait(wait)),
+        }
+    }
+
+    /// What is left in the caller's `kind` bucket at `now`, as this replica knows it: the local
+    /// bucket; with a shared store, the tokens in hand plus the global level as of this
+    /// replica's last exchange with it (at most about a lease old while the caller is active
+    /// here), or this replica's share while the store is down.
+    pub fn remaining(&self, kind: Kind, rate: Rate, now: Instant) -> f64 {
+        let state = self.quota_state();
+        match &self.store {
+            Some(store) if store.is_up() => {
+                state.lease(kind).lock().unwrap_or_else(std::sync::PoisonError::into_inner).remaining(rate, now).0
+            }
+            Some(store) => state.bucket(kind).peek(share(rate, store.replicas()), now),
+            None => state.bucket(kind).peek(rate, now),
+        }
+    }
+
+    /// Where the caller's buckets are kept now: `instance` (this process), `global` (the
+    /// shared store) or `replica_share` (the store is down: this replica's share).
+    pub fn quota_scope(&self) -> &'static str {
+        match &self.store {
+            None => "instance",
+            Some(store) if store.is_up() => "global",
+            Some(store) => match store.on_failure {
+                OnStoreFailure::Local => "replica_share",
+                OnStoreFailure::Open => "unlimited",
+                OnStoreFailure::Closed => "unavailable",
+            },
+        }
+    }
+
     /// Checks a parsed request against the caller's policy, then takes its random bytes from
     /// the byte bucket.
     ///
@@ -249,15 +418,9 @@ impl Caller {
     /// 403 `alg_not_allowed`, `n_not_allowed`, `pr_not_allowed`; 429 `rate_limited`. Counted.
     pub fn permit(&self, alg: Algorithm, n_bits: u64, pr: bool, bytes: u64) -> Result<(), ApiError> {
         let result = self.policy.check(alg, n_bits, pr).and_then(|()| match self.quota.bytes {
-            Some(rate) => {
-                self.quota_state().bytes.take(rate, bytes as f64, Instant::now()).map(drop).map_err(|wait| {
-                    ApiError::rate_limited(
-                        "rate_limited",
-                        retry_after(wait),
-                        format!("this caller may draw {} random bytes per second", rate.per_second),
-                    )
-                })
-            }
+            Some(rate) => self.take(Kind::Bytes, rate, bytes as f64, Instant::now()).map_err(|refusal| {
+                refusal.error(|| format!("this caller may draw {} random bytes per second", rate.per_second))
+            }),
             None => Ok(()),
         });
         if let Err(e) = &result {
@@ -271,9 +434,9 @@ impl Caller {
     pub fn usage(&self) -> Usage {
         let now = Instant::now();
         let state = self.quota_state();
-        let bucket = |rate: Option<quota::Rate>, bucket: &quota::Bucket| {
+        let bucket = |rate: Option<quota::Rate>, kind: Kind| {
             rate.map(|r| {
-                let left = bucket.peek(r, now);
+                let left = self.remaining(kind, r, now);
                 BucketUsage {
                     per_second: r.per_second as u64,
                     burst: r.burst as u64,
@@ -291,9 +454,9 @@ impl Caller {
                 pr: self.policy.pr,
             },
             quota: QuotaUsage {
-                scope: "instance",
-                requests: bucket(self.quota.requests, &state.requests),
-                bytes: bucket(self.quota.bytes, &state.bytes),
+                scope: self.quota_scope(),
+                requests: bucket(self.quota.requests, Kind::Requests),
+                bytes: bucket(self.quota.bytes, Kind::Bytes),
                 max_in_flight: self.quota.max_in_flight,
                 in_flight: state.in_flight(),
             },
@@ -304,6 +467,12 @@ impl Caller {
             },
         }
     }
+}
+
+/// `rate` divided among `replicas` (the burst at least one token).
+fn share(rate: Rate, replicas: u32) -> Rate {
+    let n = f64::from(replicas.max(1));
+    Rate { per_second: rate.per_second / n, burst: (rate.burst / n).max(1.0) }
 }
 
 /// What `GET /usage` returns.
@@ -337,7 +506,9 @@ pub struct PolicyUsage {
 /// A quota now.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct QuotaUsage {
-    /// Always `instance`: each replica keeps its own buckets.
+    /// `instance` (this replica's buckets, `[quota] store = "local"`), `global` (the shared
+    /// store's, as of this replica's last exchange with it), or while the store is down
+    /// `replica_share` (this replica's share of the rate), `unlimited` or `unavailable`.
     #[schema(value_type = String)]
     pub scope: &'static str,
     /// The request bucket (`null`: no limit).

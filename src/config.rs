@@ -2,6 +2,7 @@
 //! file, then `DRBGD__SECTION__KEY` environment variables, then CLI overrides.
 
 pub mod callers;
+pub mod quota;
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -36,6 +37,8 @@ pub struct Settings {
     pub tls: TlsSettings,
     /// Logging.
     pub log: LogSettings,
+    /// Where callers' quota buckets are kept: this process, or a store shared by the fleet.
+    pub quota: quota::QuotaStoreSettings,
     /// Named callers: `[callers.<name>]` with credentials, policy and quota ([`callers`]).
     /// None by default.
     #[serde(default)]
@@ -503,7 +506,7 @@ impl Settings {
         {
             return invalid("tls.client_auth", "client certificates need tls.enabled and tls.client_ca_file");
         }
-        Ok(())
+        self.quota.validate()
     }
 
     /// The pool configuration these settings describe.

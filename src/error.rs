@@ -60,6 +60,10 @@ pub enum ApiError {
     /// request was not started (it would have been served unaudited).
     #[error("the audit log is not keeping up; the request was not served")]
     AuditUnavailable,
+    /// 503 + Retry-After: the shared quota store cannot be reached and
+    /// `quota.on_store_failure = "closed"`; the quota'd request was not started.
+    #[error("the quota store is unavailable; the request was not served")]
+    QuotaStoreUnavailable,
     /// 503: the response was not ready within the request timeout.
     #[error("the request timed out")]
     Timeout,
@@ -116,6 +120,7 @@ impl ApiError {
             ApiError::Overloaded => "overloaded",
             ApiError::Timeout => "timeout",
             ApiError::AuditUnavailable => "audit_unavailable",
+            ApiError::QuotaStoreUnavailable => "quota_store_unavailable",
             ApiError::EntropyUnavailable => "entropy_unavailable",
             ApiError::GeneratorFailed => "generator_failed",
             ApiError::NotReady => "not_ready",
@@ -140,6 +145,7 @@ impl ApiError {
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::Overloaded
             | ApiError::AuditUnavailable
+            | ApiError::QuotaStoreUnavailable
             | ApiError::Timeout
             | ApiError::EntropyUnavailable
             | ApiError::GeneratorFailed
@@ -162,7 +168,8 @@ impl ApiError {
             ApiError::EntropyUnavailable
             | ApiError::GeneratorFailed
             | ApiError::NotReady
-            | ApiError::AuditUnavailable => tonic::Code::Unavailable,
+            | ApiError::AuditUnavailable
+            | ApiError::QuotaStoreUnavailable => tonic::Code::Unavailable,
         }
     }
 

@@ -73,10 +73,28 @@ pub struct Metrics {
     pub caller_output_bytes: IntCounterVec,
     /// `drbgd_caller_denials_total{caller,code}`: requests refused by auth, policy or quota.
     pub caller_denials: IntCounterVec,
+    /// The shared quota store's series (`[quota] store = "redis"`).
+    pub quota_store: QuotaStoreSeries,
     /// Each algorithm's series, resolved on first use (see [`AlgSeries`]).
     per_alg: [OnceLock<AlgSeries>; Algorithm::ALL.len()],
     /// `http_duration` of status 200 per (route, algorithm or none), resolved on first use.
     http_ok: Vec<OnceLock<Histogram>>,
+}
+
+/// The shared quota store's series.
+#[derive(Debug, Clone)]
+pub struct QuotaStoreSeries {
+    /// `drbgd_quota_store_up`: 1 while quotas are kept in the shared store, 0 while this
+    /// replica falls back (`quota.on_store_failure`); absent with the local store.
+    pub up: IntGauge,
+    /// `drbgd_quota_store_replicas`: replicas last seen alive in the store.
+    pub replicas: IntGauge,
+    /// `drbgd_quota_store_calls_total{op}`: lease exchanges and heartbeats sent.
+    pub calls: IntCounterVec,
+    /// `drbgd_quota_store_errors_total{op,reason}`.
+    pub errors: IntCounterVec,
+    /// `drbgd_quota_store_fallback_seconds_total`: time spent falling back.
+    pub fallback_seconds: prometheus::Counter,
 }
 
 /// The series of one algorithm, kept once resolved: the request path does not hash label
@@ -183,6 +201,28 @@ impl Metrics {
                 "Requests refused by caller and code: unauthorized, unknown_client, credentials_conflict (these three under caller unknown), route_not_allowed, alg_not_allowed, n_not_allowed, pr_not_allowed, rate_limited, concurrency_limited.",
                 &["caller", "code"],
             ),
+            quota_store: QuotaStoreSeries {
+                up: gauge(
+                    "quota_store_up",
+                    "1 while callers' quotas are kept in the shared store, 0 while this replica falls back (quota.on_store_failure).",
+                ),
+                replicas: gauge("quota_store_replicas", "Replicas last seen alive in the shared quota store."),
+                calls: counter(
+                    "quota_store_calls_total",
+                    "Calls to the shared quota store by operation: exchange (lease refill, settle, return), heartbeat.",
+                    &["op"],
+                ),
+                errors: counter(
+                    "quota_store_errors_total",
+                    "Failed calls to the shared quota store by operation and reason (timeout, unavailable, reply).",
+                    &["op", "reason"],
+                ),
+                fallback_seconds: prometheus::Counter::with_opts(
+                    Opts::new("quota_store_fallback_seconds_total", "Time this replica spent falling back from the shared quota store.")
+                        .namespace("drbgd"),
+                )
+                .expect("valid counter"),
+            },
             per_alg: Default::default(),
             http_ok: (0..(crate::route::ROUTES.len() + 1) * (Algorithm::ALL.len() + 1))
                 .map(|_| OnceLock::new())
@@ -224,6 +264,29 @@ impl Metrics {
         r.register(Box::new(prometheus::process_collector::ProcessCollector::for_self()))
             .expect("unique metric names");
         m
+    }
+
+    /// Registers the quota store's series: only with a shared store, so a replica alone
+    /// exports none of them.
+    pub fn register_quota_store(&self) {
+        let q = &self.quota_store;
+        let collectors: [Box<dyn Collector>; 5] = [
+            Box::new(q.up.clone()),
+            Box::new(q.replicas.clone()),
+            Box::new(q.calls.clone()),
+            Box::new(q.errors.clone()),
+            Box::new(q.fallback_seconds.clone()),
+        ];
+        for c in collectors {
+            // A second registration (a second server in one test process) is harmless.
+            let _ = self.registry.register(c);
+        }
+        for op in ["exchange", "heartbeat"] {
+            q.calls.with_label_values(&[op]);
+            for reason in ["timeout", "unavailable", "reply"] {
+                q.errors.with_label_values(&[op, reason]);
+            }
+        }
     }
 
     /// The series of `alg`.

@@ -13,12 +13,13 @@
 //! before encoding (a hex body is twice as long). The in-flight cap is not advertised.
 
 use std::fmt::Write;
-use std::time::Instant;
+use tokio::time::Instant;
 
 use axum::http::HeaderValue;
 
 use super::quota::{Quota, Rate, seconds_to_full};
 use super::registry::Caller;
+use super::store::Kind;
 
 /// `RateLimit-Policy`.
 pub const RATELIMIT_POLICY: &str = "ratelimit-policy";
@@ -46,11 +47,10 @@ pub fn policy_field(quota: &Quota) -> Option<HeaderValue> {
 
 /// The `RateLimit` value for `caller` at `now`, if it has a rate quota.
 pub fn current_field(caller: &Caller, now: Instant) -> Option<HeaderValue> {
-    let state = caller.quota_state();
     let mut value = String::new();
     for (name, _, rate) in policies(&caller.quota) {
-        let bucket = if name == "requests" { &state.requests } else { &state.bytes };
-        let tokens = bucket.peek(rate, now);
+        let kind = if name == "requests" { Kind::Requests } else { Kind::Bytes };
+        let tokens = caller.remaining(kind, rate, now);
         if !value.is_empty() {
             value.push_str(", ");
         }

@@ -1,5 +1,7 @@
 //! Per-caller quotas: two token buckets (requests and raw random bytes) and a cap on requests
-//! in progress. Time is the monotonic clock (`Instant`), so a wall-clock jump refills nothing;
+//! in progress, kept in this process (with a shared store, the buckets are leased from it:
+//! [`super::lease`]; these local ones then serve only the fallback). Time is tokio's monotonic
+//! clock (`Instant`, which tests can pause), so a wall-clock jump refills nothing;
 //! a `now` earlier than the last one (which the monotonic clock never gives) refills nothing
 //! either. State lives in [`QuotaState`], shared across reloads, so a reload never refills.
 //!
@@ -11,7 +13,12 @@
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::lease::Lease;
+use super::store::Kind;
 
 /// One bucket's parameters.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -106,13 +113,27 @@ impl Quota {
 }
 
 /// A caller's quota state: buckets and the in-progress count, kept across reloads.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct QuotaState {
     /// The request bucket.
     pub requests: Bucket,
     /// The byte bucket.
     pub bytes: Bucket,
     in_flight: AtomicU32,
+    /// Leases on the shared store's buckets (requests, bytes), when there is one.
+    leases: [Mutex<Lease>; 2],
+}
+
+impl Default for QuotaState {
+    fn default() -> Self {
+        let now = Instant::now();
+        QuotaState {
+            requests: Bucket::default(),
+            bytes: Bucket::default(),
+            in_flight: AtomicU32::new(0),
+            leases: [Mutex::new(Lease::new(now)), Mutex::new(Lease::new(now))],
+        }
+    }
 }
 
 impl QuotaState {
@@ -131,6 +152,19 @@ impl QuotaState {
             }
         }
         Some(InFlight(self.clone()))
+    }
+
+    /// The lease on the shared store's `kind` bucket.
+    pub fn lease(&self, kind: Kind) -> &Mutex<Lease> {
+        &self.leases[kind as usize]
+    }
+
+    /// The local bucket of `kind`.
+    pub fn bucket(&self, kind: Kind) -> &Bucket {
+        match kind {
+            Kind::Requests => &self.requests,
+            Kind::Bytes => &self.bytes,
+        }
     }
 
     /// Requests in progress now.

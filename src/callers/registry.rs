@@ -16,6 +16,7 @@ use super::identity::{ClientIdentity, valid_entry};
 use super::policy::Policy;
 use super::quota::{Quota, QuotaState, Rate};
 use super::settings::CallerSettings;
+use super::store::Store;
 use crate::config::Settings;
 use crate::drbg::Algorithm;
 use crate::error::ApiError;
@@ -50,6 +51,8 @@ pub struct Caller {
     /// `RateLimit-Policy` field value, when it has a rate limit.
     pub policy_field: Option<HeaderValue>,
     state: Arc<CallerState>,
+    /// The shared quota store, when the buckets are kept there.
+    pub store: Option<Arc<Store>>,
 }
 
 impl std::fmt::Debug for Caller {
@@ -154,6 +157,7 @@ pub struct Registry {
     identities: HashMap<String, u32>,
     callers: Vec<Arc<Caller>>,
     anonymous: Arc<Caller>,
+    store: Option<Arc<Store>>,
 }
 
 impl std::fmt::Debug for Registry {
@@ -167,6 +171,16 @@ impl std::fmt::Debug for Registry {
 }
 
 impl Registry {
+    /// The shared quota store, if the buckets are kept in one.
+    pub fn store(&self) -> Option<&Arc<Store>> {
+        self.store.as_ref()
+    }
+
+    /// Every caller, `anonymous` included.
+    pub fn all(&self) -> impl Iterator<Item = &Arc<Caller>> {
+        self.callers.iter().chain([&self.anonymous])
+    }
+
     /// Validates the callers of `settings` (and the keys file) and builds the registry; state
     /// of callers also in `previous` carries over. Returns warnings to log (clamped policies,
     /// callers without credentials).
@@ -179,6 +193,20 @@ impl Registry {
         settings: &Settings,
         metrics: &Metrics,
         previous: Option<&Registry>,
+    ) -> anyhow::Result<(Self, Vec<String>)> {
+        let store = previous.and_then(|p| p.store.clone());
+        Self::build_with_store(settings, metrics, previous, store)
+    }
+
+    /// [`Registry::build`], the callers' buckets kept in `store` when there is one.
+    ///
+    /// # Errors
+    /// As [`Registry::build`].
+    pub fn build_with_store(
+        settings: &Settings,
+        metrics: &Metrics,
+        previous: Option<&Registry>,
+        store: Option<Arc<Store>>,
     ) -> anyhow::Result<(Self, Vec<String>)> {
         let mut warnings = Vec::new();
         let mut tables: BTreeMap<String, CallerSettings> = settings.callers.clone();
@@ -257,7 +285,9 @@ impl Registry {
                 quota: Quota::default(),
                 policy_field: None,
                 state: find_state(ANONYMOUS),
+                store: store.clone(),
             }),
+            store: store.clone(),
         };
         let mut claimed: HashMap<[u8; 32], String> = HashMap::new();
         for (name, table) in &tables {
@@ -273,6 +303,7 @@ impl Registry {
                 policy,
                 quota,
                 state: find_state(name),
+                store: store.clone(),
             });
             if name == ANONYMOUS {
                 ensure!(

@@ -34,7 +34,9 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 /// The time deadlines are measured in: tokio's clock (the one its timers run on, which a test
 /// or a fuzz target may pause), not the wall of `std`.
@@ -240,7 +242,7 @@ where
         let deadline = (start.checked_add(self.shared.timeout))
             .unwrap_or_else(|| start + Duration::from_secs(365 * 86_400));
         let direct = endpoint.filter(|_| self.shared.direct && request.method() == Method::GET);
-        let (inner, slot, admission) = match self.admit(&request, guard, stream, start.into_std()) {
+        let (inner, slot, admission) = match self.admit(&request, guard, stream, start) {
             // Refused at once, never queued: nothing below runs, no body is read.
             Err(denied) => (Inner::Refused { denied: Some(denied) }, None, None),
             // Answered on the first poll, without the router (a GET's body, if any, is not
@@ -273,7 +275,7 @@ where
                     let request = request.map(|body| ReadDeadline::new(body, body_deadline, body_slot));
                     let inner = match catch_unwind(AssertUnwindSafe(|| self.inner.call(request))) {
                         Ok(future) => Inner::Called { future },
-                        Err(_) => Inner::Refused { denied: Some(unnamed(panicked(), start.into_std())) },
+                        Err(_) => Inner::Refused { denied: Some(unnamed(panicked(), start)) },
                     };
                     (inner, slot, admission)
                 }
@@ -491,7 +493,7 @@ impl Observe {
         }
         let method = request.method().clone();
         let start = Clock::now();
-        let (caller, caller_at, public, done) = (None, start.into_std(), false, false);
+        let (caller, caller_at, public, done) = (None, start, false, false);
         Observe {
             state: state.clone(),
             route_index,
