@@ -39,11 +39,11 @@ pub use registry::{Caller, Registry};
 
 use crate::config::Settings;
 use crate::config::quota::{OnStoreFailure, StoreKind};
-use quota::Rate;
-use store::{Kind, Store};
 use crate::drbg::Algorithm;
 use crate::error::ApiError;
 use crate::metrics::Metrics;
+use quota::Rate;
+use store::{Kind, Store};
 
 /// The registry in force, replaced whole on reload.
 pub struct Callers {
@@ -172,9 +172,12 @@ impl Callers {
             let _ = store.heartbeat(false).await;
             if store.is_up() {
                 let now = Instant::now();
-                self.each_lease(|lease| lease.give_back(now), |caller, kind, rate, e| {
-                    store.start(caller.name_arc(), caller.quota_state().clone(), kind, rate, e);
-                });
+                self.each_lease(
+                    |lease| lease.give_back(now),
+                    |caller, kind, rate, e| {
+                        store.start(caller.name_arc(), caller.quota_state().clone(), kind, rate, e);
+                    },
+                );
             } else {
                 store.count_fallback();
             }
@@ -210,7 +213,11 @@ impl Callers {
             for (kind, rate) in [(Kind::Requests, caller.quota.requests), (Kind::Bytes, caller.quota.bytes)] {
                 let Some(rate) = rate else { continue };
                 let exchange = decide(
-                    &mut caller.quota_state().lease(kind).lock().unwrap_or_else(std::sync::PoisonError::into_inner),
+                    &mut caller
+                        .quota_state()
+                        .lease(kind)
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner),
                 );
                 if let Some(e) = exchange {
                     then(caller, kind, rate, e);
@@ -310,10 +317,7 @@ impl Authorized {
             && let Err(refusal) = caller.take(Kind::Requests, rate, 1.0, at)
         {
             let error = refusal.error(|| {
-                format!(
-                    "this caller may make {} requests per second (burst {})",
-                    rate.per_second, rate.burst
-                )
+                format!("this caller may make {} requests per second (burst {})", rate.per_second, rate.burst)
             });
             return deny(caller, error);
         }
@@ -390,7 +394,12 @@ impl Caller {
         let state = self.quota_state();
         match &self.store {
             Some(store) if store.is_up() => {
-                state.lease(kind).lock().unwrap_or_else(std::sync::PoisonError::into_inner).remaining(rate, now).0
+                state
+                    .lease(kind)
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .remaining(rate, now)
+                    .0
             }
             Some(store) => state.bucket(kind).peek(share(rate, store.replicas()), now),
             None => state.bucket(kind).peek(rate, now),

@@ -206,7 +206,10 @@ impl Metrics {
                     "quota_store_up",
                     "1 while callers' quotas are kept in the shared store, 0 while this replica falls back (quota.on_store_failure).",
                 ),
-                replicas: gauge("quota_store_replicas", "Replicas last seen alive in the shared quota store."),
+                replicas: gauge(
+                    "quota_store_replicas",
+                    "Replicas last seen alive in the shared quota store.",
+                ),
                 calls: counter(
                     "quota_store_calls_total",
                     "Calls to the shared quota store by operation: exchange (lease refill, settle, return), heartbeat.",
@@ -218,8 +221,11 @@ impl Metrics {
                     &["op", "reason"],
                 ),
                 fallback_seconds: prometheus::Counter::with_opts(
-                    Opts::new("quota_store_fallback_seconds_total", "Time this replica spent falling back from the shared quota store.")
-                        .namespace("drbgd"),
+                    Opts::new(
+                        "quota_store_fallback_seconds_total",
+                        "Time this replica spent falling back from the shared quota store.",
+                    )
+                    .namespace("drbgd"),
                 )
                 .expect("valid counter"),
             },

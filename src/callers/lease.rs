@@ -214,6 +214,7 @@ mod tests {
 
     /// A store holding one global bucket, answering exchanges as the Lua script does.
     struct Store {
+        rate: Rate,
         level: f64,
         at: Instant,
     }
@@ -221,10 +222,11 @@ mod tests {
     impl Store {
         fn exchange(&mut self, e: Exchange, now: Instant) -> Exchanged {
             let elapsed = now.saturating_duration_since(self.at).as_secs_f64();
-            self.level = (self.level + elapsed * R.per_second).min(R.burst);
+            self.level = (self.level + elapsed * self.rate.per_second).min(self.rate.burst);
             self.at = now;
-            self.level = (self.level - e.settle).min(R.burst);
-            let granted = if e.want > 0.0 && self.level >= e.at_least { e.want.min(self.level).max(0.0) } else { 0.0 };
+            self.level = (self.level - e.settle).min(self.rate.burst);
+            let granted =
+                if e.want > 0.0 && self.level >= e.at_least { e.want.min(self.level).max(0.0) } else { 0.0 };
             self.level -= granted;
             Exchanged { granted, level: self.level }
         }
@@ -233,8 +235,12 @@ mod tests {
     /// Replicas sharing one store, each request answered by the next replica in turn (a round
     /// robin balancer), exchanges answered after `rtt`.
     fn fleet(replicas: usize, offered_per_second: f64, seconds: f64, rtt: Duration) -> f64 {
+        fleet_at(R, replicas, offered_per_second, seconds, rtt)
+    }
+
+    fn fleet_at(rate: Rate, replicas: usize, offered_per_second: f64, seconds: f64, rtt: Duration) -> f64 {
         let t0 = Instant::now();
-        let mut store = Store { level: R.burst, at: t0 };
+        let mut store = Store { rate, level: rate.burst, at: t0 };
         let mut leases: Vec<Lease> = (0..replicas).map(|_| Lease::new(t0)).collect();
         let mut pending: Vec<(Instant, usize, Exchange)> = Vec::new();
         let n = (offered_per_second * seconds) as usize;
@@ -248,10 +254,10 @@ mod tests {
                 }
                 pending.remove(0);
                 let reply = store.exchange(e, due);
-                leases[r].settled(R, reply, due);
+                leases[r].settled(rate, reply, due);
             }
             let r = i % replicas;
-            let (spend, exchange) = leases[r].spend(R, 1.0, (replicas as u32, W), now);
+            let (spend, exchange) = leases[r].spend(rate, 1.0, (replicas as u32, W), now);
             if spend == Spend::Spent {
                 served += 1.0;
             }
@@ -292,6 +298,24 @@ mod tests {
     fn a_caller_under_its_rate_is_served_in_full() {
         let served = fleet(3, 40.0, 10.0, Duration::from_micros(500));
         assert_eq!(served, 400.0);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        /// Whatever the fleet's size, the caller's rate and burst, its demand and the store's
+        /// latency: never more than burst + rate * T + replicas * (lease + one request).
+        #[test]
+        fn never_more_than_the_bound(
+            replicas in 1usize..25, per_second in 1u32..400, burst in 1u32..50,
+            demand in 0.5f64..8.0, rtt_us in 100u64..30_000,
+        ) {
+            let rate = Rate { per_second: f64::from(per_second), burst: f64::from(burst) };
+            let seconds = 4.0;
+            let served = fleet_at(rate, replicas, rate.per_second * demand, seconds, Duration::from_micros(rtt_us));
+            let lease = (rate.per_second * W.as_secs_f64()).clamp(1.0, rate.burst);
+            let bound = rate.burst + rate.per_second * seconds + replicas as f64 * (lease + 1.0);
+            proptest::prop_assert!(served <= bound, "served {served} > bound {bound}");
+        }
     }
 
     #[test]

@@ -157,7 +157,11 @@ impl Store {
     ///
     /// # Errors
     /// The URL or the password file (both checked by the settings' validation already).
-    pub fn new(settings: &QuotaStoreSettings, instance: &str, metrics: QuotaStoreSeries) -> anyhow::Result<Self> {
+    pub fn new(
+        settings: &QuotaStoreSettings,
+        instance: &str,
+        metrics: QuotaStoreSeries,
+    ) -> anyhow::Result<Self> {
         let mut info = redis::IntoConnectionInfo::into_connection_info(settings.url.as_str())?;
         if let Some(password) = settings.password()? {
             let redis = info.redis_settings().clone().set_password(password.as_str());
@@ -235,13 +239,21 @@ impl Store {
     ///
     /// # Errors
     /// [`Failure`]; the store is then marked down.
-    pub async fn exchange(&self, caller: &str, kind: Kind, rate: Rate, e: Exchange) -> Result<Exchanged, Failure> {
+    pub async fn exchange(
+        &self,
+        caller: &str,
+        kind: Kind,
+        rate: Rate,
+        e: Exchange,
+    ) -> Result<Exchanged, Failure> {
         let mut invocation = self.exchange_script.key(self.key(caller, kind));
         invocation.arg(rate.per_second).arg(rate.burst).arg(e.settle).arg(e.want).arg(e.at_least);
         let reply: Vec<String> = self.call("exchange", invocation).await?;
         let number = |i: usize| reply.get(i).and_then(|s| s.parse::<f64>().ok()).filter(|v| v.is_finite());
         match (number(0), number(1)) {
-            (Some(granted), Some(level)) if reply.len() == 2 && granted >= 0.0 => Ok(Exchanged { granted, level }),
+            (Some(granted), Some(level)) if reply.len() == 2 && granted >= 0.0 => {
+                Ok(Exchanged { granted, level })
+            }
             _ => {
                 self.metrics.errors.with_label_values(&["exchange", Failure::Reply.label()]).inc();
                 self.down("exchange", Failure::Reply);
@@ -287,7 +299,10 @@ impl Store {
             self.metrics.fallback_seconds.inc_by(at.elapsed().as_secs_f64());
             self.up.store(true, Ordering::Release);
             self.metrics.up.set(1);
-            tracing::info!(after_ms = at.elapsed().as_millis() as u64, "quota store reachable: quotas are global");
+            tracing::info!(
+                after_ms = at.elapsed().as_millis() as u64,
+                "quota store reachable: quotas are global"
+            );
         }
     }
 
@@ -303,7 +318,14 @@ impl Store {
 
     /// Starts `e` for `caller`'s `kind` lease in `state`, in the background; the lease learns
     /// the outcome. Without a runtime (never, in the server) the exchange fails at once.
-    pub fn start(self: &Arc<Self>, caller: Arc<str>, state: Arc<QuotaState>, kind: Kind, rate: Rate, e: Exchange) {
+    pub fn start(
+        self: &Arc<Self>,
+        caller: Arc<str>,
+        state: Arc<QuotaState>,
+        kind: Kind,
+        rate: Rate,
+        e: Exchange,
+    ) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             state.lease(kind).lock().unwrap_or_else(std::sync::PoisonError::into_inner).failed();
             return;

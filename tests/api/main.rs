@@ -2,6 +2,7 @@
 
 mod admin;
 mod callers;
+mod fleet;
 mod grpc;
 mod helpers;
 mod hostile;

@@ -1,0 +1,371 @@
+//! Quotas across replicas with a real Redis (`redis-server`, started here on a free port; each
+//! test is skipped with a printed reason when it is not installed): one global bucket for
+//! two in-process replicas, each failure mode, recovery, garbage at a key, leases given back
+//! at shutdown, deployments kept apart by their prefix, and the configuration errors.
+
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use drbgd::config::Settings;
+
+use crate::helpers::{TestApp, assert_problem, spawn_with};
+
+const WEB: &str = "web-example-key";
+const BATCH: &str = "batch-example-key";
+
+/// A `redis-server` of this test's own, killed when dropped.
+struct Redis {
+    child: Option<Child>,
+    port: u16,
+    auth: Option<String>,
+}
+
+impl Redis {
+    fn start() -> Option<Redis> {
+        let port = TcpListener::bind("127.0.0.1:0").ok()?.local_addr().ok()?.port();
+        let mut redis = Redis { child: None, port, auth: None };
+        if !redis.restart() {
+            eprintln!("SKIPPED: redis-server is not installed (apt-get install redis-server)");
+            return None;
+        }
+        Some(redis)
+    }
+
+    /// (Re)starts the server on its port; false when there is no redis-server.
+    fn restart(&mut self) -> bool {
+        self.restart_with(&[])
+    }
+
+    fn restart_with(&mut self, extra: &[&str]) -> bool {
+        let child = Command::new("redis-server")
+            .args([
+                "--port",
+                &self.port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn();
+        let Ok(child) = child else { return false };
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if self.cmd(&["PING"]).is_some_and(|r| r.contains("PONG")) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("redis-server did not answer on {}", self.port);
+    }
+
+    fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// A command through a plain TCP connection (RESP inline), its reply's text.
+    fn cmd(&self, args: &[&str]) -> Option<String> {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", self.port)).ok()?;
+        s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+        let mut req = self
+            .auth
+            .as_ref()
+            .map_or(String::new(), |pw| format!("*2\r\n$4\r\nAUTH\r\n${}\r\n{pw}\r\n", pw.len()));
+        req.push_str(&format!("*{}\r\n", args.len()));
+        for a in args {
+            req.push_str(&format!("${}\r\n{a}\r\n", a.len()));
+        }
+        s.write_all(req.as_bytes()).ok()?;
+        let mut buf = vec![0u8; 65536];
+        let mut n = s.read(&mut buf).ok()?;
+        if self.auth.is_some() {
+            // +OK for AUTH, then the reply (in one read or two).
+            while !String::from_utf8_lossy(&buf[..n]).trim_start_matches("+OK\r\n").contains("\r\n") {
+                n += s.read(&mut buf[n..]).ok()?;
+            }
+            return Some(String::from_utf8_lossy(&buf[..n]).trim_start_matches("+OK\r\n").to_string());
+        }
+        Some(String::from_utf8_lossy(&buf[..n]).into_owned())
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn settings(url: &str, prefix: &str, on_failure: &str, rate: u32, burst: u32) -> Settings {
+    let overrides = serde_json::json!({
+        "server": { "listen": "127.0.0.1:0", "admin_listen": "127.0.0.1:0" },
+        "drbg": { "shards": 2 },
+        "quota": { "store": "redis", "url": url, "prefix": prefix, "on_store_failure": on_failure },
+        "callers": { "web": { "quota": { "requests_per_second": rate, "burst": burst } } },
+    });
+    Settings::load(Some("config/examples/callers.toml".as_ref()), overrides).expect("settings load")
+}
+
+async fn replica(settings: Settings) -> TestApp {
+    spawn_with(settings, Arc::new(drbgd::drbg::entropy::OsEntropy)).await
+}
+
+async fn status(app: &TestApp, key: &str, path: &str) -> u16 {
+    app.client.get(app.url(path)).bearer_auth(key).send().await.unwrap().status().as_u16()
+}
+
+async fn usage(app: &TestApp) -> serde_json::Value {
+    app.client.get(app.url("/usage")).bearer_auth(WEB).send().await.unwrap().json().await.unwrap()
+}
+
+async fn metric(app: &TestApp, line_start: &str) -> f64 {
+    let text = app.client.get(format!("{}/metrics", app.admin)).send().await.unwrap().text().await.unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(line_start).map(|v| v.trim().parse::<f64>().unwrap()))
+        .unwrap_or_else(|| panic!("no {line_start} in /metrics"))
+}
+
+/// Waits (real time: the store is another process) until `check` holds, at most `within`.
+async fn eventually<F: std::future::Future<Output = bool>>(
+    within: Duration,
+    mut check: impl FnMut() -> F,
+) -> bool {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        if check().await {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    false
+}
+
+#[tokio::test]
+async fn two_replicas_share_one_bucket() {
+    let Some(redis) = Redis::start() else { return };
+    // 1 request/s, burst 20: what the two serve in a moment is the burst, not twice it.
+    let (a, b) = tokio::join!(
+        replica(settings(&redis.url(), "t1", "local", 1, 20)),
+        replica(settings(&redis.url(), "t1", "local", 1, 20))
+    );
+    assert_eq!(usage(&a).await["quota"]["scope"], "global");
+    let mut served = 0;
+    for i in 0..60 {
+        let app = if i % 2 == 0 { &a } else { &b };
+        if status(app, WEB, "/token").await == 200 {
+            served += 1;
+        }
+    }
+    // The burst, plus a token or two of refill at 1/s, plus at most one request of credit
+    // per replica (the bound in src/callers/lease.rs).
+    assert!((20..=24).contains(&served), "served {served} of 60 by two replicas sharing a burst of 20");
+    // Another caller is not limited by web's bucket.
+    for _ in 0..30 {
+        assert_eq!(status(&b, BATCH, "/token").await, 200);
+    }
+    // Both replicas are counted in the store.
+    assert!(
+        eventually(Duration::from_secs(3), || async {
+            metric(&a, "drbgd_quota_store_replicas ").await == 2.0
+        })
+        .await
+    );
+    // The key is the caller's hash-tagged bucket under the deployment's prefix; nothing else
+    // about the caller is stored.
+    let keys = redis.cmd(&["KEYS", "t1:*"]).unwrap();
+    assert!(keys.contains("t1:{web}:requests") && keys.contains("t1:replicas"), "{keys}");
+    assert!(!keys.contains("batch"), "{keys}");
+}
+
+#[tokio::test]
+async fn deployments_with_different_prefixes_never_share_a_bucket() {
+    let Some(redis) = Redis::start() else { return };
+    let a = replica(settings(&redis.url(), "blue", "local", 1, 5)).await;
+    let b = replica(settings(&redis.url(), "green", "local", 1, 5)).await;
+    for (app, name) in [(&a, "blue"), (&b, "green")] {
+        let mut n = 0;
+        for _ in 0..10 {
+            n += u32::from(status(app, WEB, "/token").await == 200);
+        }
+        assert!((5..=6).contains(&n), "{name}'s bucket is its own: {n} served");
+    }
+}
+
+#[tokio::test]
+async fn each_failure_mode_when_the_store_goes_away_and_recovery() {
+    let Some(mut redis) = Redis::start() else { return };
+    let local = replica(settings(&redis.url(), "f", "local", 1000, 1000)).await;
+    let open = replica(settings(&redis.url(), "f2", "open", 1, 1)).await;
+    let closed = replica(settings(&redis.url(), "f3", "closed", 1000, 1000)).await;
+    for app in [&local, &open, &closed] {
+        assert_eq!(status(app, WEB, "/token").await, 200);
+    }
+    redis.kill();
+    // Until a call fails a replica goes by what it last knew; every answer is a 200 or a 429.
+    for app in [&local, &open, &closed] {
+        let s = status(app, WEB, "/token").await;
+        assert!(s == 200 || s == 429, "{s}");
+    }
+    // Each replica sees the store down within a heartbeat.
+    for app in [&local, &open, &closed] {
+        let down = || async { metric(app, "drbgd_quota_store_up ").await == 0.0 };
+        assert!(eventually(Duration::from_secs(2), down).await, "the store is seen down");
+    }
+    // Every request is answered (no hang, no 5xx but closed's 503) while the store is gone.
+    for _ in 0..20 {
+        let s = status(&local, WEB, "/token").await;
+        assert!(s == 200 || s == 429, "local fallback answered {s}");
+        assert_eq!(status(&open, WEB, "/token").await, 200, "open admits");
+    }
+    let mut refused = 0;
+    for _ in 0..5 {
+        let r = closed.client.get(closed.url("/token")).bearer_auth(WEB).send().await.unwrap();
+        if r.status() == 503 {
+            assert_problem(r, 503, "quota_store_unavailable").await;
+            refused += 1;
+        }
+    }
+    assert_eq!(refused, 5, "closed refuses quota'd requests once the store is seen down");
+    // A caller without a quota is not affected, even under `closed`.
+    assert_eq!(status(&closed, BATCH, "/token").await, 200);
+    // Readiness does not depend on the store.
+    let ready = closed.client.get(format!("{}/readyz", closed.admin)).send().await.unwrap();
+    assert_eq!(ready.status(), 200);
+    assert_eq!(usage(&local).await["quota"]["scope"], "replica_share");
+    assert_eq!(metric(&local, "drbgd_quota_store_up ").await, 0.0);
+
+    // The store comes back: global again within 2 s, without a restart.
+    redis.restart();
+    let back = Instant::now();
+    for app in [&local, &open, &closed] {
+        assert!(
+            eventually(Duration::from_secs(2), || async { usage(app).await["quota"]["scope"] == "global" })
+                .await,
+            "global again within 2 s"
+        );
+    }
+    assert!(back.elapsed() < Duration::from_secs(2));
+    assert_eq!(status(&closed, WEB, "/token").await, 200);
+    assert!(metric(&local, "drbgd_quota_store_fallback_seconds_total ").await > 0.0);
+}
+
+#[tokio::test]
+async fn garbage_at_a_key_is_a_store_failure_not_a_crash() {
+    let Some(redis) = Redis::start() else { return };
+    let app = replica(settings(&redis.url(), "g", "local", 1000, 1000)).await;
+    // A key of another type, then a hash that is not a bucket.
+    redis.cmd(&["SET", "g:{web}:requests", "not a bucket"]).unwrap();
+    for _ in 0..5 {
+        assert_eq!(status(&app, WEB, "/token").await, 200);
+    }
+    let first = || async {
+        metric(&app, "drbgd_quota_store_errors_total{op=\"exchange\",reason=\"reply\"} ").await >= 1.0
+    };
+    assert!(eventually(Duration::from_secs(2), first).await);
+    redis.cmd(&["DEL", "g:{web}:requests"]).unwrap();
+    redis.cmd(&["HSET", "g:{web}:requests", "tokens", "lots", "at", "yesterday"]).unwrap();
+    assert!(
+        eventually(Duration::from_secs(2), || async { usage(&app).await["quota"]["scope"] == "global" })
+            .await
+    );
+    for _ in 0..5 {
+        assert_eq!(status(&app, WEB, "/token").await, 200);
+    }
+    let second = || async {
+        metric(&app, "drbgd_quota_store_errors_total{op=\"exchange\",reason=\"reply\"} ").await >= 2.0
+    };
+    assert!(eventually(Duration::from_secs(2), second).await);
+}
+
+#[tokio::test]
+async fn leases_go_back_to_the_store_at_shutdown() {
+    let Some(redis) = Redis::start() else { return };
+    // A fast caller: leases of many tokens.
+    let mut app = replica(settings(&redis.url(), "s", "local", 10_000, 10_000)).await;
+    for _ in 0..200 {
+        assert_eq!(status(&app, WEB, "/token").await, 200);
+    }
+    let level = |redis: &Redis| {
+        let reply = redis.cmd(&["HGET", "s:{web}:requests", "tokens"]).unwrap();
+        reply.lines().nth(1).unwrap().parse::<f64>().unwrap()
+    };
+    let before = level(&redis);
+    app.stop();
+    app.handle.take().unwrap().await.unwrap().unwrap();
+    let after = level(&redis);
+    assert!(after > before, "the unspent lease went back: {before} -> {after}");
+    // Its replica left the set.
+    assert_eq!(redis.cmd(&["ZCARD", "s:replicas"]).unwrap().trim(), ":0");
+}
+
+#[tokio::test]
+async fn an_unreachable_store_at_start_up_is_a_fallback_not_a_failure() {
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let app = replica(settings(&format!("redis://127.0.0.1:{port}"), "u", "local", 5, 5)).await;
+    let mut served = 0;
+    for _ in 0..10 {
+        let s = status(&app, WEB, "/token").await;
+        assert!(s == 200 || s == 429, "{s}");
+        served += u32::from(s == 200);
+    }
+    assert!((5..=6).contains(&served), "this replica's share of the rate: {served}");
+    assert_eq!(usage(&app).await["quota"]["scope"], "replica_share");
+}
+
+#[tokio::test]
+async fn the_password_comes_from_its_file() {
+    let Some(mut redis) = Redis::start() else { return };
+    redis.kill();
+    redis.auth = Some("s3cret-pass".into());
+    redis.restart_with(&["--requirepass", "s3cret-pass"]);
+    let dir = std::env::temp_dir().join(format!("drbgd-redis-pw-{}", redis.port));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("password");
+    std::fs::write(&file, "s3cret-pass\n").unwrap();
+    let mut with = settings(&redis.url(), "p", "closed", 1000, 1000);
+    with.quota.password_file = Some(file.clone());
+    let app = replica(with).await;
+    assert_eq!(status(&app, WEB, "/token").await, 200);
+    assert_eq!(usage(&app).await["quota"]["scope"], "global");
+    // Without it the store refuses this replica: the fallback, not a crash.
+    let without = replica(settings(&redis.url(), "p", "closed", 1000, 1000)).await;
+    let r = without.client.get(without.url("/token")).bearer_auth(WEB).send().await.unwrap();
+    assert_problem(r, 503, "quota_store_unavailable").await;
+    let keys = redis.cmd(&["KEYS", "p:*"]).unwrap();
+    assert!(keys.contains("p:{web}:requests"), "{keys}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn configuration_errors_name_the_key() {
+    let load = |quota: serde_json::Value| {
+        let overrides = serde_json::json!({ "quota": quota });
+        Settings::load(None, overrides).map(drop).unwrap_err().to_string()
+    };
+    let e = load(serde_json::json!({ "store": "redis", "url": "http://example.org" }));
+    assert!(e.contains("quota.url"), "{e}");
+    let e = load(serde_json::json!({ "store": "redis", "url": "redis://:hunter2@127.0.0.1:6379" }));
+    assert!(e.contains("quota.url") && e.contains("password") && !e.contains("hunter2"), "{e}");
+    let e = load(
+        serde_json::json!({ "store": "redis", "url": "redis://127.0.0.1", "password_file": "/nonexistent/pw" }),
+    );
+    assert!(e.contains("quota.password_file"), "{e}");
+    let e = load(serde_json::json!({ "store": "redis", "url": "redis://127.0.0.1", "prefix": "a{b}" }));
+    assert!(e.contains("quota.prefix"), "{e}");
+    let e = load(serde_json::json!({ "store": "redis", "url": "redis://127.0.0.1", "timeout_ms": 0 }));
+    assert!(e.contains("quota.timeout_ms"), "{e}");
+}
