@@ -17,7 +17,8 @@ pub struct QuotaStoreSettings {
     /// `redis://host:port[/db]` or `rediss://` (TLS); a user name may be given, a password
     /// may not (it comes from `password_file` or `DRBGD_REDIS_PASSWORD`).
     pub url: String,
-    /// A file holding the store's password (a mounted Secret), read at start-up.
+    /// A file holding the store's password (a mounted Secret), read at start-up; empty: none.
+    #[serde(default)]
     pub password_file: Option<PathBuf>,
     /// Namespace of every key, the same on every replica of one deployment and different
     /// between deployments that share a store.
@@ -90,7 +91,7 @@ impl QuotaStoreSettings {
                 format!("must not hold a password: put it in quota.password_file or {PASSWORD_ENV}"),
             );
         }
-        if let Some(file) = &self.password_file {
+        if let Some(file) = self.password_file() {
             match std::fs::read_to_string(file) {
                 Ok(p) if !p.trim_end_matches(['\r', '\n']).is_empty() => {}
                 Ok(_) => return invalid("quota.password_file", format!("{} is empty", file.display())),
@@ -100,12 +101,17 @@ impl QuotaStoreSettings {
         Ok(())
     }
 
+    /// `password_file`, unless empty.
+    fn password_file(&self) -> Option<&std::path::Path> {
+        self.password_file.as_deref().filter(|p| !p.as_os_str().is_empty())
+    }
+
     /// The store's password, from `password_file` or else the environment, if any.
     ///
     /// # Errors
     /// The file cannot be read (it could at validation; it may have gone since).
     pub fn password(&self) -> std::io::Result<Option<zeroize::Zeroizing<String>>> {
-        if let Some(file) = &self.password_file {
+        if let Some(file) = self.password_file() {
             let text = zeroize::Zeroizing::new(std::fs::read_to_string(file)?);
             return Ok(Some(zeroize::Zeroizing::new(text.trim_end_matches(['\r', '\n']).to_string())));
         }
