@@ -218,7 +218,8 @@ async fn health_follows_readiness_and_auth_is_enforced() {
 }
 
 /// Every `drbgd_*` series named by the Grafana dashboards and the alert rules exists in a live
-/// `/metrics` after HTTP, gRPC and error traffic.
+/// `/metrics` after HTTP, gRPC and error traffic (the quota store's series in that of a replica
+/// configured with a shared store, here an unreachable one).
 #[tokio::test]
 async fn dashboards_and_rules_only_use_exported_series() {
     let app = spawn_app().await;
@@ -226,8 +227,17 @@ async fn dashboards_and_rules_only_use_exported_series() {
     app.get("/bits?n=0").await.bytes().await.unwrap();
     let mut c = client(&app).await;
     c.get_bits(GetBitsRequest { n: 64, alg: 0, prediction_resistance: false }).await.unwrap();
-    let metrics =
-        app.client.get(format!("{}/metrics", app.admin)).send().await.unwrap().text().await.unwrap();
+    let mut with_store = crate::helpers::test_settings();
+    with_store.quota.store = drbgd::config::quota::StoreKind::Redis;
+    with_store.quota.url = "redis://127.0.0.1:9".into();
+    let fleet = crate::helpers::spawn_with(with_store, std::sync::Arc::new(drbgd::drbg::entropy::OsEntropy)).await;
+    let scrape = |admin: String| {
+        let client = app.client.clone();
+        async move { client.get(format!("{admin}/metrics")).send().await.unwrap().text().await.unwrap() }
+    };
+    let alone = scrape(app.admin.clone()).await;
+    assert!(!alone.contains("drbgd_quota_store"), "a replica without a shared store exports no store series");
+    let metrics = alone + &scrape(fleet.admin.clone()).await;
     let root = env!("CARGO_MANIFEST_DIR");
     let mut names = std::collections::BTreeSet::new();
     let files = [
