@@ -358,6 +358,7 @@ fn usage_reply(u: crate::callers::Usage) -> pb::GetUsageResponse {
         bytes: bucket(u.quota.bytes),
         max_in_flight: u.quota.max_in_flight.unwrap_or(0),
         in_flight: u.quota.in_flight,
+        quota_scope: u.quota.scope.to_string(),
         requests_total: u.counters.requests,
         output_bytes_total: u.counters.output_bytes,
         denied: u.counters.denied.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),

@@ -163,7 +163,8 @@ impl Lease {
         // Resized once a lease long, or sooner when more than two leases went in a tenth of
         // that (a caller starting fast would otherwise take a lease of one token per exchange
         // until the first lease-long period is over).
-        let (elapsed, window) = (now.saturating_duration_since(self.since).as_secs_f64(), self.window.as_secs_f64());
+        let (elapsed, window) =
+            (now.saturating_duration_since(self.since).as_secs_f64(), self.window.as_secs_f64());
         if elapsed >= window || (elapsed >= window / 10.0 && self.spent >= 2.0 * self.size) {
             let use_rate = self.spent / elapsed;
             self.size = (use_rate * self.window.as_secs_f64()).clamp(1.0, rate.burst.max(1.0));

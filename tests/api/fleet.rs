@@ -163,6 +163,12 @@ async fn two_replicas_share_one_bucket() {
         replica(settings(&redis.url(), "t1", "local", 1, 20))
     );
     assert_eq!(usage(&a).await["quota"]["scope"], "global");
+    let mut grpc = drbgd::grpc::pb::randomness_service_client::RandomnessServiceClient::connect(b.url(""))
+        .await
+        .unwrap();
+    let mut request = tonic::Request::new(drbgd::grpc::pb::GetUsageRequest {});
+    request.metadata_mut().insert("authorization", format!("Bearer {WEB}").parse().unwrap());
+    assert_eq!(grpc.get_usage(request).await.unwrap().into_inner().quota_scope, "global");
     let mut served = 0;
     for i in 0..60 {
         let app = if i % 2 == 0 { &a } else { &b };

@@ -230,7 +230,8 @@ async fn dashboards_and_rules_only_use_exported_series() {
     let mut with_store = crate::helpers::test_settings();
     with_store.quota.store = drbgd::config::quota::StoreKind::Redis;
     with_store.quota.url = "redis://127.0.0.1:9".into();
-    let fleet = crate::helpers::spawn_with(with_store, std::sync::Arc::new(drbgd::drbg::entropy::OsEntropy)).await;
+    let fleet =
+        crate::helpers::spawn_with(with_store, std::sync::Arc::new(drbgd::drbg::entropy::OsEntropy)).await;
     let scrape = |admin: String| {
         let client = app.client.clone();
         async move { client.get(format!("{admin}/metrics")).send().await.unwrap().text().await.unwrap() }
