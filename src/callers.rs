@@ -189,6 +189,23 @@ impl Callers {
     pub async fn leave_store(&self) {
         let Some(store) = self.registry().store().cloned() else { return };
         if store.is_up() {
+            // Exchanges the last requests started end within the store's deadline: waited for,
+            // so that what they grant is given back too.
+            let deadline = Instant::now() + 2 * store.timeout();
+            loop {
+                let mut under_way = false;
+                self.each_lease(
+                    |lease| {
+                        under_way |= lease.is_exchanging();
+                        None
+                    },
+                    |_, _, _, _| {},
+                );
+                if !under_way || Instant::now() >= deadline {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+            }
             let mut exchanges = Vec::new();
             self.each_lease(lease::Lease::give_back_now, |caller, kind, rate, e| {
                 exchanges.push((caller.clone(), kind, rate, e));
@@ -362,21 +379,24 @@ impl Caller {
         let Some(store) = &self.store else {
             return state.bucket(kind).take(rate, cost, now).map(drop).map_err(Refusal::Wait);
         };
+        let fallback = || match store.on_failure {
+            OnStoreFailure::Open => Ok(()),
+            OnStoreFailure::Closed => Err(Refusal::StoreUnavailable),
+            OnStoreFailure::Local => {
+                let share = share(rate, store.replicas());
+                state.bucket(kind).take(share, cost, now).map(drop).map_err(Refusal::Wait)
+            }
+        };
         if !store.is_up() {
-            return match store.on_failure {
-                OnStoreFailure::Open => Ok(()),
-                OnStoreFailure::Closed => Err(Refusal::StoreUnavailable),
-                OnStoreFailure::Local => {
-                    let share = share(rate, store.replicas());
-                    state.bucket(kind).take(share, cost, now).map(drop).map_err(Refusal::Wait)
-                }
-            };
+            return fallback();
         }
-        let (spend, exchange) = state
-            .lease(kind)
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .spend(rate, cost, (store.replicas(), store.lease_window), now);
+        let mut lease = state.lease(kind).lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if lease.is_broken(now) {
+            drop(lease);
+            return fallback();
+        }
+        let (spend, exchange) = lease.spend(rate, cost, (store.replicas(), store.lease_window), now);
+        drop(lease);
         if let Some(exchange) = exchange {
             store.start(self.name_arc(), state.clone(), kind, rate, exchange);
         }
@@ -393,7 +413,7 @@ impl Caller {
     pub fn remaining(&self, kind: Kind, rate: Rate, now: Instant) -> f64 {
         let state = self.quota_state();
         match &self.store {
-            Some(store) if store.is_up() => {
+            Some(store) if self.global(store, now) => {
                 state
                     .lease(kind)
                     .lock()
@@ -406,12 +426,25 @@ impl Caller {
         }
     }
 
+    /// Whether the caller's buckets are the store's now: the store is up and has not answered
+    /// garbage for either of them.
+    fn global(&self, store: &Store, now: Instant) -> bool {
+        let broken = |kind| {
+            self.quota_state()
+                .lease(kind)
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .is_broken(now)
+        };
+        store.is_up() && !broken(Kind::Requests) && !broken(Kind::Bytes)
+    }
+
     /// Where the caller's buckets are kept now: `instance` (this process), `global` (the
     /// shared store) or `replica_share` (the store is down: this replica's share).
     pub fn quota_scope(&self) -> &'static str {
         match &self.store {
             None => "instance",
-            Some(store) if store.is_up() => "global",
+            Some(store) if self.global(store, Instant::now()) => "global",
             Some(store) => match store.on_failure {
                 OnStoreFailure::Local => "replica_share",
                 OnStoreFailure::Open => "unlimited",

@@ -198,7 +198,7 @@ impl Metrics {
             ),
             caller_denials: counter(
                 "caller_denials_total",
-                "Requests refused by caller and code: unauthorized, unknown_client, credentials_conflict (these three under caller unknown), route_not_allowed, alg_not_allowed, n_not_allowed, pr_not_allowed, rate_limited, concurrency_limited.",
+                "Requests refused by caller and code: unauthorized, unknown_client, credentials_conflict (these three under caller unknown), route_not_allowed, alg_not_allowed, n_not_allowed, pr_not_allowed, rate_limited, concurrency_limited, quota_store_unavailable.",
                 &["caller", "code"],
             ),
             quota_store: QuotaStoreSeries {

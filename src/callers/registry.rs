@@ -31,7 +31,7 @@ pub const DEFAULT: &str = "default";
 pub const UNKNOWN: &str = "unknown";
 
 /// Denial codes counted per caller, in `/usage` and `drbgd_caller_denials_total`.
-pub const DENIALS: [&str; 7] = [
+pub const DENIALS: [&str; 8] = [
     "unknown_client",
     "route_not_allowed",
     "alg_not_allowed",
@@ -39,6 +39,7 @@ pub const DENIALS: [&str; 7] = [
     "pr_not_allowed",
     "rate_limited",
     "concurrency_limited",
+    "quota_store_unavailable",
 ];
 
 /// A caller: its name, policy, quota and (shared across reloads) state.

@@ -15,9 +15,11 @@
 //! not matter. Replicas exchange tokens with a bucket through [`super::lease`]: a request
 //! never waits for the store.
 //!
-//! A call that fails (unreachable, past `quota.timeout_ms`, a reply that is not a bucket)
-//! marks the store down on this replica: quota'd requests then meet `quota.on_store_failure`
-//! until a heartbeat succeeds again (every [`PROBE`] while down).
+//! A call that fails (unreachable, past `quota.timeout_ms`) marks the store down on this
+//! replica: quota'd requests then meet `quota.on_store_failure` until a heartbeat succeeds
+//! again (every [`PROBE`] while down). A reply that is not a bucket (a key of another type, a
+//! value that is not a number) sets that caller's bucket aside for [`super::lease::BROKEN`]
+//! instead: its requests meet the fallback, every other caller's stay global.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -50,22 +52,26 @@ local v = redis.call('HMGET', KEYS[1], 'tokens', 'at')
 local tokens, at = burst, now
 if v[1] or v[2] then
   tokens, at = tonumber(v[1]), tonumber(v[2])
-  if tokens == nil or at == nil then
+  local function sane(x, low, high) return x ~= nil and x == x and x >= low and x <= high end
+  if not sane(tokens, -1e15, 1e300) or not sane(at, 0, 1e17) then
     return redis.error_reply('DRBGD not a quota bucket: ' .. KEYS[1])
   end
 end
 if now > at then
   tokens = math.min(burst, tokens + (now - at) * rate / 1000000)
-  at = now
 end
+-- From now on in any case: a bucket whose time is ahead of the store's clock (the clock was
+-- stepped back) refills from now, neither for the step nor never.
+at = now
 tokens = math.min(burst, tokens - settle)
 local granted = 0
 if want > 0 and tokens >= at_least and tokens > 0 then
   granted = math.min(want, tokens)
 end
 tokens = tokens - granted
+local ttl = math.min(math.ceil((burst - tokens) / rate * 1000) + 1000, 1e12)
 redis.call('HSET', KEYS[1], 'tokens', string.format('%.17g', tokens), 'at', string.format('%.0f', at))
-redis.call('PEXPIRE', KEYS[1], math.ceil((burst - tokens) / rate * 1000) + 1000)
+redis.call('PEXPIRE', KEYS[1], string.format('%d', ttl))
 return {string.format('%.17g', granted), string.format('%.17g', tokens)}
 ";
 
@@ -167,7 +173,13 @@ impl Store {
             let redis = info.redis_settings().clone().set_password(password.as_str());
             info = info.set_redis_settings(redis);
         }
-        let client = redis::Client::open(info)?;
+        let client = match settings.ca_file() {
+            None => redis::Client::open(info)?,
+            Some(file) => {
+                let root_cert = Some(std::fs::read(file)?);
+                redis::Client::build_with_tls(info, redis::TlsCertificates { client_tls: None, root_cert })?
+            }
+        };
         let timeout = Duration::from_millis(settings.timeout_ms);
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(timeout.max(Duration::from_millis(500))))
@@ -200,6 +212,11 @@ impl Store {
         self.up.load(Ordering::Acquire)
     }
 
+    /// The deadline of each call.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
     /// Replicas last seen alive (at least this one).
     pub fn replicas(&self) -> u32 {
         self.replicas.load(Ordering::Acquire).max(1)
@@ -230,7 +247,11 @@ impl Store {
         };
         if let Err(failure) = result {
             self.metrics.errors.with_label_values(&[op, failure.label()]).inc();
-            self.down(op, failure);
+            // An error reply to an exchange is about its key (another type, not a bucket): that
+            // caller's bucket is set aside, the store stays in use for the others.
+            if !(op == "exchange" && failure == Failure::Reply) {
+                self.down(op, failure);
+            }
         }
         result
     }
@@ -256,7 +277,11 @@ impl Store {
             }
             _ => {
                 self.metrics.errors.with_label_values(&["exchange", Failure::Reply.label()]).inc();
-                self.down("exchange", Failure::Reply);
+                tracing::warn!(
+                    caller,
+                    bucket = kind.name(),
+                    "quota store answered something that is not a bucket"
+                );
                 Err(Failure::Reply)
             }
         }
@@ -327,20 +352,29 @@ impl Store {
         e: Exchange,
     ) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            state.lease(kind).lock().unwrap_or_else(std::sync::PoisonError::into_inner).failed();
+            state
+                .lease(kind)
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .failed(Instant::now());
+            self.down("exchange", Failure::Unavailable);
             return;
         };
         let store = self.clone();
         runtime.spawn(async move { store.run(&caller, &state, kind, rate, e).await });
     }
 
-    /// Carries out `e` and tells the lease.
+    /// Carries out `e` and tells the lease, then the exchanges the lease asks for next.
     pub async fn run(&self, caller: &str, state: &QuotaState, kind: Kind, rate: Rate, e: Exchange) {
-        let result = self.exchange(caller, kind, rate, e).await;
-        let mut lease = state.lease(kind).lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        match result {
-            Ok(reply) => lease.settled(rate, reply, Instant::now()),
-            Err(_) => lease.failed(),
+        let mut next = Some(e);
+        while let Some(e) = next.take() {
+            let result = self.exchange(caller, kind, rate, e).await;
+            let mut lease = state.lease(kind).lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            match result {
+                Ok(reply) => next = lease.settled(rate, reply, Instant::now()),
+                Err(Failure::Reply) => lease.broken(Instant::now()),
+                Err(_) => lease.failed(Instant::now()),
+            }
         }
     }
 }

@@ -20,6 +20,10 @@ pub struct QuotaStoreSettings {
     /// A file holding the store's password (a mounted Secret), read at start-up; empty: none.
     #[serde(default)]
     pub password_file: Option<PathBuf>,
+    /// PEM bundle of the CAs a `rediss://` store's certificate must chain to; empty: the
+    /// public web roots.
+    #[serde(default)]
+    pub ca_file: Option<PathBuf>,
     /// Namespace of every key, the same on every replica of one deployment and different
     /// between deployments that share a store.
     pub prefix: String,
@@ -75,21 +79,39 @@ impl QuotaStoreSettings {
         if !prefix_ok {
             return invalid("quota.prefix", "1 to 64 of a-z A-Z 0-9 _ - . :".into());
         }
-        if self.store == StoreKind::Local {
-            return Ok(());
-        }
-        let info = match redis::IntoConnectionInfo::into_connection_info(self.url.as_str()) {
-            Ok(info) => info,
-            Err(e) => return invalid("quota.url", format!("not a redis:// or rediss:// URL: {e}")),
-        };
-        if !self.url.starts_with("redis://") && !self.url.starts_with("rediss://") {
-            return invalid("quota.url", "must start with redis:// or rediss://".into());
-        }
-        if info.redis_settings().password().is_some() {
+        // Checked whatever the store: a password in the URL would be printed with the settings.
+        let info = redis::IntoConnectionInfo::into_connection_info(self.url.as_str());
+        if let Ok(info) = &info
+            && info.redis_settings().password().is_some()
+        {
             return invalid(
                 "quota.url",
                 format!("must not hold a password: put it in quota.password_file or {PASSWORD_ENV}"),
             );
+        }
+        if self.store == StoreKind::Local {
+            return Ok(());
+        }
+        if let Err(e) = info {
+            return invalid("quota.url", format!("not a redis:// or rediss:// URL: {e}"));
+        }
+        if !self.url.starts_with("redis://") && !self.url.starts_with("rediss://") {
+            return invalid("quota.url", "must start with redis:// or rediss://".into());
+        }
+        if self.url.contains('#') {
+            // redis-rs reads "#insecure" as "skip certificate verification".
+            return invalid(
+                "quota.url",
+                "must not have a fragment (#insecure would skip TLS verification)".into(),
+            );
+        }
+        if let Some(file) = self.ca_file() {
+            if !self.url.starts_with("rediss://") {
+                return invalid("quota.ca_file", "applies to a rediss:// URL only".into());
+            }
+            if let Err(e) = std::fs::read(file) {
+                return invalid("quota.ca_file", format!("{}: {e}", file.display()));
+            }
         }
         if let Some(file) = self.password_file() {
             match std::fs::read_to_string(file) {
@@ -99,6 +121,11 @@ impl QuotaStoreSettings {
             }
         }
         Ok(())
+    }
+
+    /// `ca_file`, unless empty.
+    pub fn ca_file(&self) -> Option<&std::path::Path> {
+        self.ca_file.as_deref().filter(|p| !p.as_os_str().is_empty())
     }
 
     /// `password_file`, unless empty.

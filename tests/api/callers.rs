@@ -517,14 +517,14 @@ fn bad_caller_configs_stop_start_up_naming_the_key() {
 }
 
 /// A CA, and a way to issue leaves signed by it.
-struct Ca {
+pub(crate) struct Ca {
     issuer: rcgen::Issuer<'static, rcgen::KeyPair>,
     der: rustls_pki_types::CertificateDer<'static>,
-    pem: String,
+    pub(crate) pem: String,
 }
 
 impl Ca {
-    fn new(name: &str) -> Self {
+    pub(crate) fn new(name: &str) -> Self {
         let key = rcgen::KeyPair::generate().unwrap();
         let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
         params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
@@ -534,7 +534,7 @@ impl Ca {
     }
 
     /// A leaf with these DNS names, URI SANs and CN: (certificate DER, key DER, certificate PEM, key PEM).
-    fn leaf(
+    pub(crate) fn leaf(
         &self,
         dns: &[&str],
         uris: &[&str],

@@ -2,6 +2,10 @@
 //! test is skipped with a printed reason when it is not installed): one global bucket for
 //! two in-process replicas, each failure mode, recovery, garbage at a key, leases given back
 //! at shutdown, deployments kept apart by their prefix, and the configuration errors.
+//!
+//! The tests run on the multi-threaded runtime, as the server does: on the test's one thread,
+//! the exchanges a request starts in the background would wait behind the test's own loop of
+//! requests, which no server sees.
 
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
@@ -154,7 +158,7 @@ async fn eventually<F: std::future::Future<Output = bool>>(
     false
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_replicas_share_one_bucket() {
     let Some(redis) = Redis::start() else { return };
     // 1 request/s, burst 20: what the two serve in a moment is the burst, not twice it.
@@ -163,6 +167,11 @@ async fn two_replicas_share_one_bucket() {
         replica(settings(&redis.url(), "t1", "local", 1, 20))
     );
     assert_eq!(usage(&a).await["quota"]["scope"], "global");
+    // Each knows of the other (a heartbeat a second): each one's credit is its half.
+    for app in [&a, &b] {
+        let both = || async { metric(app, "drbgd_quota_store_replicas ").await == 2.0 };
+        assert!(eventually(Duration::from_secs(3), both).await);
+    }
     let mut grpc = drbgd::grpc::pb::randomness_service_client::RandomnessServiceClient::connect(b.url(""))
         .await
         .unwrap();
@@ -197,7 +206,7 @@ async fn two_replicas_share_one_bucket() {
     assert!(!keys.contains("batch"), "{keys}");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deployments_with_different_prefixes_never_share_a_bucket() {
     let Some(redis) = Redis::start() else { return };
     let a = replica(settings(&redis.url(), "blue", "local", 1, 5)).await;
@@ -211,32 +220,46 @@ async fn deployments_with_different_prefixes_never_share_a_bucket() {
     }
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_failure_mode_when_the_store_goes_away_and_recovery() {
     let Some(mut redis) = Redis::start() else { return };
-    let local = replica(settings(&redis.url(), "f", "local", 1000, 1000)).await;
+    // Two replicas of one deployment under `local`: each enforces half of a burst of 20.
+    let local = replica(settings(&redis.url(), "f", "local", 1, 20)).await;
+    let _local_peer = replica(settings(&redis.url(), "f", "local", 1, 20)).await;
+    assert!(
+        eventually(Duration::from_secs(3), || async {
+            metric(&local, "drbgd_quota_store_replicas ").await == 2.0
+        })
+        .await
+    );
     let open = replica(settings(&redis.url(), "f2", "open", 1, 1)).await;
     let closed = replica(settings(&redis.url(), "f3", "closed", 1000, 1000)).await;
     for app in [&local, &open, &closed] {
         assert_eq!(status(app, WEB, "/token").await, 200);
     }
     redis.kill();
-    // Until a call fails a replica goes by what it last knew; every answer is a 200 or a 429.
+    // Until a call fails a replica goes by what it last knew: a 200 or a 429 (closed: a 503
+    // once it has seen the store go).
     for app in [&local, &open, &closed] {
         let s = status(app, WEB, "/token").await;
-        assert!(s == 200 || s == 429, "{s}");
+        assert!(s == 200 || s == 429 || (s == 503 && std::ptr::eq(app, &closed)), "{s}");
     }
     // Each replica sees the store down within a heartbeat.
     for app in [&local, &open, &closed] {
         let down = || async { metric(app, "drbgd_quota_store_up ").await == 0.0 };
         assert!(eventually(Duration::from_secs(2), down).await, "the store is seen down");
     }
-    // Every request is answered (no hang, no 5xx but closed's 503) while the store is gone.
+    // Every request is answered (no hang, no 5xx but closed's 503) while the store is gone;
+    // under `local` this replica's share of the burst: 20 / 2 replicas.
+    let mut served = 0;
     for _ in 0..20 {
         let s = status(&local, WEB, "/token").await;
         assert!(s == 200 || s == 429, "local fallback answered {s}");
+        served += u32::from(s == 200);
         assert_eq!(status(&open, WEB, "/token").await, 200, "open admits");
     }
+    // (9: the request above already met the fallback, when a heartbeat saw the store go first.)
+    assert!((9..=12).contains(&served), "half the burst on this replica: {served}");
     let mut refused = 0;
     for _ in 0..5 {
         let r = closed.client.get(closed.url("/token")).bearer_auth(WEB).send().await.unwrap();
@@ -266,42 +289,84 @@ async fn each_failure_mode_when_the_store_goes_away_and_recovery() {
     }
     assert!(back.elapsed() < Duration::from_secs(2));
     assert_eq!(status(&closed, WEB, "/token").await, 200);
+    // Global again means the store's bucket decides: a fresh one (the restarted store lost its
+    // keys) of 20, shared by the pair, whatever this replica spent while falling back. (The
+    // replica took the level as empty when its exchange failed: it is refused until its first
+    // exchange since answers.)
+    let first = || async { status(&local, WEB, "/token").await == 200 };
+    assert!(eventually(Duration::from_secs(2), first).await);
+    let mut served = 1;
+    for _ in 0..40 {
+        served += u32::from(status(&local, WEB, "/token").await == 200);
+    }
+    assert!((18..=24).contains(&served), "the global burst of 20 again: {served}");
+    assert!(redis.cmd(&["EXISTS", "f:{web}:requests"]).unwrap().contains(":1"));
     assert!(metric(&local, "drbgd_quota_store_fallback_seconds_total ").await > 0.0);
 }
 
-#[tokio::test]
-async fn garbage_at_a_key_is_a_store_failure_not_a_crash() {
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn garbage_at_a_key_sets_that_caller_aside_not_the_store() {
     let Some(redis) = Redis::start() else { return };
-    let app = replica(settings(&redis.url(), "g", "local", 1000, 1000)).await;
-    // A key of another type, then a hash that is not a bucket.
+    let mut with = settings(&redis.url(), "g", "local", 1, 20);
+    with.callers.get_mut("batch").unwrap().quota.requests_per_second = 1;
+    with.callers.get_mut("batch").unwrap().quota.burst = 5;
+    let app = replica(with).await;
+    // A key of another type at web's bucket.
     redis.cmd(&["SET", "g:{web}:requests", "not a bucket"]).unwrap();
-    for _ in 0..5 {
-        assert_eq!(status(&app, WEB, "/token").await, 200);
+    for _ in 0..3 {
+        let s = status(&app, WEB, "/token").await;
+        assert!(s == 200 || s == 429, "{s}");
     }
-    let first = || async {
-        metric(&app, "drbgd_quota_store_errors_total{op=\"exchange\",reason=\"reply\"} ").await >= 1.0
-    };
-    assert!(eventually(Duration::from_secs(2), first).await);
+    let errors = "drbgd_quota_store_errors_total{op=\"exchange\",reason=\"reply\"} ";
+    assert!(eventually(Duration::from_secs(2), || async { metric(&app, errors).await >= 1.0 }).await);
+    // web meets the fallback (this replica's share: the whole burst, it is alone) ...
+    assert_eq!(usage(&app).await["quota"]["scope"], "replica_share");
+    // ... while the store stays up and batch's bucket stays global: 5 of 10.
+    assert_eq!(metric(&app, "drbgd_quota_store_up ").await, 1.0);
+    let mut served = 0;
+    for _ in 0..10 {
+        served += u32::from(status(&app, BATCH, "/token").await == 200);
+    }
+    assert!((5..=6).contains(&served), "batch's global burst of 5: {served}");
+    assert!(redis.cmd(&["EXISTS", "g:{batch}:requests"]).unwrap().contains(":1"));
+    // A hash that is not a bucket is garbage too; once the key is sound again, web is global.
     redis.cmd(&["DEL", "g:{web}:requests"]).unwrap();
     redis.cmd(&["HSET", "g:{web}:requests", "tokens", "lots", "at", "yesterday"]).unwrap();
+    tokio::time::sleep(drbgd::callers::lease::BROKEN).await;
+    status(&app, WEB, "/token").await;
+    assert!(eventually(Duration::from_secs(2), || async { metric(&app, errors).await >= 2.0 }).await);
+    redis.cmd(&["DEL", "g:{web}:requests"]).unwrap();
+    tokio::time::sleep(drbgd::callers::lease::BROKEN).await;
+    status(&app, WEB, "/token").await;
     assert!(
         eventually(Duration::from_secs(2), || async { usage(&app).await["quota"]["scope"] == "global" })
             .await
     );
-    for _ in 0..5 {
-        assert_eq!(status(&app, WEB, "/token").await, 200);
-    }
-    let second = || async {
-        metric(&app, "drbgd_quota_store_errors_total{op=\"exchange\",reason=\"reply\"} ").await >= 2.0
-    };
-    assert!(eventually(Duration::from_secs(2), second).await);
 }
 
-#[tokio::test]
+/// A bucket whose time is ahead of the store's clock (as after the store's clock is stepped
+/// back, or a failover to a store whose clock lags) refills from now on, not after the step.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bucket_ahead_of_the_store_clock_refills_from_now() {
+    let Some(redis) = Redis::start() else { return };
+    let app = replica(settings(&redis.url(), "c", "local", 20, 5)).await;
+    let time = redis.cmd(&["TIME"]).unwrap();
+    let secs: u64 = time.lines().nth(2).unwrap().parse().unwrap();
+    let hour_ahead = format!("{}", (secs + 3600) * 1_000_000);
+    redis.cmd(&["HSET", "c:{web}:requests", "tokens", "0", "at", &hour_ahead]).unwrap();
+    // Empty now; at 20/s a token is back within 50 ms of the first exchange.
+    status(&app, WEB, "/token").await;
+    let refilled =
+        eventually(Duration::from_secs(2), || async { status(&app, WEB, "/token").await == 200 }).await;
+    assert!(refilled, "the bucket refills from the store's now");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leases_go_back_to_the_store_at_shutdown() {
     let Some(redis) = Redis::start() else { return };
-    // A fast caller: leases of many tokens.
-    let mut app = replica(settings(&redis.url(), "s", "local", 10_000, 10_000)).await;
+    // A large burst and a rate of 1/s: the bucket refills by about a token over the test, so
+    // the level rising by more than that is the lease coming back.
+    let mut app = replica(settings(&redis.url(), "s", "local", 1, 10_000)).await;
     for _ in 0..200 {
         assert_eq!(status(&app, WEB, "/token").await, 200);
     }
@@ -313,12 +378,13 @@ async fn leases_go_back_to_the_store_at_shutdown() {
     app.stop();
     app.handle.take().unwrap().await.unwrap().unwrap();
     let after = level(&redis);
-    assert!(after > before, "the unspent lease went back: {before} -> {after}");
+    assert!(after > before + 10.0, "the unspent lease went back: {before} -> {after}");
+    assert!(after <= 10_000.0 - 200.0 + 5.0, "what was spent stays spent: {after}");
     // Its replica left the set.
     assert_eq!(redis.cmd(&["ZCARD", "s:replicas"]).unwrap().trim(), ":0");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreachable_store_at_start_up_is_a_fallback_not_a_failure() {
     let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let app = replica(settings(&format!("redis://127.0.0.1:{port}"), "u", "local", 5, 5)).await;
@@ -332,7 +398,7 @@ async fn an_unreachable_store_at_start_up_is_a_fallback_not_a_failure() {
     assert_eq!(usage(&app).await["quota"]["scope"], "replica_share");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_password_comes_from_its_file() {
     let Some(mut redis) = Redis::start() else { return };
     redis.kill();
@@ -356,6 +422,48 @@ async fn the_password_comes_from_its_file() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// `rediss://` to a redis-server with a certificate from a private CA (`quota.ca_file`);
+/// without the CA the store is never trusted (the fallback, never an unverified connection).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_over_tls_with_a_private_ca() {
+    if Redis::start().is_none() {
+        return;
+    }
+    let ca = crate::callers::Ca::new("store");
+    let (_, _, cert, key) = ca.leaf(&["localhost"], &[], "redis");
+    let dir = std::env::temp_dir().join(format!("drbgd-redis-tls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (name, text) in [("ca.pem", &ca.pem), ("cert.pem", &cert), ("key.pem", &key)] {
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let path = |name: &str| dir.join(name).to_string_lossy().into_owned();
+    let mut child = Command::new("redis-server")
+        .args(["--port", "0", "--tls-port", &port.to_string(), "--bind", "127.0.0.1", "--save", ""])
+        .args(["--tls-cert-file", &path("cert.pem"), "--tls-key-file", &path("key.pem")])
+        .args(["--tls-ca-cert-file", &path("ca.pem"), "--tls-auth-clients", "no"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let url = format!("rediss://localhost:{port}");
+    let mut trusted = settings(&url, "tls", "closed", 1000, 1000);
+    trusted.quota.ca_file = Some(dir.join("ca.pem"));
+    let app = replica(trusted).await;
+    assert_eq!(usage(&app).await["quota"]["scope"], "global");
+    assert_eq!(status(&app, WEB, "/token").await, 200);
+    let untrusted = replica(settings(&url, "tls", "closed", 1000, 1000)).await;
+    assert_eq!(usage(&untrusted).await["quota"]["scope"], "unavailable");
+    assert_eq!(status(&untrusted, WEB, "/token").await, 503);
+    let _ = child.kill();
+    let _ = child.wait();
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 #[test]
 fn configuration_errors_name_the_key() {
     let load = |quota: serde_json::Value| {
@@ -374,4 +482,12 @@ fn configuration_errors_name_the_key() {
     assert!(e.contains("quota.prefix"), "{e}");
     let e = load(serde_json::json!({ "store": "redis", "url": "redis://127.0.0.1", "timeout_ms": 0 }));
     assert!(e.contains("quota.timeout_ms"), "{e}");
+    let e = load(serde_json::json!({ "store": "redis", "url": "rediss://127.0.0.1/#insecure" }));
+    assert!(e.contains("quota.url") && e.contains("insecure"), "{e}");
+    let e =
+        load(serde_json::json!({ "store": "redis", "url": "redis://127.0.0.1", "ca_file": "/etc/hostname" }));
+    assert!(e.contains("quota.ca_file"), "{e}");
+    // A password in the URL is refused even with the local store (it would be printed).
+    let e = load(serde_json::json!({ "store": "local", "url": "redis://:hunter2@127.0.0.1" }));
+    assert!(e.contains("quota.url") && !e.contains("hunter2"), "{e}");
 }
