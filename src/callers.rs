@@ -189,9 +189,9 @@ impl Callers {
     pub async fn leave_store(&self) {
         let Some(store) = self.registry().store().cloned() else { return };
         if store.is_up() {
-            // Exchanges the last requests started end within the store's deadline: waited for,
-            // so that what they grant is given back too.
-            let deadline = Instant::now() + 2 * store.timeout();
+            // Exchanges the last requests started (and the follow-ups they chain) end within a
+            // few of the store's deadlines: waited for, so that what they grant is given back.
+            let deadline = Instant::now() + 5 * store.timeout();
             loop {
                 let mut under_way = false;
                 self.each_lease(
@@ -413,7 +413,7 @@ impl Caller {
     pub fn remaining(&self, kind: Kind, rate: Rate, now: Instant) -> f64 {
         let state = self.quota_state();
         match &self.store {
-            Some(store) if self.global(store, now) => {
+            Some(store) if self.global(store, kind, now) => {
                 state
                     .lease(kind)
                     .lock()
@@ -426,17 +426,16 @@ impl Caller {
         }
     }
 
-    /// Whether the caller's buckets are the store's now: the store is up and has not answered
-    /// garbage for either of them.
-    fn global(&self, store: &Store, now: Instant) -> bool {
-        let broken = |kind| {
-            self.quota_state()
+    /// Whether the caller's `kind` bucket is the store's now: the store is up and has not
+    /// answered garbage for that bucket.
+    fn global(&self, store: &Store, kind: Kind, now: Instant) -> bool {
+        store.is_up()
+            && !self
+                .quota_state()
                 .lease(kind)
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .is_broken(now)
-        };
-        store.is_up() && !broken(Kind::Requests) && !broken(Kind::Bytes)
     }
 
     /// Where the caller's buckets are kept now: `instance` (this process), `global` (the
@@ -444,7 +443,11 @@ impl Caller {
     pub fn quota_scope(&self) -> &'static str {
         match &self.store {
             None => "instance",
-            Some(store) if self.global(store, Instant::now()) => "global",
+            Some(store)
+                if [Kind::Requests, Kind::Bytes].iter().all(|&k| self.global(store, k, Instant::now())) =>
+            {
+                "global"
+            }
             Some(store) => match store.on_failure {
                 OnStoreFailure::Local => "replica_share",
                 OnStoreFailure::Open => "unlimited",

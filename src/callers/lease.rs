@@ -4,8 +4,10 @@
 //!
 //! A request is let through when the tokens in hand cover it, or else on credit: what this
 //! replica owes (settled or not yet) stays within its share of the global bucket's last-known
-//! level (projected forward at the caller's rate, divided among the live replicas), and at
-//! least one request when that level covers one. Credit is settled with the store at once. When the hand runs
+//! level (projected forward at the caller's rate, divided among the live replicas; a full
+//! bucket before the store has answered the lease once), or, when that share is less, a request
+//! of up to a replica's share of the burst, or one token. Credit is settled with the store at
+//! once. When the hand runs
 //! below half a lease, an exchange tops it up to a lease sized to this replica's recent use
 //! (`lease_ms` of it), at most half its share of the burst (`burst / (2 * replicas)`), at
 //! least one request.
@@ -15,8 +17,8 @@
 //! elapsed. So over any interval `T` a caller gets at most
 //! `burst + rate * T` plus what sits in hands and on credit across the fleet: leases of at
 //! most `burst / (2 * replicas)` each, credit of at most a replica's share of a level that is
-//! at most the burst (or one request) each, so `2.5 * burst + rate * T + replicas` in the worst
-//! case; the tests measure it within a few percent of `burst + rate * T`. Under-use is bounded the same way (tokens sitting in other
+//! at most the burst (or one token) each, so `2.5 * burst + rate * T + replicas` tokens in the
+//! worst case; the tests measure it within a few percent of `burst + rate * T`. Under-use is bounded the same way (tokens sitting in other
 //! replicas' hands), and unused hands go back to the store after [`IDLE`].
 
 use std::time::Duration;
@@ -139,16 +141,23 @@ impl Lease {
         self.need = need;
         let projected = self.projected(rate, now);
         // Paid from the hand, or on credit: what is owed (settled or not yet) stays within this
-        // replica's share of the level the store last held (at least one request when that
-        // level covers it), so that the credit of all replicas together stays within it.
-        let share = projected / f64::from(replicas.max(1));
-        let credit = if projected + 1e-9 >= need { share.max(need) } else { 0.0 };
+        // replica's share of the level the store last held (before it has answered this lease
+        // once, of a full bucket), so that the credit of all replicas together stays within
+        // it. A request up to a replica's share of the burst may go on credit when the share of
+        // the level is less, and so may one token (twenty replicas of a caller with a burst of
+        // ten), never a byte request over the share of the burst.
+        let n = f64::from(replicas.max(1));
+        let share = projected / n;
+        let floor = need.min(rate.burst / n).max(need.min(1.0));
+        let credit = if projected + 1e-9 >= need { share.max(floor) } else { 0.0 };
         let owed = (-self.hand).max(0.0) + self.settling;
-        let paid = self.hand + 1e-9 >= cost || owed + (cost - self.hand.max(0.0)) <= credit + 1e-9;
+        let shortfall = cost - self.hand.max(0.0);
+        let paid = self.hand + 1e-9 >= cost || owed + shortfall <= credit + 1e-9;
         if !paid {
-            let short = need + owed - self.hand.max(0.0) - projected.max(0.0);
+            // Until the share of the refilling level covers what is owed and this request.
+            let short = n * (owed + shortfall) - projected;
             let wait = (short.max(0.0) / rate.per_second).clamp(0.001, 86_400.0);
-            // Learn the level again when what we know is older than a lease.
+            // Learn the level again when what we know is older than a lease (or unknown).
             let stale = self.known.is_none_or(|(_, at)| now.saturating_duration_since(at) >= self.window);
             let exchange = (stale && !self.exchanging).then(|| self.begin(rate, need));
             return (Spend::Refused(Wait(Duration::from_secs_f64(wait))), exchange);
@@ -250,6 +259,9 @@ impl Lease {
         self.exchanging = true;
         let back = self.hand;
         self.hand = 0.0;
+        // A debt being settled is owed again if the call fails; tokens given back are not
+        // taken back (lost, on the side of less).
+        self.settling = (-back).max(0.0);
         Some(Exchange { settle: -back, want: 0.0, at_least: 0.0 })
     }
 
@@ -257,8 +269,9 @@ impl Lease {
     /// RateLimit field), and the age of that knowledge.
     pub fn remaining(&self, rate: Rate, now: Instant) -> (f64, Option<Duration>) {
         let age = self.known.map(|(_, at)| now.saturating_duration_since(at));
-        let level = self.projected(rate, now) - self.settling + self.hand.min(0.0);
-        (self.hand.max(0.0) + level.min(rate.burst), age)
+        let owed = (-self.hand).max(0.0) + self.settling;
+        let level = (self.projected(rate, now) - owed).max(0.0);
+        ((self.hand.max(0.0) + level).min(rate.burst), age)
     }
 }
 
@@ -341,8 +354,8 @@ mod tests {
         }
     }
 
-    /// A lone replica of a caller with a burst of 5 serves the 5 at once, however slow the
-    /// store's answer to its first exchange (what it owes and is settling is counted once).
+    /// A lone new replica of a caller with a burst of 5 serves the 5 at once, however slow
+    /// the store's first answer (what it owes and is settling is counted once).
     #[test]
     fn a_cold_replica_serves_the_burst_before_the_store_answers() {
         for rtt_us in [100u64, 1_000, 5_000] {
@@ -355,6 +368,29 @@ mod tests {
             );
             assert_eq!(served, 5.0, "rtt {rtt_us} µs");
         }
+    }
+
+    /// A byte request larger than the replica's share is never taken on credit (twenty
+    /// replicas would each take one against the same burst): it waits for a lease, which the
+    /// refusal asks for.
+    #[test]
+    fn a_large_byte_request_is_not_taken_on_credit() {
+        let t0 = Instant::now();
+        let bytes = Rate { per_second: 1_000_000.0, burst: 1_000_000.0 };
+        let mut lease = Lease::new(t0);
+        // A cold replica: 60,000 bytes is more than a twentieth of the burst.
+        let (spend, e) = lease.spend(bytes, 60_000.0, (20, W), t0);
+        assert!(matches!(spend, Spend::Refused(_)), "{spend:?}");
+        let e = e.expect("the refusal asks the store");
+        assert_eq!(e.want, 60_000.0);
+        // A small one goes on credit meanwhile (a twentieth of a bucket taken as full).
+        assert_eq!(lease.spend(bytes, 16.0, (20, W), t0).0, Spend::Spent);
+        let _ = lease.settled(bytes, Exchanged { granted: e.want, level: 900_000.0 }, t0);
+        // Now in hand.
+        assert_eq!(lease.spend(bytes, 60_000.0, (20, W), t0).0, Spend::Spent);
+        // The share of the level is 45,000: a megabyte is refused, 40,000 go on credit.
+        assert!(matches!(lease.spend(bytes, 1_000_000.0, (20, W), t0).0, Spend::Refused(_)));
+        assert_eq!(lease.spend(bytes, 40_000.0, (20, W), t0).0, Spend::Spent);
     }
 
     #[test]

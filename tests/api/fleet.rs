@@ -31,6 +31,8 @@ impl Redis {
         let port = TcpListener::bind("127.0.0.1:0").ok()?.local_addr().ok()?.port();
         let mut redis = Redis { child: None, port, auth: None };
         if !redis.restart() {
+            // CI sets DRBGD_REQUIRE_REDIS: there a missing server is a failure, not a skip.
+            assert!(std::env::var_os("DRBGD_REQUIRE_REDIS").is_none(), "redis-server is required");
             eprintln!("SKIPPED: redis-server is not installed (apt-get install redis-server)");
             return None;
         }
@@ -178,16 +180,21 @@ async fn two_replicas_share_one_bucket() {
     let mut request = tonic::Request::new(drbgd::grpc::pb::GetUsageRequest {});
     request.metadata_mut().insert("authorization", format!("Bearer {WEB}").parse().unwrap());
     assert_eq!(grpc.get_usage(request).await.unwrap().into_inner().quota_scope, "global");
-    let mut served = 0;
-    for i in 0..60 {
-        let app = if i % 2 == 0 { &a } else { &b };
-        if status(app, WEB, "/token").await == 200 {
-            served += 1;
-        }
+    // All to one replica until it refuses, then the other: one bucket of 20 for both (each
+    // counting alone would serve 20 more on the second).
+    let mut first = 0;
+    for _ in 0..40 {
+        first += u32::from(status(&a, WEB, "/token").await == 200);
     }
-    // The burst, plus a token or two of refill at 1/s, plus at most one request of credit
-    // per replica (the bound in src/callers/lease.rs).
-    assert!((20..=24).contains(&served), "served {served} of 60 by two replicas sharing a burst of 20");
+    let mut second = 0;
+    for _ in 0..20 {
+        second += u32::from(status(&b, WEB, "/token").await == 200);
+    }
+    // The burst plus a token or two of refill at 1/s; the second serves no more than its share
+    // of a bucket it takes as full until the store first answers it (10; the bound in
+    // src/callers/lease.rs), where counting alone it would serve 20.
+    assert!((19..=22).contains(&first), "the first replica served {first} of a burst of 20");
+    assert!(second <= 10, "the second served {second} more: the bucket is not shared");
     // Another caller is not limited by web's bucket.
     for _ in 0..30 {
         assert_eq!(status(&b, BATCH, "/token").await, 200);
