@@ -9,7 +9,9 @@
 //! fraction, in thousandths).
 #![no_main]
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use drbgd::callers::quota::{Bucket, Rate};
 use libfuzzer_sys::fuzz_target;
