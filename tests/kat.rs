@@ -194,6 +194,31 @@ fn run_openssl_record<C: drbgd::drbg::ctr_drbg::CtrKeySize>(use_df: bool, r: &Op
 /// by further calls, with and without personalization, additional input and reseeds.
 #[test]
 fn openssl_ctr_drbg_large_generates() {
+    check_openssl_large_generates();
+}
+
+/// The same records through each keystream path whatever the CPU class: the `aes` crate's
+/// backend (`Never`) and the VAES-256 one (`Always`: any CPU with VAES and AVX2, AVX-512 or
+/// not; skipped with a printed reason elsewhere). The choice is process-wide; a test running
+/// meanwhile takes one path or the other, with the same output.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn openssl_ctr_drbg_large_generates_on_each_keystream_path() {
+    use drbgd::drbg::ctr_drbg::vaes;
+    vaes::set_use(vaes::Use::Never);
+    check_openssl_large_generates();
+    ctr_keystream_matches_ctr_crate();
+    if vaes::supported() {
+        vaes::set_use(vaes::Use::Always);
+        check_openssl_large_generates();
+        ctr_keystream_matches_ctr_crate();
+    } else {
+        eprintln!("SKIPPED (the VAES-256 path): this CPU lacks VAES or AVX2");
+    }
+    vaes::set_use(vaes::Use::Auto);
+}
+
+fn check_openssl_large_generates() {
     let records = parse_openssl("tests/data/ctr_drbg_openssl.txt");
     let mut per_section = std::collections::BTreeMap::new();
     let mut generates = 0;

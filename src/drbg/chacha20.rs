@@ -1,8 +1,20 @@
-//! The `chacha20` generator: RustCrypto's zeroizing ChaCha20 RNG (20 rounds, 64-bit counter,
-//! stream 0: the same keystream as rand_chacha's `ChaCha20Rng`) behind fast key erasure.
+//! The `chacha20` generator: RustCrypto's zeroizing ChaCha20 (20 rounds, 64-bit counter, a
+//! zero 64-bit nonce: the same keystream as rand_chacha's `ChaCha20Rng`) behind fast key
+//! erasure.
+//!
+//! The keystream comes from the crate's cipher core (`ChaCha20LegacyCore::write_keystream_blocks`)
+//! rather than its RNG: the RNG runs the 4-block AVX2 backend on every x86 CPU, the cipher core
+//! runs 16 blocks at a time on AVX-512 (built with `--cfg chacha20_avx512`, which
+//! `.cargo/config.toml` sets for every build of this repository) and 4 on AVX2 elsewhere.
+//! Whole blocks are written straight into the caller's buffer; a partial block's unused bytes
+//! are kept (and wiped on rekey) so the keystream continues across calls exactly as the RNG's
+//! did.
 
-use chacha20::ChaCha20Rng;
-use rand_core::{Rng, SeedableRng};
+use chacha20::ChaCha20LegacyCore;
+use chacha20::cipher::array::Array;
+use chacha20::cipher::consts::U64;
+use chacha20::cipher::{KeyIvInit, StreamCipherCore};
+use zeroize::Zeroize;
 
 use super::Algorithm;
 use super::fke::{FastKeyErasure, KEY_LEN, KeystreamCore};
@@ -10,15 +22,34 @@ use super::fke::{FastKeyErasure, KEY_LEN, KeystreamCore};
 /// The `chacha20` generator.
 pub type ChaCha20Drbg = FastKeyErasure<ChaChaCore>;
 
-/// ChaCha20 keystream: `chacha20::ChaCha20Rng` keyed with the seed. The crate zeroizes it on
-/// drop (`zeroize` feature), and every rekey drops the previous one.
+/// ChaCha20 block length.
+const BLOCK: usize = 64;
+
+/// ChaCha20 keystream keyed with the seed. The crate zeroizes its state on drop (`zeroize`
+/// feature); the unused tail of the last block is wiped here.
 ///
 /// # Security
-/// `from_seed` takes the key by value: the copy made for that call lives in the callee's
-/// frame (or registers) and cannot be wiped from here. The callers' own key buffers are
-/// wiped (`fke.rs`); such argument copies and register spills are the residue Rust cannot
-/// reach, as in every zeroizing RustCrypto type.
-pub struct ChaChaCore(ChaCha20Rng);
+/// `new` takes the key by reference into the crate's state; the callers' own key buffers are
+/// wiped (`fke.rs`). Register spills are the residue Rust cannot reach, as in every zeroizing
+/// RustCrypto type.
+pub struct ChaChaCore {
+    core: ChaCha20LegacyCore,
+    /// The last block generated, of which `block[used..]` is not handed out yet.
+    block: [u8; BLOCK],
+    used: usize,
+}
+
+impl Drop for ChaChaCore {
+    fn drop(&mut self) {
+        self.block.zeroize();
+    }
+}
+
+impl ChaChaCore {
+    fn keyed(key: &[u8; KEY_LEN]) -> ChaCha20LegacyCore {
+        ChaCha20LegacyCore::new(key.into(), &[0u8; 8].into())
+    }
+}
 
 impl KeystreamCore for ChaChaCore {
     const ALGORITHM: Algorithm = Algorithm::ChaCha20;
@@ -26,15 +57,33 @@ impl KeystreamCore for ChaChaCore {
     const RESEED_CONTEXT: &'static str = "drbgd 2026-11 chacha20 reseed";
 
     fn from_key(key: &[u8; KEY_LEN]) -> Self {
-        ChaChaCore(ChaCha20Rng::from_seed(*key))
+        ChaChaCore { core: Self::keyed(key), block: [0; BLOCK], used: BLOCK }
     }
 
     fn rekey(&mut self, key: &[u8; KEY_LEN]) {
-        self.0 = ChaCha20Rng::from_seed(*key);
+        self.core = Self::keyed(key);
+        self.block.zeroize();
+        self.used = BLOCK;
     }
 
     #[inline]
     fn keystream(&mut self, out: &mut [u8]) {
-        self.0.fill_bytes(out);
+        // What is left of the last block first.
+        let take = out.len().min(BLOCK - self.used);
+        let (head, out) = out.split_at_mut(take);
+        head.copy_from_slice(&self.block[self.used..self.used + take]);
+        self.block[self.used..self.used + take].zeroize();
+        self.used += take;
+        // Whole blocks straight into `out`.
+        let (blocks, tail) = Array::<u8, U64>::slice_as_chunks_mut(out);
+        self.core.write_keystream_blocks(blocks);
+        // A partial block: generate one, keep the rest.
+        if !tail.is_empty() {
+            let block: &mut Array<u8, U64> = (&mut self.block).into();
+            self.core.write_keystream_block(block);
+            tail.copy_from_slice(&self.block[..tail.len()]);
+            self.block[..tail.len()].zeroize();
+            self.used = tail.len();
+        }
     }
 }

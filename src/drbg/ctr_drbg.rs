@@ -16,6 +16,9 @@ use zeroize::Zeroize;
 
 use super::{Algorithm, Drbg, ReseedRequired};
 
+#[cfg(target_arch = "x86_64")]
+pub mod vaes;
+
 /// AES block length in bytes (outlen).
 const BLOCK_LEN: usize = 16;
 /// Largest seedlen (AES-256: 32-byte key + 16-byte block).
@@ -64,6 +67,9 @@ const fn strength_bytes(alg: Algorithm) -> usize {
 /// A CTR_DRBG instance over block cipher `C` (AES-128, -192 or -256).
 pub struct CtrDrbg<C> {
     cipher: C,
+    /// The key `cipher` was made from (keylen bytes used), for the VAES keystream's own
+    /// schedule ([`vaes`]).
+    key: [u8; 32],
     v: u128,
     reseed_counter: u64,
     use_df: bool,
@@ -86,6 +92,7 @@ impl<C> Drop for CtrDrbg<C> {
     fn drop(&mut self) {
         // The cipher zeroizes its round keys on drop (aes `zeroize` feature).
         self.v.zeroize();
+        self.key.zeroize();
     }
 }
 
@@ -120,8 +127,13 @@ impl<C: AesCipher> CtrDrbg<C> {
             assert_full_entropy(entropy, seed.len());
             xor_padded(entropy, personalization, seed);
         }
-        let mut drbg =
-            CtrDrbg { cipher: Self::keyed(&[0u8; 32][..Self::key_len()]), v: 0, reseed_counter: 1, use_df };
+        let mut drbg = CtrDrbg {
+            cipher: Self::keyed(&[0u8; 32][..Self::key_len()]),
+            key: [0; 32],
+            v: 0,
+            reseed_counter: 1,
+            use_df,
+        };
         drbg.update(seed);
         seed.zeroize();
         drbg
@@ -214,8 +226,23 @@ impl<C: AesCipher> CtrDrbg<C> {
         bytes.zeroize();
     }
 
-    /// Writes E(Key, V+1), E(Key, V+2), ... into `out`, leaving V at the last counter used.
+    /// Writes E(Key, V+1), E(Key, V+2), ... into `out`, leaving V at the last counter used: with
+    /// VAES on 256-bit registers where [`vaes::chosen`] says so, else the `aes` crate's backend.
     fn keystream(&mut self, out: &mut [u8]) {
+        #[cfg(target_arch = "x86_64")]
+        if vaes::chosen()
+            && let Some(keys) = vaes::RoundKeys::new(&self.key[..Self::key_len()])
+        {
+            self.v = keys.ctr(self.v, out);
+            let whole = out.len() / BLOCK_LEN * BLOCK_LEN;
+            let tail = &mut out[whole..];
+            if !tail.is_empty() {
+                let mut block = self.next_block();
+                tail.copy_from_slice(&block[..tail.len()]);
+                block.zeroize();
+            }
+            return;
+        }
         let (blocks, tail) = Array::<u8, U16>::slice_as_chunks_mut(out);
         for batch in blocks.chunks_mut(BATCH_BLOCKS) {
             for block in batch.iter_mut() {
@@ -262,6 +289,7 @@ impl<C: AesCipher> CtrDrbg<C> {
         }
         let key_len = Self::key_len();
         self.cipher = Self::keyed(&temp[..key_len]);
+        self.key[..key_len].copy_from_slice(&temp[..key_len]);
         let mut v = [0u8; BLOCK_LEN];
         v.copy_from_slice(&temp[key_len..key_len + BLOCK_LEN]);
         self.v = u128::from_be_bytes(v);

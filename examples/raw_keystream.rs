@@ -1,0 +1,48 @@
+//! The ceilings `scripts/cipher-bench.sh` compares drbgd's generators with: the bare crates'
+//! keystreams written to stdout in 64 KiB pieces, as `drbgd generate` writes (a BLAKE3 XOF
+//! reader, the `chacha20` cipher's keystream, the `aes` crate in CTR mode through `ctr`).
+//!
+//! usage: raw_keystream blake3|chacha20|aes256ctr|aes128ctr BYTES > /dev/null
+
+use std::io::Write;
+
+use aes::cipher::{KeyIvInit, StreamCipher};
+
+/// Fills a buffer with keystream.
+type Fill = Box<dyn FnMut(&mut [u8])>;
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let which = args.next().unwrap_or_default();
+    let total: u64 = args.next().and_then(|n| n.parse().ok()).expect("usage: raw_keystream ALG BYTES");
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut out = std::io::stdout().lock();
+    let mut fill: Fill = match which.as_str() {
+        "blake3" => {
+            let mut reader = blake3::Hasher::new_keyed(&[7; 32]).finalize_xof();
+            Box::new(move |b: &mut [u8]| reader.fill(b))
+        }
+        "chacha20" => {
+            let mut c = chacha20::ChaCha20::new(&[7; 32].into(), &[0; 12].into());
+            Box::new(move |b: &mut [u8]| c.apply_keystream(b))
+        }
+        "aes256ctr" => {
+            let mut c = ctr::Ctr128BE::<aes::Aes256>::new(&[7; 32].into(), &[0; 16].into());
+            Box::new(move |b: &mut [u8]| c.apply_keystream(b))
+        }
+        "aes128ctr" => {
+            let mut c = ctr::Ctr128BE::<aes::Aes128>::new(&[7; 16].into(), &[0; 16].into());
+            Box::new(move |b: &mut [u8]| c.apply_keystream(b))
+        }
+        other => panic!("unknown keystream {other:?}"),
+    };
+    let mut left = total;
+    while left > 0 {
+        let n = left.min(buf.len() as u64) as usize;
+        // The ciphers XOR their keystream into the buffer (what `openssl speed` times too); the
+        // bytes are not the keystream itself after the first piece, the time is the same.
+        fill(&mut buf[..n]);
+        out.write_all(&buf[..n]).expect("stdout");
+        left -= n as u64;
+    }
+}
