@@ -134,7 +134,37 @@ fn ctr_kat<C: CtrKeySize>(kat: &CtrKat) -> bool {
     let mut drbg = CtrDrbg::<C>::instantiate(&entropy, &nonce, &[]);
     let mut out = [0u8; 64];
     let ok = drbg.generate(&mut out, &[]).is_ok() && drbg.generate(&mut out, &[]).is_ok();
-    ok && hex(&out) == kat.returned
+    ok && hex(&out) == kat.returned && vaes_agrees::<C>()
+}
+
+/// Where large requests take the VAES-256 keystream (`ctr_drbg::vaes::chosen`), its blocks
+/// for a fixed key and counters (across the 64-bit carry, whole steps, pairs and a single
+/// block) must equal the `aes` crate's: the CAVP answers above run the small-request path only.
+#[cfg(target_arch = "x86_64")]
+fn vaes_agrees<C: CtrKeySize>() -> bool {
+    use super::ctr_drbg::vaes;
+    if !vaes::chosen() {
+        return true;
+    }
+    let key_len = <C as aes::cipher::KeySizeUser>::key_size();
+    let key: Vec<u8> = (0..key_len as u8).map(|i| i.wrapping_mul(37) ^ 0x5c).collect();
+    let Some(keys) = vaes::RoundKeys::new(&key) else { return false };
+    let Ok(cipher) = <C as aes::cipher::KeyInit>::new_from_slice(&key) else { return false };
+    let start = u128::from(u64::MAX - 20);
+    let mut ours = [0u8; 19 * 16];
+    if keys.ctr(start, &mut ours) != start + 19 {
+        return false;
+    }
+    ours.chunks_exact(16).enumerate().all(|(i, block)| {
+        let mut b = aes::Block::from((start + 1 + i as u128).to_be_bytes());
+        aes::cipher::BlockCipherEncrypt::encrypt_block(&cipher, &mut b);
+        b[..] == *block
+    })
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn vaes_agrees<C: CtrKeySize>() -> bool {
+    true
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -168,5 +198,22 @@ mod tests {
     #[test]
     fn all_pass() {
         super::run_all().unwrap();
+    }
+
+    /// The start-up check of the VAES-256 keystream runs (and passes) wherever the CPU has
+    /// VAES and AVX2, AVX-512 or not.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn the_vaes_keystream_is_checked_at_start_up() {
+        use crate::drbg::ctr_drbg::vaes;
+        if !vaes::supported() {
+            eprintln!("SKIPPED: this CPU lacks VAES or AVX2");
+            return;
+        }
+        vaes::set_use(vaes::Use::Always);
+        assert!(super::vaes_agrees::<aes::Aes128Enc>());
+        assert!(super::vaes_agrees::<aes::Aes192Enc>());
+        assert!(super::vaes_agrees::<aes::Aes256Enc>());
+        vaes::set_use(vaes::Use::Auto);
     }
 }
