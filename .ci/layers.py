@@ -21,7 +21,7 @@ LAYERS = [
     ["metrics"],  # the Prometheus series
     ["callers"],  # who asks, what they may ask, how much
     ["service"],  # typed request -> output
-    ["state", "memory"],  # the shared handle; heap trimming
+    ["state", "memory", "vmgenid"],  # the shared handle; heap trimming; VM generation listener
     ["http"],  # the call pipeline, endpoints, REST
     ["grpc"],  # the gRPC adapter (uses the pipeline's records)
     ["admin"],  # the admin port's routes

@@ -159,6 +159,7 @@ impl App {
             }
         }
         tokio::spawn(crate::memory::trim_when_idle(self.state.metrics.clone()));
+        crate::vmgenid::start();
         // A shared quota store is heard from once before serving (within its deadline: an
         // unreachable one is a fallback, not a reason not to start), then kept current.
         self.state.callers.join_store().await;

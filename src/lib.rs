@@ -17,6 +17,7 @@
 //!   state.
 //! - [`tls`]: optional rustls for the API listener, with client certificates (reloadable).
 //! - [`reload`]: reloads callers and TLS on SIGHUP and when their files change.
+//! - [`vmgenid`]: reseeds every generator when the VM is cloned or restored from a snapshot.
 //! - [`cli`], [`telemetry`]: the command line and logging.
 //!
 //! The source experiments (the DRBG study's CSV and figures, the rekey study) are a separate
@@ -41,3 +42,4 @@ pub mod shutdown;
 pub mod state;
 pub mod telemetry;
 pub mod tls;
+pub mod vmgenid;

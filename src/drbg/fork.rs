@@ -1,4 +1,6 @@
-//! Fork detection: a process-wide generation number that changes in a child after `fork()`.
+//! Fork detection: a process-wide generation number that changes in a child after `fork()`,
+//! and when this process's virtual machine was cloned or restored from a snapshot (a fork of
+//! the whole machine: [`new_vm_generation`], called by the VM generation listener).
 //!
 //! On Linux the generation lives in a page marked `MADV_WIPEONFORK` (as BoringSSL and the vDSO
 //! getrandom do): the kernel zeroes it in the child, so the check on every generate is a
@@ -11,6 +13,11 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 /// The last generation handed out, in ordinary memory: a child inherits it.
 static GENERATION: AtomicU64 = AtomicU64::new(1);
+/// VM generations seen (clones and snapshot restores), counted in the high bits of
+/// [`generation`].
+static VM_GENERATION: AtomicU64 = AtomicU64::new(0);
+/// Where the VM count starts in [`generation`]: fork generations stay far below 2^40.
+const VM_SHIFT: u32 = 40;
 static DETECTOR: OnceLock<Detector> = OnceLock::new();
 
 enum Detector {
@@ -20,16 +27,24 @@ enum Detector {
     Pid(AtomicU32),
 }
 
-/// The current fork generation. Equal values mean "same process, no fork in between".
+/// The current generation. Equal values mean "same process, no fork and no VM clone or
+/// snapshot restore seen in between".
 #[inline]
 pub fn generation() -> u64 {
-    match DETECTOR.get_or_init(Detector::new) {
+    let process = match DETECTOR.get_or_init(Detector::new) {
         Detector::WipeOnFork(page) => {
             let g = page.load(Ordering::Acquire);
             if g != 0 { g } else { after_fork_wiped(page) }
         }
         Detector::Pid(pid) => pid_generation(pid, &GENERATION, std::process::id(), || {}),
-    }
+    };
+    process.wrapping_add(VM_GENERATION.load(Ordering::Acquire) << VM_SHIFT)
+}
+
+/// The machine this process runs on is a new VM generation (cloned, or restored from a
+/// snapshot): every generator reseeds before its next output, as after a fork.
+pub fn new_vm_generation() {
+    VM_GENERATION.fetch_add(1, Ordering::AcqRel);
 }
 
 /// Which mechanism is in use: `"wipeonfork"` or `"pid"`.

@@ -14,7 +14,8 @@ pub enum ReseedReason {
     Threshold,
     /// The key reached its maximum age.
     Age,
-    /// The process forked since the last seed.
+    /// The process forked, or its virtual machine was cloned or restored from a snapshot,
+    /// since the last seed.
     Fork,
     /// The caller asked for prediction resistance.
     PredictionResistance,
