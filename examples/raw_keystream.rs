@@ -1,5 +1,5 @@
 //! The ceilings `scripts/cipher-bench.sh` compares drbgd's generators with: the bare crates'
-//! keystreams written to stdout in 64 KiB pieces, as `drbgd generate` writes (a BLAKE3 XOF
+//! keystreams written to stdout in 384 KiB pieces, as `drbgd generate` writes (a BLAKE3 XOF
 //! reader, the `chacha20` cipher's keystream, the `aes` crate in CTR mode through `ctr`).
 //!
 //! usage: raw_keystream blake3|chacha20|aes256ctr|aes128ctr BYTES > /dev/null
@@ -15,7 +15,7 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let which = args.next().unwrap_or_default();
     let total: u64 = args.next().and_then(|n| n.parse().ok()).expect("usage: raw_keystream ALG BYTES");
-    let mut buf = vec![0u8; 64 * 1024];
+    let mut buf = vec![0u8; 384 * 1024];
     let mut out = std::io::stdout().lock();
     let mut fill: Fill = match which.as_str() {
         "blake3" => {
