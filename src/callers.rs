@@ -229,13 +229,7 @@ impl Callers {
         for caller in registry.all() {
             for (kind, rate) in [(Kind::Requests, caller.quota.requests), (Kind::Bytes, caller.quota.bytes)] {
                 let Some(rate) = rate else { continue };
-                let exchange = decide(
-                    &mut caller
-                        .quota_state()
-                        .lease(kind)
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner),
-                );
+                let exchange = decide(&mut caller.quota_state().lease(kind));
                 if let Some(e) = exchange {
                     then(caller, kind, rate, e);
                 }
@@ -390,7 +384,7 @@ impl Caller {
         if !store.is_up() {
             return fallback();
         }
-        let mut lease = state.lease(kind).lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut lease = state.lease(kind);
         if lease.is_broken(now) {
             drop(lease);
             return fallback();
@@ -412,30 +406,20 @@ impl Caller {
     /// here), or this replica's share while the store is down.
     pub fn remaining(&self, kind: Kind, rate: Rate, now: Instant) -> f64 {
         let state = self.quota_state();
-        match &self.store {
-            Some(store) if self.global(store, kind, now) => {
-                state
-                    .lease(kind)
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .remaining(rate, now)
-                    .0
+        let Some(store) = &self.store else { return state.bucket(kind).peek(rate, now) };
+        if store.is_up() {
+            let lease = state.lease(kind);
+            if !lease.is_broken(now) {
+                return lease.remaining(rate, now);
             }
-            Some(store) => state.bucket(kind).peek(share(rate, store.replicas()), now),
-            None => state.bucket(kind).peek(rate, now),
         }
+        state.bucket(kind).peek(share(rate, store.replicas()), now)
     }
 
     /// Whether the caller's `kind` bucket is the store's now: the store is up and has not
     /// answered garbage for that bucket.
     fn global(&self, store: &Store, kind: Kind, now: Instant) -> bool {
-        store.is_up()
-            && !self
-                .quota_state()
-                .lease(kind)
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .is_broken(now)
+        store.is_up() && !self.quota_state().lease(kind).is_broken(now)
     }
 
     /// Where the caller's buckets are kept now: `instance` (this process), `global` (the

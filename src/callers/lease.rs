@@ -265,13 +265,12 @@ impl Lease {
         Some(Exchange { settle: -back, want: 0.0, at_least: 0.0 })
     }
 
-    /// What may be spent here now: the hand plus the last-known global level (the `r` of the
-    /// RateLimit field), and the age of that knowledge.
-    pub fn remaining(&self, rate: Rate, now: Instant) -> (f64, Option<Duration>) {
-        let age = self.known.map(|(_, at)| now.saturating_duration_since(at));
+    /// What may be spent here now: the hand plus the last-known global level less what is owed
+    /// (the `r` of the RateLimit field).
+    pub fn remaining(&self, rate: Rate, now: Instant) -> f64 {
         let owed = (-self.hand).max(0.0) + self.settling;
         let level = (self.projected(rate, now) - owed).max(0.0);
-        ((self.hand.max(0.0) + level).min(rate.burst), age)
+        (self.hand.max(0.0) + level).min(rate.burst)
     }
 }
 

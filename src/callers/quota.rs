@@ -154,9 +154,10 @@ impl QuotaState {
         Some(InFlight(self.clone()))
     }
 
-    /// The lease on the shared store's `kind` bucket.
-    pub fn lease(&self, kind: Kind) -> &Mutex<Lease> {
-        &self.leases[kind as usize]
+    /// The lease on the shared store's `kind` bucket, locked (a poisoned lock is taken as is:
+    /// the lease holds numbers only, each update complete).
+    pub fn lease(&self, kind: Kind) -> std::sync::MutexGuard<'_, Lease> {
+        self.leases[kind as usize].lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The local bucket of `kind`.

@@ -352,11 +352,7 @@ impl Store {
         e: Exchange,
     ) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            state
-                .lease(kind)
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .failed(Instant::now());
+            state.lease(kind).failed(Instant::now());
             self.down("exchange", Failure::Unavailable);
             return;
         };
@@ -369,7 +365,7 @@ impl Store {
         let mut next = Some(e);
         while let Some(e) = next.take() {
             let result = self.exchange(caller, kind, rate, e).await;
-            let mut lease = state.lease(kind).lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut lease = state.lease(kind);
             match result {
                 Ok(reply) => next = lease.settled(rate, reply, Instant::now()),
                 Err(Failure::Reply) => lease.broken(Instant::now()),
