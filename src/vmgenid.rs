@@ -159,7 +159,8 @@ mod tests {
     }
 
     /// An injected announcement through the listener's socket abstraction starts a new
-    /// generation: a generator's next output comes after a reseed (reason `fork`), none before.
+    /// generation: a generator's next output comes after a reseed (reason `vm_fork`), none
+    /// before; the readiness check reseeds the others at once.
     #[test]
     fn an_announcement_reseeds_every_generator_before_its_next_output() {
         use std::sync::Arc;
@@ -171,8 +172,12 @@ mod tests {
         let alg = crate::drbg::Algorithm::ChaCha20;
         let mut out = [0u8; 32];
         pool.fill(alg, &mut out, false).unwrap();
-        let forks = |pool: &crate::drbg::Pool| pool.stats().reseeds(alg, crate::drbg::ReseedReason::Fork);
+        let other = crate::drbg::Algorithm::Aes256Ctr;
+        let vm_forks =
+            |pool: &crate::drbg::Pool, alg| pool.stats().reseeds(alg, crate::drbg::ReseedReason::VmFork);
+        let forks = |pool: &crate::drbg::Pool| vm_forks(pool, alg);
         let before = forks(&pool);
+        let other_before = vm_forks(&pool, other);
         let generation = fork::generation();
         listen(Script(vec![b"add@/devices/other\0ACTION=add\0".to_vec(), VMGENID.to_vec()].into_iter()));
         assert_ne!(fork::generation(), generation, "a new generation");
@@ -180,5 +185,9 @@ mod tests {
         assert_eq!(forks(&pool), before + 1, "reseeded before the output");
         pool.fill(alg, &mut out, false).unwrap();
         assert_eq!(forks(&pool), before + 1, "once");
+        assert_eq!(vm_forks(&pool, other), other_before, "not yet asked");
+        assert!(pool.all_ready());
+        assert_eq!(vm_forks(&pool, other), other_before + 1, "reseeded by the readiness check");
+        assert_eq!(pool.stats().reseeds(alg, crate::drbg::ReseedReason::Fork), 0, "not a process fork");
     }
 }

@@ -47,6 +47,12 @@ pub fn new_vm_generation() {
     VM_GENERATION.fetch_add(1, Ordering::AcqRel);
 }
 
+/// Why `now` differs from `seen` (two [`generation`] values): the virtual machine was cloned
+/// or restored (`true`), or only the process forked (`false`).
+pub fn is_vm_change(seen: u64, now: u64) -> bool {
+    seen >> VM_SHIFT != now >> VM_SHIFT
+}
+
 /// Which mechanism is in use: `"wipeonfork"` or `"pid"`.
 pub fn mechanism() -> &'static str {
     match DETECTOR.get_or_init(Detector::new) {

@@ -127,9 +127,10 @@ impl<G: Drbg> Managed<G> {
 
     /// Whether the generator can serve: seeded, and no reseed outstanding for lack of
     /// entropy. A generator that cannot serve tries its outstanding (re)seed first, so a
-    /// readiness probe also heals it once the entropy source is back.
+    /// readiness probe also heals it once the entropy source is back; after a fork or a VM
+    /// clone the probe reseeds it at once rather than at its next output.
     pub fn ready(&mut self) -> bool {
-        match self.reseed_pending() {
+        match self.reseed_pending().or_else(|| self.forked()) {
             Some(reason) => self.reseed(reason).is_ok(),
             None => true,
         }
@@ -273,9 +274,22 @@ impl<G: Drbg> Managed<G> {
         self.check_health(out, mine)
     }
 
+    /// Whether the process forked or its VM was cloned since the last seed, and which.
+    #[inline]
+    fn forked(&self) -> Option<ReseedReason> {
+        let now = fork::generation();
+        if now == self.fork_generation {
+            None
+        } else if fork::is_vm_change(self.fork_generation, now) {
+            Some(ReseedReason::VmFork)
+        } else {
+            Some(ReseedReason::Fork)
+        }
+    }
+
     #[inline]
     fn reseed_due(&self, mine: u64) -> Option<ReseedReason> {
-        use ReseedReason::{Age, Fork, PredictionResistance, Threshold};
+        use ReseedReason::{Age, PredictionResistance, Threshold};
         let pending = self.reseed_pending();
         // A failed threshold or prediction-resistance reseed leaves the state sound, only out
         // of unreserved budget: a stream may still spend what was set aside for it. Any other
@@ -285,8 +299,8 @@ impl<G: Drbg> Managed<G> {
             && !(budget_only && mine > 0)
         {
             Some(reason)
-        } else if fork::generation() != self.fork_generation {
-            Some(Fork)
+        } else if let Some(reason) = self.forked() {
+            Some(reason)
         } else if self.unreserved(mine) == 0 {
             Some(Threshold)
         } else if Instant::now_without_cache_update() >= self.deadline {

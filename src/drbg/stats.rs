@@ -14,20 +14,23 @@ pub enum ReseedReason {
     Threshold,
     /// The key reached its maximum age.
     Age,
-    /// The process forked, or its virtual machine was cloned or restored from a snapshot,
-    /// since the last seed.
+    /// The process forked since the last seed.
     Fork,
+    /// The virtual machine was cloned or restored from a snapshot since the last seed (the
+    /// kernel's `NEW_VMGENID` announcement).
+    VmFork,
     /// The caller asked for prediction resistance.
     PredictionResistance,
 }
 
 impl ReseedReason {
     /// Every reason, in label order.
-    pub const ALL: [ReseedReason; 5] = [
+    pub const ALL: [ReseedReason; 6] = [
         ReseedReason::Startup,
         ReseedReason::Threshold,
         ReseedReason::Age,
         ReseedReason::Fork,
+        ReseedReason::VmFork,
         ReseedReason::PredictionResistance,
     ];
 
@@ -38,6 +41,7 @@ impl ReseedReason {
             ReseedReason::Threshold => "threshold",
             ReseedReason::Age => "age",
             ReseedReason::Fork => "fork",
+            ReseedReason::VmFork => "vm_fork",
             ReseedReason::PredictionResistance => "prediction_resistance",
         }
     }
