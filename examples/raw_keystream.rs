@@ -2,7 +2,10 @@
 //! keystreams written to stdout in 384 KiB pieces, as `drbgd generate` writes (a BLAKE3 XOF
 //! reader, the `chacha20` cipher's keystream, the `aes` crate in CTR mode through `ctr`).
 //!
-//! usage: raw_keystream blake3|chacha20|aes256ctr|aes128ctr BYTES > /dev/null
+//! `chacha20-avx2` is drbgd's own eight-block AVX2 keystream alone (`drbg::chacha20::avx2`),
+//! without the generator around it.
+//!
+//! usage: raw_keystream blake3|chacha20|chacha20-avx2|aes256ctr|aes128ctr BYTES > /dev/null
 
 use std::io::Write;
 
@@ -25,6 +28,11 @@ fn main() {
         "chacha20" => {
             let mut c = chacha20::ChaCha20::new(&[7; 32].into(), &[0; 12].into());
             Box::new(move |b: &mut [u8]| c.apply_keystream(b))
+        }
+        "chacha20-avx2" => {
+            let ks = drbgd::drbg::chacha20::avx2::Keystream8::new(&[7; 32]).expect("AVX2");
+            let mut counter = 0;
+            Box::new(move |b: &mut [u8]| counter += ks.blocks(counter, b))
         }
         "aes256ctr" => {
             let mut c = ctr::Ctr128BE::<aes::Aes256>::new(&[7; 32].into(), &[0; 16].into());

@@ -5,7 +5,12 @@
 # against a raw BLAKE3 XOF reader (examples/raw_keystream.rs). Prints the CPU's class (AVX-512
 # or not, VAES or not) with the ratios; median of ROUNDS (default 3).
 #
-# Usage: scripts/cipher-bench.sh [rounds=3] [bytes=1073741824]
+# WITHOUT_AVX512=1 measures, on an AVX-512 host, the paths a CPU without AVX-512 takes: drbgd
+# with `generate --without-avx512` (VAES-256 CTR_DRBG, eight-block AVX2 ChaCha20) against
+# OpenSSL with AVX512F and AVX512VL masked (OPENSSL_ia32cap, see its man page), so both run
+# their AVX2 code. BLAKE3's reference keeps its AVX-512 path either way.
+#
+# Usage: [WITHOUT_AVX512=1] scripts/cipher-bench.sh [rounds=3] [bytes=1073741824]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3}
@@ -18,6 +23,13 @@ flags=$(grep -m1 '^flags' /proc/cpuinfo)
 has() { [[ " $flags " == *" $1 "* ]] && echo yes || echo no; }
 echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //') (family $(grep -m1 'cpu family' /proc/cpuinfo | awk '{print $4}'))"
 echo "class: avx512f=$(has avx512f) vaes=$(has vaes) avx2=$(has avx2) aes=$(has aes)"
+extra=()
+if [ "${WITHOUT_AVX512:-0}" = 1 ]; then
+  extra=(--without-avx512)
+  # Bit 64+16 is AVX512F, 64+31 AVX512VL (OPENSSL_ia32cap(3)).
+  export OPENSSL_ia32cap=":~0x80010000"
+  echo "paths: as without AVX-512 (drbgd --without-avx512; OPENSSL_ia32cap=$OPENSSL_ia32cap)"
+fi
 
 # GB/s of a command writing $bytes to stdout.
 rate() {
@@ -40,9 +52,9 @@ for r in $(seq "$rounds"); do
     alg=${pair%%:*} ref=${pair#*:}
     ref_rate() { if [ "$ref" = raw ]; then rate "$raw" blake3 "$bytes"; else openssl_rate "$ref"; fi; }
     if ((r % 2)); then
-      a=$(rate "$drbgd" generate --alg "$alg" --bytes "$bytes"); b=$(ref_rate)
+      a=$(rate "$drbgd" generate "${extra[@]}" --alg "$alg" --bytes "$bytes"); b=$(ref_rate)
     else
-      b=$(ref_rate); a=$(rate "$drbgd" generate --alg "$alg" --bytes "$bytes")
+      b=$(ref_rate); a=$(rate "$drbgd" generate "${extra[@]}" --alg "$alg" --bytes "$bytes")
     fi
     ours[$alg]="${ours[$alg]:-} $a" theirs[$alg]="${theirs[$alg]:-} $b"
   done

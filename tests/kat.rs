@@ -408,6 +408,30 @@ fn diagnostic_localizes_errors() {
 /// request larger than the buffer is written directly and followed by a 32-byte rekey.
 #[test]
 fn chacha20_drbg_matches_fast_key_erasure_model() {
+    check_chacha20_drbg_model();
+}
+
+/// The same model through each way of writing whole blocks whatever the CPU class: the
+/// crate's core alone (`Never`: its AVX-512 backend where the CPU has it, AVX2 elsewhere) and
+/// drbgd's eight-block AVX2 steps (`Always`: any CPU with AVX2, AVX-512 or not; skipped with a
+/// printed reason elsewhere). The choice is process-wide and read at keying; a generator keyed
+/// meanwhile takes one path or the other, with the same output.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn chacha20_drbg_matches_the_model_on_each_keystream_path() {
+    use drbgd::drbg::chacha20::avx2;
+    avx2::set_use(avx2::Use::Never);
+    check_chacha20_drbg_model();
+    if avx2::supported() {
+        avx2::set_use(avx2::Use::Always);
+        check_chacha20_drbg_model();
+    } else {
+        eprintln!("SKIPPED (the eight-block AVX2 path): this CPU lacks AVX2");
+    }
+    avx2::set_use(avx2::Use::Auto);
+}
+
+fn check_chacha20_drbg_model() {
     let key0 = [9u8; KEY_LEN];
     let batch = |key: &[u8; 32], len: usize| {
         let mut out = vec![0u8; len];

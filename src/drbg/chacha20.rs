@@ -5,7 +5,9 @@
 //! The keystream comes from the crate's cipher core (`ChaCha20LegacyCore::write_keystream_blocks`)
 //! rather than its RNG: the RNG runs the 4-block AVX2 backend on every x86 CPU, the cipher core
 //! runs 16 blocks at a time on AVX-512 (built with `--cfg chacha20_avx512`, which
-//! `.cargo/config.toml` sets for every build of this repository) and 4 on AVX2 elsewhere.
+//! `.cargo/config.toml` sets for every build of this repository) and 4 on AVX2 elsewhere. On
+//! AVX2 without AVX-512, runs of eight whole blocks come from [`avx2`] instead, eight blocks per
+//! step as OpenSSL does there; the crate's core keeps the block counter and writes the rest.
 //! Whole blocks are written straight into the caller's buffer; a partial block's unused bytes
 //! are kept (and wiped on rekey), so the keystream is one contiguous stream however it is cut
 //! into calls. (The RNG dropped the rest of a partly used 4-byte word between calls, so where
@@ -20,6 +22,9 @@ use zeroize::Zeroize;
 
 use super::Algorithm;
 use super::fke::{FastKeyErasure, KEY_LEN, KeystreamCore};
+
+#[cfg(target_arch = "x86_64")]
+pub mod avx2;
 
 /// The `chacha20` generator.
 pub type ChaCha20Drbg = FastKeyErasure<ChaChaCore>;
@@ -36,6 +41,9 @@ const BLOCK: usize = 64;
 /// RustCrypto type.
 pub struct ChaChaCore {
     core: ChaCha20LegacyCore,
+    /// The eight-block AVX2 keystream, where chosen ([`avx2::chosen`]) at keying.
+    #[cfg(target_arch = "x86_64")]
+    wide: Option<avx2::Keystream8>,
     /// The last block generated, of which `block[used..]` is not handed out yet.
     block: [u8; BLOCK],
     used: usize,
@@ -53,17 +61,49 @@ impl ChaChaCore {
     }
 }
 
+#[cfg(target_arch = "x86_64")]
+impl ChaChaCore {
+    fn wide(key: &[u8; KEY_LEN]) -> Option<avx2::Keystream8> {
+        if avx2::chosen() { avx2::Keystream8::new(key) } else { None }
+    }
+
+    /// Writes the whole eight-block steps of `out` on the AVX2 path (if chosen), moves the
+    /// crate core's counter past them, and returns the rest of `out`.
+    #[inline]
+    fn wide_blocks<'a>(&mut self, out: &'a mut [u8]) -> &'a mut [u8] {
+        let Some(wide) = &self.wide else { return out };
+        if out.len() < avx2::STEP_BYTES {
+            return out;
+        }
+        let counter = self.core.get_block_pos();
+        let written = wide.blocks(counter, out);
+        self.core.set_block_pos(counter.wrapping_add(written));
+        let bytes = usize::try_from(written).expect("fits: at most out.len() / 64") * BLOCK;
+        &mut out[bytes..]
+    }
+}
+
 impl KeystreamCore for ChaChaCore {
     const ALGORITHM: Algorithm = Algorithm::ChaCha20;
     const INSTANTIATE_CONTEXT: &'static str = "drbgd 2026-11 chacha20 instantiate";
     const RESEED_CONTEXT: &'static str = "drbgd 2026-11 chacha20 reseed";
 
     fn from_key(key: &[u8; KEY_LEN]) -> Self {
-        ChaChaCore { core: Self::keyed(key), block: [0; BLOCK], used: BLOCK }
+        ChaChaCore {
+            core: Self::keyed(key),
+            #[cfg(target_arch = "x86_64")]
+            wide: Self::wide(key),
+            block: [0; BLOCK],
+            used: BLOCK,
+        }
     }
 
     fn rekey(&mut self, key: &[u8; KEY_LEN]) {
         self.core = Self::keyed(key);
+        #[cfg(target_arch = "x86_64")]
+        {
+            self.wide = Self::wide(key);
+        }
         self.block.zeroize();
         self.used = BLOCK;
     }
@@ -76,7 +116,9 @@ impl KeystreamCore for ChaChaCore {
         head.copy_from_slice(&self.block[self.used..self.used + take]);
         self.block[self.used..self.used + take].zeroize();
         self.used += take;
-        // Whole blocks straight into `out`.
+        // Whole blocks straight into `out`: runs of eight on the AVX2 path first.
+        #[cfg(target_arch = "x86_64")]
+        let out = self.wide_blocks(out);
         let (blocks, tail) = Array::<u8, U64>::slice_as_chunks_mut(out);
         self.core.write_keystream_blocks(blocks);
         // A partial block: generate one, keep the rest.
@@ -101,15 +143,23 @@ mod tests {
         /// across a leftover), the keystream is the one contiguous stream: rand_chacha's
         /// `ChaCha20Rng` filled in one call (the 16-block AVX-512 backend runs where the CPU
         /// has it, the 4-block AVX2 one elsewhere).
+        ///
+        /// Both ways of writing whole blocks are forced in turn: the crate's core alone, and
+        /// the eight-block AVX2 steps with the core for the rest (where the CPU has AVX2).
         #[test]
         fn any_split_gives_the_contiguous_stream(
             key in any::<[u8; 32]>(),
-            cuts in proptest::collection::vec(0usize..1300, 1..24),
+            cuts in proptest::collection::vec(0usize..2100, 1..24),
+            wide in any::<bool>(),
         ) {
             let total: usize = cuts.iter().sum();
             let mut reference = vec![0u8; total];
             chacha20::ChaCha20Rng::from_seed(key).fill_bytes(&mut reference);
             let mut core = ChaChaCore::from_key(&key);
+            #[cfg(target_arch = "x86_64")]
+            {
+                core.wide = if wide { avx2::Keystream8::new(&key) } else { None };
+            }
             let mut ours = Vec::with_capacity(total);
             for cut in cuts {
                 let mut piece = vec![0u8; cut];

@@ -122,7 +122,37 @@ pub(super) fn chacha20_known_answer() -> bool {
     let mut drbg = ChaCha20Drbg::new(&[0u8; 32]);
     let mut first = [0u8; 32];
     drbg.fill_bytes(&mut first);
-    hex(&out) == CHACHA_A1_1 && first[..] == out[32..]
+    hex(&out) == CHACHA_A1_1 && first[..] == out[32..] && chacha_avx2_agrees()
+}
+
+/// Where runs of eight blocks take drbgd's AVX2 keystream (`chacha20::avx2::chosen`), its
+/// first block of the zero key must be [`CHACHA_A1_1`] and two steps across the 32-bit counter
+/// carry must equal the crate's core: the answer above runs the crate's core only.
+#[cfg(target_arch = "x86_64")]
+fn chacha_avx2_agrees() -> bool {
+    use super::chacha20::avx2;
+    use chacha20::cipher::{KeyIvInit, StreamCipherCore, array::Array};
+    if !avx2::chosen() {
+        return true;
+    }
+    let Some(wide) = avx2::Keystream8::new(&[0; 32]) else { return false };
+    let mut ours = [0u8; 2 * avx2::STEP_BYTES];
+    wide.blocks(0, &mut ours[..avx2::STEP_BYTES]);
+    if hex(&ours[..64]) != CHACHA_A1_1 {
+        return false;
+    }
+    let start = u64::from(u32::MAX) - 3;
+    wide.blocks(start, &mut ours);
+    let mut core = chacha20::ChaCha20LegacyCore::new(&[0; 32].into(), &[0; 8].into());
+    core.set_block_pos(start);
+    let mut theirs = [0u8; 2 * avx2::STEP_BYTES];
+    core.write_keystream_blocks(Array::slice_as_chunks_mut(&mut theirs).0);
+    ours == theirs
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn chacha_avx2_agrees() -> bool {
+    true
 }
 
 fn ctr_kat<C: CtrKeySize>(kat: &CtrKat) -> bool {
@@ -215,5 +245,20 @@ mod tests {
         assert!(super::vaes_agrees::<aes::Aes192Enc>());
         assert!(super::vaes_agrees::<aes::Aes256Enc>());
         vaes::set_use(vaes::Use::Auto);
+    }
+
+    /// The start-up check of the eight-block AVX2 ChaCha20 keystream runs (and passes)
+    /// wherever the CPU has AVX2, AVX-512 or not.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn the_avx2_chacha20_keystream_is_checked_at_start_up() {
+        use crate::drbg::chacha20::avx2;
+        if !avx2::supported() {
+            eprintln!("SKIPPED: this CPU lacks AVX2");
+            return;
+        }
+        avx2::set_use(avx2::Use::Always);
+        assert!(super::chacha_avx2_agrees());
+        avx2::set_use(avx2::Use::Auto);
     }
 }
