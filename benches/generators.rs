@@ -6,6 +6,10 @@
 //!   `encrypt_blocks` over counter blocks, rand_chacha's `fill_bytes`, a long-lived BLAKE3 XOF
 //!   reader) and one `getrandom` call.
 //! - `scaling/<threads>`: 64 KiB and 32 B fills from 1 and 2 threads, each on its own shard.
+//! - `small/aes256ctr-32B`: where a 32-byte CTR_DRBG request's time goes: the mechanism alone
+//!   (one Generate and its Update), its output and health-test sample from one Generate (what
+//!   the pool runs) against two Generates (output, then sample), and the AES-256 key schedule
+//!   every Update pays.
 //!
 //! Run: `cargo bench --bench generators`; figures in benches/README.md.
 
@@ -74,6 +78,29 @@ fn fill(c: &mut Criterion) {
     }
 }
 
+fn small(c: &mut Criterion) {
+    use drbgd::drbg::ctr_drbg::Aes256CtrDrbg;
+    let mut g = c.benchmark_group("small/aes256ctr-32B");
+    let mut drbg = Aes256CtrDrbg::new(&[7u8; 48], &[1u8; 16], b"", true);
+    let (mut out, mut sample) = ([0u8; 32], [0u8; 16]);
+    g.bench_function("generate", |b| b.iter(|| drbg.generate_with(black_box(&mut out), &[]).unwrap()));
+    g.bench_function("output+sample/one-generate", |b| {
+        b.iter(|| drbg.generate_sampled_with(black_box(&mut out), black_box(&mut sample)).unwrap())
+    });
+    g.bench_function("output+sample/two-generates", |b| {
+        b.iter(|| {
+            drbg.generate_with(black_box(&mut out), &[]).unwrap();
+            drbg.generate_with(black_box(&mut sample), &[]).unwrap();
+        })
+    });
+    g.bench_function("aes256-key-schedule", |b| b.iter(|| aes::Aes256Enc::new(black_box(&[7u8; 32].into()))));
+    let pool = pool(1);
+    g.bench_function("pool", |b| {
+        b.iter(|| pool.fill(Algorithm::Aes256Ctr, black_box(&mut out), false).unwrap())
+    });
+    g.finish();
+}
+
 /// `iters` fills of `size` bytes on each of `threads` threads, timed from a common start.
 fn run_threads(pool: &Arc<Pool>, alg: Algorithm, threads: usize, size: usize, iters: u64) -> Duration {
     let barrier = Arc::new(std::sync::Barrier::new(threads + 1));
@@ -139,6 +166,6 @@ criterion_group! {
         // setup lives in the study's own package, study/).
         Criterion::default().warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2))
     };
-    targets = fill, scaling, popcount
+    targets = fill, scaling, popcount, small
 }
 criterion_main!(benches);

@@ -71,6 +71,18 @@ pub trait Drbg: Send + fmt::Debug + 'static {
     /// [`ReseedRequired`] when the mechanism's own reseed interval is exhausted
     /// (CTR_DRBG only, after 2^48 requests); the caller must reseed first.
     fn generate(&mut self, out: &mut [u8], additional: &[u8]) -> Result<(), ReseedRequired>;
+
+    /// Fills `out`, then `sample` with the stream's next bytes (a health-test block that is
+    /// never served): as `generate(out)` then `generate(sample)`, which is what this default
+    /// does. A mechanism whose every Generate costs a key schedule (CTR_DRBG) draws both from
+    /// one Generate instead.
+    ///
+    /// # Errors
+    /// As [`Drbg::generate`]; nothing is served from a call that failed.
+    fn generate_sampled(&mut self, out: &mut [u8], sample: &mut [u8; 16]) -> Result<(), ReseedRequired> {
+        self.generate(out, &[])?;
+        self.generate(sample, &[])
+    }
 }
 
 /// The mechanism refuses to generate until it is reseeded (SP 800-90A reseed interval).

@@ -189,6 +189,43 @@ impl<C: AesCipher> CtrDrbg<C> {
         Ok(())
     }
 
+    /// One Generate (no additional input) whose returned bits are `out`, padded to a whole
+    /// block, then `sample`: the health test's block costs no second Update and key schedule.
+    /// Outputs too long for one Generate with the sample take two, as `generate` would.
+    ///
+    /// # Errors
+    /// [`ReseedRequired`] once `reseed_counter` exceeds [`RESEED_INTERVAL`].
+    pub fn generate_sampled_with(
+        &mut self,
+        out: &mut [u8],
+        sample: &mut [u8; BLOCK_LEN],
+    ) -> Result<(), ReseedRequired> {
+        let padded = out.len().next_multiple_of(BLOCK_LEN);
+        if padded + BLOCK_LEN > MAX_BYTES_PER_REQUEST {
+            self.generate_with(out, &[])?;
+            return self.generate_with(sample, &[]);
+        }
+        if self.reseed_counter > RESEED_INTERVAL {
+            return Err(ReseedRequired);
+        }
+        if padded + BLOCK_LEN <= SMALL_REQUEST {
+            let mut both = [0u8; SMALL_REQUEST];
+            let both = &mut both[..padded + BLOCK_LEN];
+            self.generate_small(both, &[]);
+            out.copy_from_slice(&both[..out.len()]);
+            sample.copy_from_slice(&both[padded..]);
+            both.zeroize();
+        } else {
+            self.keystream(out);
+            let mut block = self.next_block();
+            sample.copy_from_slice(&block);
+            block.zeroize();
+            self.update(&[]);
+        }
+        self.reseed_counter += 1;
+        Ok(())
+    }
+
     fn generate_one(&mut self, out: &mut [u8], add: &[u8], has_add: bool) -> Result<(), ReseedRequired> {
         if self.reseed_counter > RESEED_INTERVAL {
             return Err(ReseedRequired);
@@ -411,6 +448,10 @@ impl<C: CtrKeySize> Drbg for CtrDrbg<C> {
     fn generate(&mut self, out: &mut [u8], additional: &[u8]) -> Result<(), ReseedRequired> {
         self.generate_with(out, additional)
     }
+
+    fn generate_sampled(&mut self, out: &mut [u8], sample: &mut [u8; 16]) -> Result<(), ReseedRequired> {
+        self.generate_sampled_with(out, sample)
+    }
 }
 
 impl<C: AesCipher> rand_core::TryRng for CtrDrbg<C> {
@@ -491,5 +532,39 @@ mod tests {
         d.reseed_with(&[9u8; 40], b"short additional input");
         let mut out = [0u8; 16];
         d.generate_with(&mut out, b"padded, as 10.2.1.5.1 says").unwrap();
+    }
+
+    proptest::proptest! {
+        /// The output and its health-test sample come from one Generate: the first bytes and
+        /// the block after the padded output of a Generate of `padded + 16` bytes, leaving the
+        /// same state; outputs too long for one Generate with the sample take two, as two
+        /// calls of `generate` would.
+        #[test]
+        fn output_and_sample_are_one_generate(len in proptest::prop_oneof![
+            0usize..600,
+            (MAX_BYTES_PER_REQUEST - 40)..(MAX_BYTES_PER_REQUEST + 20),
+        ]) {
+            let mut a = Aes256CtrDrbg::new(&[7u8; 48], &[1u8; 16], b"", true);
+            let mut b = Aes256CtrDrbg::new(&[7u8; 48], &[1u8; 16], b"", true);
+            let (mut out, mut sample) = (vec![0u8; len], [0u8; 16]);
+            a.generate_sampled_with(&mut out, &mut sample).unwrap();
+            let padded = len.next_multiple_of(BLOCK_LEN);
+            let (mut expected_out, mut expected_sample) = (vec![0u8; len], [0u8; 16]);
+            if padded + BLOCK_LEN <= MAX_BYTES_PER_REQUEST {
+                let mut one = vec![0u8; padded + BLOCK_LEN];
+                b.generate_with(&mut one, &[]).unwrap();
+                expected_out.copy_from_slice(&one[..len]);
+                expected_sample.copy_from_slice(&one[padded..]);
+            } else {
+                b.generate_with(&mut expected_out, &[]).unwrap();
+                b.generate_with(&mut expected_sample, &[]).unwrap();
+            }
+            proptest::prop_assert_eq!(&out, &expected_out);
+            proptest::prop_assert_eq!(sample, expected_sample);
+            let (mut next_a, mut next_b) = ([0u8; 48], [0u8; 48]);
+            a.generate_with(&mut next_a, &[]).unwrap();
+            b.generate_with(&mut next_b, &[]).unwrap();
+            proptest::prop_assert_eq!(next_a, next_b, "the same state after");
+        }
     }
 }

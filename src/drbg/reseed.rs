@@ -249,6 +249,8 @@ impl<G: Drbg> Managed<G> {
         } else {
             out.fill(0);
         }
+        let mut sample = [0u8; SAMPLE_LEN];
+        let mut sampled = false;
         let mut done = 0;
         while done < out.len() {
             let mut available = self.unreserved(*mine);
@@ -263,7 +265,15 @@ impl<G: Drbg> Managed<G> {
             }
             let take = (out.len() - done).min(usize::try_from(available).unwrap_or(usize::MAX));
             let drbg = self.drbg.as_mut().ok_or(DrbgError::EntropyUnavailable)?;
-            if drbg.generate(&mut out[done..done + take], &[]).is_err() {
+            let piece = &mut out[done..done + take];
+            // The last piece brings the health test's sample with it (one Generate for both
+            // where the mechanism can).
+            let generated = if done + take == len {
+                drbg.generate_sampled(piece, &mut sample).map(|()| sampled = true)
+            } else {
+                drbg.generate(piece, &[])
+            };
+            if generated.is_err() {
                 // The mechanism's own reseed interval: reseed, then retry this piece.
                 self.budget = 0;
                 continue;
@@ -271,7 +281,9 @@ impl<G: Drbg> Managed<G> {
             self.consume(take as u64, mine);
             done += take;
         }
-        self.check_health(out, mine)
+        let result = self.check_health(out, sampled.then_some(&sample), mine);
+        sample.zeroize();
+        result
     }
 
     /// Whether the process forked or its VM was cloned since the last seed, and which.
@@ -315,8 +327,17 @@ impl<G: Drbg> Managed<G> {
     /// is all zero, disables the generator. The state keeps only a keyed fingerprint of the
     /// last *sample*, nothing derived from served output, so a state captured later narrows
     /// no token down (the sample is an independent block of the generator's stream; for
-    /// CTR_DRBG it is a separate Generate, after the Update that ended the served one).
-    fn check_health(&mut self, out: &[u8], mine: &mut u64) -> Result<(), DrbgError> {
+    /// CTR_DRBG, the block after the served ones in the same Generate, whose Update then
+    /// replaces the key that made both).
+    ///
+    /// `drawn` is the sample when the last Generate brought it (see [`Drbg::generate_sampled`]);
+    /// otherwise (an empty output) it is drawn here.
+    fn check_health(
+        &mut self,
+        out: &[u8],
+        drawn: Option<&[u8; SAMPLE_LEN]>,
+        mine: &mut u64,
+    ) -> Result<(), DrbgError> {
         let zero = |b: &[u8]| b.iter().all(|x| *x == 0);
         // 16-byte windows at both ends (canary-zeroed before generating); outputs of 8 to 15
         // bytes whole (a 12-byte nonce of zeros is as wrong as a 16-byte block of zeros; the
@@ -329,13 +350,17 @@ impl<G: Drbg> Managed<G> {
         if zero_output {
             return Err(self.health_failed());
         }
-        let drbg = self.drbg.as_mut().ok_or(DrbgError::EntropyUnavailable)?;
         let mut sample = [0u8; SAMPLE_LEN];
-        if drbg.generate(&mut sample, &[]).is_err() {
-            // The mechanism's own reseed interval ended exactly here: reseed on the next call
-            // and test then.
-            self.budget = 0;
-            return Ok(());
+        if let Some(drawn) = drawn {
+            sample = *drawn;
+        } else {
+            let drbg = self.drbg.as_mut().ok_or(DrbgError::EntropyUnavailable)?;
+            if drbg.generate(&mut sample, &[]).is_err() {
+                // The mechanism's own reseed interval ended exactly here: reseed on the next
+                // call and test then.
+                self.budget = 0;
+                return Ok(());
+            }
         }
         self.consume(SAMPLE_LEN as u64, mine);
         let fingerprint = fingerprint(&sample, self.fingerprint_key);
