@@ -154,7 +154,7 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string_pretty(&settings)?);
         return Ok(());
     }
-    let _log = crate::telemetry::init(&settings.log)?;
+    let _log = crate::telemetry::init(&settings.log, &settings.tracing)?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let result = runtime.block_on(async {
         // Before the (slow) build, so that a SIGHUP sent meanwhile reloads instead of killing.

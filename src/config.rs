@@ -3,6 +3,7 @@
 
 pub mod callers;
 pub mod quota;
+pub mod tracing;
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -39,6 +40,8 @@ pub struct Settings {
     pub log: LogSettings,
     /// Where callers' quota buckets are kept: this process, or a store shared by the fleet.
     pub quota: quota::QuotaStoreSettings,
+    /// OpenTelemetry traces (off unless a collector is named).
+    pub tracing: tracing::TracingSettings,
     /// Named callers: `[callers.<name>]` with credentials, policy and quota ([`callers`]).
     /// None by default.
     #[serde(default)]
@@ -506,6 +509,7 @@ impl Settings {
         {
             return invalid("tls.client_auth", "client certificates need tls.enabled and tls.client_ca_file");
         }
+        self.tracing.validate()?;
         self.quota.validate()
     }
 

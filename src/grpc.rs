@@ -272,7 +272,11 @@ impl Randomness for RandomnessAdapter {
             }
         };
         let (alg, n) = (chunks.request().alg(), chunks.request().n_bits());
-        let stream = ChunkStreamState { chunks, adapter: self.clone(), start, done: false, admission, id };
+        // The trace id of the call's server span, entered while the call runs (the stream's
+        // end comes after it).
+        let trace_id = crate::telemetry::trace::trace_id(&tracing::Span::current()).unwrap_or_default();
+        let stream =
+            ChunkStreamState { chunks, adapter: self.clone(), start, done: false, admission, id, trace_id };
         let mut response: Response<ChunkStream> =
             Response::new(Box::pin(futures_util::stream::unfold(stream, ChunkStreamState::next)));
         let served = crate::http::Served { alg, n_bits: n };
@@ -395,6 +399,8 @@ struct ChunkStreamState {
     admission: Admission,
     /// The request id, for the lines.
     id: String,
+    /// The OpenTelemetry trace id, for the lines (empty with traces off).
+    trace_id: String,
 }
 
 impl ChunkStreamState {
@@ -434,6 +440,7 @@ impl ChunkStreamState {
         self.done = true;
         let access = crate::telemetry::Access {
             request_id: &self.id,
+            trace_id: &self.trace_id,
             caller: self.admission.caller.name(),
             method: "POST",
             route: "StreamBits",

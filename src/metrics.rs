@@ -371,6 +371,8 @@ struct LifecycleCollector {
     entropy_failures: IntCounter,
     /// `drbgd_log_lines_dropped_total`, from the log writer.
     log_lines_dropped: IntCounter,
+    /// `drbgd_trace_spans_total{outcome}`, from the trace exporter.
+    trace_spans: IntCounterVec,
     /// Held while the counters catch up, so that two scrapes at once do not both add the
     /// same difference.
     syncing: std::sync::Mutex<()>,
@@ -408,8 +410,16 @@ impl LifecycleCollector {
                 .namespace("drbgd"),
             )
             .expect("valid counter"),
+            trace_spans: counter(
+                "trace_spans_total",
+                "Finished OpenTelemetry spans by outcome: exported, dropped (the export queue was full) or failed (the collector refused or did not answer in time). Zero with traces off.",
+                &["outcome"],
+            ),
             syncing: std::sync::Mutex::new(()),
         };
+        for outcome in ["exported", "dropped", "failed"] {
+            c.trace_spans.with_label_values(&[outcome]);
+        }
         for alg in Algorithm::ALL {
             for reason in ReseedReason::ALL {
                 c.reseeds.with_label_values(&[alg.name(), reason.name()]);
@@ -441,6 +451,10 @@ impl LifecycleCollector {
         }
         catch_up(&self.entropy_failures, self.stats.entropy_failures());
         catch_up(&self.log_lines_dropped, crate::telemetry::lines_dropped());
+        let (exported, dropped, failed) = crate::telemetry::trace::span_counts();
+        for (outcome, total) in [("exported", exported), ("dropped", dropped), ("failed", failed)] {
+            catch_up(&self.trace_spans.with_label_values(&[outcome]), total);
+        }
     }
 }
 
@@ -451,6 +465,7 @@ impl Collector for LifecycleCollector {
         d.extend(self.self_test_failures.desc());
         d.extend(self.entropy_failures.desc());
         d.extend(self.log_lines_dropped.desc());
+        d.extend(self.trace_spans.desc());
         d
     }
 
@@ -461,6 +476,7 @@ impl Collector for LifecycleCollector {
         m.extend(self.self_test_failures.collect());
         m.extend(self.entropy_failures.collect());
         m.extend(self.log_lines_dropped.collect());
+        m.extend(self.trace_spans.collect());
         m
     }
 }

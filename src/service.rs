@@ -190,7 +190,7 @@ impl Service {
             &mut large[..]
         };
         self.fill(req.alg(), raw, false)?;
-        let value = req.format().encode(raw);
+        let value = encode_span(req.bytes()).in_scope(|| req.format().encode(raw));
         self.count_output(caller, req.alg(), req.bytes());
         Ok(Secret { value: Zeroizing::new(value), bytes: req.bytes(), format: req.format(), alg: req.alg() })
     }
@@ -270,6 +270,14 @@ impl Service {
         pr: bool,
         mine: &mut u64,
     ) -> Result<Duration, ApiError> {
+        let _span = tracing::info_span!(
+            target: crate::telemetry::trace::TRACE_TARGET,
+            "generate",
+            drbgd.alg = alg.name(),
+            drbgd.bytes = buf.len(),
+            drbgd.prediction_resistance = pr,
+        )
+        .entered();
         let start = Instant::now();
         let result = self.0.pool.fill_reserved_on_shard(shard, alg, buf, pr, mine);
         let elapsed = start.elapsed();
@@ -304,6 +312,11 @@ impl Service {
         self.0.metrics.alg(alg).output_bytes.inc_by(bytes);
         caller.count_output(bytes);
     }
+}
+
+/// The span of encoding `bytes` raw bytes into a response's format.
+fn encode_span(bytes: u64) -> tracing::Span {
+    tracing::info_span!(target: crate::telemetry::trace::TRACE_TARGET, "encode", drbgd.bytes = bytes)
 }
 
 /// `len` zero bytes. Small buffers (most requests') as `malloc` + `memset`: `vec![0; len]`

@@ -15,6 +15,7 @@
 
 mod plain;
 pub mod request_id;
+pub mod trace;
 mod writer;
 
 use std::io::IsTerminal;
@@ -25,15 +26,22 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer, fmt};
 
+use crate::config::tracing::TracingSettings;
 use crate::config::{LogFormat, LogSettings};
 
-/// Keeps the log writer running; dropping it flushes the queue (hold it until exit).
+/// Keeps the log writer (and the trace exporter, when traces are on) running; dropping it
+/// exports the queued spans, then flushes the log queue (hold it until exit).
 #[must_use = "dropping the guard stops the log writer"]
-pub struct LogGuard(#[allow(dead_code)] Option<writer::WriterGuard>);
+pub struct LogGuard {
+    // Dropped in this order: spans first, so the exporter's last words reach the log.
+    _traces: Option<trace::TraceGuard>,
+    _writer: Option<writer::WriterGuard>,
+}
 
-/// Installs the global subscriber (once; later calls are ignored and return an inert guard).
-/// Fails only when the writer's thread cannot be started.
-pub fn init(log: &LogSettings) -> std::io::Result<LogGuard> {
+/// Installs the global subscriber (once; later calls are ignored and return an inert guard),
+/// with the OpenTelemetry layer when `traces` (or the `OTEL_*` variables) name a collector.
+/// Fails when the writer's thread cannot be started, or the trace exporter cannot be built.
+pub fn init(log: &LogSettings, traces: &TracingSettings) -> std::io::Result<LogGuard> {
     let make_filter = || EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&log.level));
     let filter = make_filter();
     // Directives on spans or fields (`[...]`) decide per event: access lines then go through
@@ -48,17 +56,24 @@ pub fn init(log: &LogSettings) -> std::io::Result<LogGuard> {
         LogFormat::Text if ansi => main.boxed(),
         LogFormat::Text => main.event_format(plain::Plain).boxed(),
     };
+    let (otel, traces) = match trace::layer::<tracing_subscriber::Registry>(traces)? {
+        Some((layer, guard)) => (Some(layer), Some(guard)),
+        None => (None, None),
+    };
+    // The trace spans are the OpenTelemetry layer's alone (none exist with traces off).
+    let not_trace = filter::filter_fn(|m| m.target() != trace::TRACE_TARGET);
     let installed = if log.audit {
         // Audit lines are JSON whatever log.format says, and only on their own layer.
         let not_audit = filter::filter_fn(|m| m.target() != AUDIT_TARGET);
         let audit = fmt::layer().with_writer(writer.for_audit()).with_ansi(false).json().flatten_event(true);
         tracing_subscriber::registry()
-            .with(main.with_filter(filter.and(not_audit)))
+            .with(otel)
+            .with(main.with_filter(filter.and(not_audit).and(not_trace)))
             .with(audit.with_filter(filter::Targets::new().with_target(AUDIT_TARGET, tracing::Level::INFO)))
             .try_init()
     } else {
-        // No audit lines: one layer, one filter (no second layer to offer every event to).
-        tracing_subscriber::registry().with(main.with_filter(filter)).try_init()
+        // No audit lines: one log layer, one filter (no second layer to offer every event to).
+        tracing_subscriber::registry().with(otel).with(main.with_filter(filter.and(not_trace))).try_init()
     };
     if installed.is_ok() {
         let _ = INSTALLED.set(writer_for_access.clone());
@@ -67,7 +82,11 @@ pub fn init(log: &LogSettings) -> std::io::Result<LogGuard> {
         let on = access_enabled(make_filter());
         let _ = PLAIN_ACCESS.set(PlainAccess { writer: writer_for_access, on });
     }
-    Ok(LogGuard(installed.is_ok().then_some(guard)))
+    let installed = installed.is_ok();
+    if let (true, Some(traces)) = (installed, &traces) {
+        tracing::info!("traces on: exporting over OTLP, {}", traces.description);
+    }
+    Ok(LogGuard { _traces: traces.filter(|_| installed), _writer: installed.then_some(guard) })
 }
 
 /// Set by [`init`] when text lines are plain (no ANSI) and the filter has static directives
@@ -121,6 +140,9 @@ pub const ACCESS_TARGET: &str = "drbgd::access";
 pub struct Access<'a> {
     /// The request id (`X-Request-Id`).
     pub request_id: &'a str,
+    /// The OpenTelemetry trace id (32 hex digits), empty with traces off (the field is then
+    /// left out of the line).
+    pub trace_id: &'a str,
     /// The caller's name (empty when the request never reached admission).
     pub caller: &'a str,
     /// The HTTP method.
@@ -151,18 +173,26 @@ impl Access<'_> {
 
     /// The audit line of the same request (`transport`: `http`).
     pub fn audit(&self, transport: &'static str) -> Audit<'_> {
-        let Access { request_id, caller, route, alg, n, status, code, .. } = *self;
-        Audit { transport, request_id, caller, route, alg, n, status, code }
+        let Access { request_id, trace_id, caller, route, alg, n, status, code, .. } = *self;
+        Audit { transport, request_id, trace_id, caller, route, alg, n, status, code }
     }
 
     /// The line as a tracing event (JSON lines, a terminal, tests).
     fn event(&self) {
-        let Access { request_id, caller, method, route, alg, n, status, code, latency_us } = *self;
-        tracing::info!(
-            target: ACCESS_TARGET,
-            request_id, caller, method, route, alg, n, status, code, latency_us,
-            "request"
-        );
+        let Access { request_id, trace_id, caller, method, route, alg, n, status, code, latency_us } = *self;
+        if trace_id.is_empty() {
+            tracing::info!(
+                target: ACCESS_TARGET,
+                request_id, caller, method, route, alg, n, status, code, latency_us,
+                "request"
+            );
+        } else {
+            tracing::info!(
+                target: ACCESS_TARGET,
+                request_id, trace_id, caller, method, route, alg, n, status, code, latency_us,
+                "request"
+            );
+        }
     }
 }
 
@@ -177,6 +207,8 @@ pub struct Audit<'a> {
     pub transport: &'static str,
     /// The request id (`X-Request-Id`).
     pub request_id: &'a str,
+    /// The OpenTelemetry trace id, empty with traces off (the field is then left out).
+    pub trace_id: &'a str,
     /// The caller's name (`unknown` for credentials that name none).
     pub caller: &'a str,
     /// The route template or gRPC method.
@@ -194,8 +226,16 @@ pub struct Audit<'a> {
 impl Audit<'_> {
     /// Writes the line.
     pub fn log(&self) {
-        let Audit { transport, request_id, caller, route, alg, n, status, code } = *self;
-        tracing::info!(target: AUDIT_TARGET, transport, request_id, caller, route, alg, n, status, code, "audit");
+        let Audit { transport, request_id, trace_id, caller, route, alg, n, status, code } = *self;
+        if trace_id.is_empty() {
+            tracing::info!(target: AUDIT_TARGET, transport, request_id, caller, route, alg, n, status, code, "audit");
+        } else {
+            tracing::info!(
+                target: AUDIT_TARGET,
+                transport, request_id, trace_id, caller, route, alg, n, status, code,
+                "audit"
+            );
+        }
     }
 }
 

@@ -385,6 +385,9 @@ impl<G: Drbg> Managed<G> {
     #[cold]
     #[inline(never)]
     fn reseed(&mut self, reason: ReseedReason) -> Result<(), DrbgError> {
+        // A span of the OpenTelemetry traces (the telemetry module's target; this module
+        // stays free of it): a reseed on a request's path shows inside its trace.
+        let _span = tracing::info_span!(target: "drbgd::trace", "reseed", drbgd.alg = G::ALGORITHM.name(), drbgd.reason = reason.name()).entered();
         let mut entropy = [0u8; 64];
         let seed_len = G::ENTROPY_LEN + G::NONCE_LEN;
         if self.entropy.fill(&mut entropy[..seed_len]).is_err() {

@@ -229,6 +229,8 @@ where
             None => self.shared.state.request_ids.next_value(),
         };
         let mut observe = Observe::start(&self.shared.state, &request, id);
+        let span = observe.span.clone();
+        let _in_request = span.enter();
         let start = observe.start;
         let endpoint = Endpoint::at(observe.route_index);
         let guard = match (endpoint, observe.grpc_method) {
@@ -242,7 +244,9 @@ where
         let deadline = (start.checked_add(self.shared.timeout))
             .unwrap_or_else(|| start + Duration::from_secs(365 * 86_400));
         let direct = endpoint.filter(|_| self.shared.direct && request.method() == Method::GET);
-        let (inner, slot, admission) = match self.admit(&request, guard, stream, start) {
+        let admitted = tracing::info_span!(target: crate::telemetry::trace::TRACE_TARGET, "admission")
+            .in_scope(|| self.admit(&request, guard, stream, start));
+        let (inner, slot, admission) = match admitted {
             // Refused at once, never queued: nothing below runs, no body is read.
             Err(denied) => (Inner::Refused { denied: Some(denied) }, None, None),
             // Answered on the first poll, without the router (a GET's body, if any, is not
@@ -324,6 +328,8 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
+        let span = this.observe.as_ref().map(|o| o.span.clone()).unwrap_or_else(tracing::Span::none);
+        let _in_request = span.enter();
         let grpc = this.observe.as_ref().is_some_and(|o| o.grpc);
         // An answer of this layer's own (refused, shed, timed out, a panic below), or the
         // service's; an endpoint's comes with its outcome, the router's in its extensions.
@@ -401,6 +407,9 @@ where
         headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
         headers.insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
         headers.insert(X_REQUEST_ID, std::mem::replace(&mut observe.id, HeaderValue::from_static("")));
+        if let Some(value) = crate::telemetry::trace::traceresponse(&observe.span) {
+            headers.insert(HeaderName::from_static("traceresponse"), value);
+        }
         Poll::Ready(Ok(response))
     }
 }
@@ -465,6 +474,8 @@ struct Observe {
     public: bool,
     /// Recorded: nothing left for the drop.
     done: bool,
+    /// The request's OpenTelemetry server span (disabled with traces off), ended with this.
+    span: tracing::Span,
 }
 
 impl Observe {
@@ -494,6 +505,8 @@ impl Observe {
         let method = request.method().clone();
         let start = Clock::now();
         let (caller, caller_at, public, done) = (None, start, false, false);
+        let span_name = if grpc { path.trim_start_matches('/') } else { label };
+        let span = crate::telemetry::trace::server_span(request.headers(), span_name, method.as_str(), grpc);
         Observe {
             state: state.clone(),
             route_index,
@@ -507,6 +520,7 @@ impl Observe {
             caller_at,
             public,
             done,
+            span,
         }
     }
 
@@ -561,8 +575,11 @@ impl Observe {
             None if self.public || code.is_empty() => "",
             None => crate::callers::registry::UNKNOWN,
         };
+        crate::telemetry::trace::record_end(&self.span, caller, alg, n, status, code, self.grpc);
+        let trace_id = crate::telemetry::trace::trace_id(&self.span);
         let access = crate::telemetry::Access {
             request_id: self.id.to_str().unwrap_or(""),
+            trace_id: trace_id.as_deref().unwrap_or(""),
             caller,
             method: self.method.as_str(),
             route: self.label,

@@ -167,6 +167,7 @@ impl Chunks {
             chunk_ones = bits::count_ones(raw);
             self.ones += chunk_ones;
             if format != Encoding::Binary {
+                let _span = super::encode_span(len as u64).entered();
                 out.reserve(self.buf.len() * format.expansion());
                 format.encode_into(&self.buf, n_bits, &mut out);
             }

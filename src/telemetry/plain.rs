@@ -87,6 +87,9 @@ fn access_line(line: &mut String, a: &super::Access<'_>) -> fmt::Result {
     line.push_str(super::ACCESS_TARGET);
     line.push_str(": request");
     quoted(line, "request_id", a.request_id)?;
+    if !a.trace_id.is_empty() {
+        quoted(line, "trace_id", a.trace_id)?;
+    }
     quoted(line, "caller", a.caller)?;
     quoted(line, "method", a.method)?;
     ours(line, "route", a.route);
@@ -429,6 +432,7 @@ mod tests {
         const CASES: [Access<'static>; 3] = [
             Access {
                 request_id: "3f9c0a7e5b21d4c8-1a",
+                trace_id: "",
                 caller: "anonymous",
                 method: "GET",
                 route: "/token",
@@ -440,6 +444,7 @@ mod tests {
             },
             Access {
                 request_id: "evil\"id\\ \u{1b}[31m\nforged",
+                trace_id: "4bf92f3577b34da6a3ce929d0e0e4736",
                 caller: "caf\u{e9}",
                 method: "POST",
                 route: "unmatched",
@@ -451,6 +456,7 @@ mod tests {
             },
             Access {
                 request_id: "",
+                trace_id: "",
                 caller: "",
                 method: "DELETE",
                 route: "/bits",

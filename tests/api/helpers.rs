@@ -88,10 +88,21 @@ pub struct Binary {
 }
 
 pub async fn spawn_binary(args: &[&str]) -> Binary {
+    spawn_binary_with_env(args, &[]).await
+}
+
+/// [`spawn_binary`] with these environment variables set (and the `OTEL_*` ones of the test's
+/// own environment removed).
+pub async fn spawn_binary_with_env(args: &[&str], env: &[(&str, &str)]) -> Binary {
     use tokio::io::AsyncBufReadExt;
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_drbgd"))
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_drbgd"));
+    for (key, _) in std::env::vars().filter(|(k, _)| k.starts_with("OTEL_")) {
+        command.env_remove(key);
+    }
+    let mut child = command
         .args(["serve", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"])
         .args(args)
+        .envs(env.iter().copied())
         .env_remove("RUST_LOG")
         .stderr(std::process::Stdio::piped())
         .stdout(std::process::Stdio::null())

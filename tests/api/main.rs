@@ -9,4 +9,5 @@ mod hostile;
 mod lifecycle;
 mod random;
 mod reload;
+mod traces;
 mod values;
