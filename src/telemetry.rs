@@ -50,30 +50,19 @@ pub fn init(log: &LogSettings, traces: &TracingSettings) -> std::io::Result<LogG
     let ansi = std::io::stderr().is_terminal();
     let (writer, guard) = writer::spawn(std::io::stderr())?;
     let writer_for_access = writer.clone();
-    let main = fmt::layer().with_writer(writer.clone()).with_ansi(ansi);
-    let main = match log.format {
-        LogFormat::Json => main.json().flatten_event(true).boxed(),
-        LogFormat::Text if ansi => main.boxed(),
-        LogFormat::Text => main.event_format(plain::Plain).boxed(),
-    };
-    let (otel, traces) = match trace::layer::<tracing_subscriber::Registry>(traces)? {
-        Some((layer, guard)) => (Some(layer), Some(guard)),
-        None => (None, None),
-    };
-    // The trace spans are the OpenTelemetry layer's alone (none exist with traces off).
-    let not_trace = filter::filter_fn(|m| m.target() != trace::TRACE_TARGET);
-    let installed = if log.audit {
-        // Audit lines are JSON whatever log.format says, and only on their own layer.
-        let not_audit = filter::filter_fn(|m| m.target() != AUDIT_TARGET);
-        let audit = fmt::layer().with_writer(writer.for_audit()).with_ansi(false).json().flatten_event(true);
-        tracing_subscriber::registry()
-            .with(otel)
-            .with(main.with_filter(filter.and(not_audit).and(not_trace)))
-            .with(audit.with_filter(filter::Targets::new().with_target(AUDIT_TARGET, tracing::Level::INFO)))
-            .try_init()
-    } else {
-        // No audit lines: one log layer, one filter (no second layer to offer every event to).
-        tracing_subscriber::registry().with(otel).with(main.with_filter(filter.and(not_trace))).try_init()
+    let (installed, traces) = match trace::layer::<tracing_subscriber::Registry>(traces)? {
+        // No OpenTelemetry layer at all with traces off: a layer that is there but does
+        // nothing (`None`) would still make the registry build every disabled span.
+        None => {
+            (tracing_subscriber::registry().with(log_layers(log, filter, &writer, ansi)).try_init(), None)
+        }
+        Some((otel, guard)) => {
+            let installed = tracing_subscriber::registry()
+                .with(otel)
+                .with(log_layers(log, filter, &writer, ansi))
+                .try_init();
+            (installed, Some(guard))
+        }
     };
     if installed.is_ok() {
         let _ = INSTALLED.set(writer_for_access.clone());
@@ -87,6 +76,39 @@ pub fn init(log: &LogSettings, traces: &TracingSettings) -> std::io::Result<LogG
         tracing::info!("traces on: exporting over OTLP, {}", traces.description);
     }
     Ok(LogGuard { _traces: traces.filter(|_| installed), _writer: installed.then_some(guard) })
+}
+
+/// The log layers over `S`: the main one (every line but the audit lines and the trace
+/// spans, which are the OpenTelemetry layer's), and with `log.audit` the audit layer (JSON
+/// whatever `log.format` says).
+fn log_layers<S>(
+    log: &LogSettings,
+    filter: EnvFilter,
+    writer: &writer::BatchWriter,
+    ansi: bool,
+) -> Box<dyn Layer<S> + Send + Sync>
+where
+    S: tracing::Subscriber + for<'span> tracing_subscriber::registry::LookupSpan<'span>,
+{
+    let main = fmt::layer().with_writer(writer.clone()).with_ansi(ansi);
+    let main = match log.format {
+        LogFormat::Json => main.json().flatten_event(true).boxed(),
+        LogFormat::Text if ansi => main.boxed(),
+        LogFormat::Text => main.event_format(plain::Plain).boxed(),
+    };
+    let not_trace = filter::filter_fn(|m| m.target() != trace::TRACE_TARGET);
+    if log.audit {
+        let not_audit = filter::filter_fn(|m| m.target() != AUDIT_TARGET);
+        let audit = fmt::layer().with_writer(writer.for_audit()).with_ansi(false).json().flatten_event(true);
+        main.with_filter(filter.and(not_audit).and(not_trace))
+            .and_then(
+                audit.with_filter(filter::Targets::new().with_target(AUDIT_TARGET, tracing::Level::INFO)),
+            )
+            .boxed()
+    } else {
+        // No audit lines: one layer, one filter (no second layer to offer every event to).
+        main.with_filter(filter.and(not_trace)).boxed()
+    }
 }
 
 /// Set by [`init`] when text lines are plain (no ANSI) and the filter has static directives

@@ -255,11 +255,29 @@ async fn rest_and_grpc_requests_continue_the_callers_trace() {
         assert!(attributes(&span.attributes).values().all(|v| !v.contains(&token)), "{span:?}");
         assert_eq!(resource["service.name"], "drbgd");
     }
-    let metrics =
-        reqwest::get(format!("http://{}/metrics", binary.admin)).await.unwrap().text().await.unwrap();
-    let exported =
-        metrics.lines().find(|l| l.starts_with("drbgd_trace_spans_total{outcome=\"exported\"}")).unwrap();
-    assert_ne!(exported.rsplit(' ').next(), Some("0"), "{exported}");
+    // Counted once the collector's answer is back, a moment after it received the spans.
+    let mut counts = String::new();
+    for _ in 0..100 {
+        let metrics =
+            reqwest::get(format!("http://{}/metrics", binary.admin)).await.unwrap().text().await.unwrap();
+        counts = metrics
+            .lines()
+            .filter(|l| l.starts_with("drbgd_trace_spans_total"))
+            .collect::<Vec<_>>()
+            .join("; ");
+        if counts.contains("outcome=\"exported\"}") && !counts.contains("outcome=\"exported\"} 0") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        counts.contains("outcome=\"exported\"}") && !counts.contains("outcome=\"exported\"} 0"),
+        "{counts}"
+    );
+    assert!(
+        counts.contains("outcome=\"failed\"} 0") && counts.contains("outcome=\"dropped\"} 0"),
+        "{counts}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
