@@ -272,11 +272,20 @@ impl Randomness for RandomnessAdapter {
             }
         };
         let (alg, n) = (chunks.request().alg(), chunks.request().n_bits());
-        // The trace id of the call's server span, entered while the call runs (the stream's
-        // end comes after it).
-        let trace_id = crate::telemetry::trace::trace_id(&tracing::Span::current()).unwrap_or_default();
-        let stream =
-            ChunkStreamState { chunks, adapter: self.clone(), start, done: false, admission, id, trace_id };
+        // The call's server span, entered while the call runs: the chunks are generated in it,
+        // and the stream's end is recorded on it.
+        let span = tracing::Span::current();
+        let trace_id = crate::telemetry::trace::trace_id(&span).unwrap_or_default();
+        let stream = ChunkStreamState {
+            chunks,
+            adapter: self.clone(),
+            start,
+            done: false,
+            admission,
+            id,
+            trace_id,
+            span,
+        };
         let mut response: Response<ChunkStream> =
             Response::new(Box::pin(futures_util::stream::unfold(stream, ChunkStreamState::next)));
         let served = crate::http::Served { alg, n_bits: n };
@@ -401,6 +410,8 @@ struct ChunkStreamState {
     id: String,
     /// The OpenTelemetry trace id, for the lines (empty with traces off).
     trace_id: String,
+    /// The call's server span (disabled with traces off), open until the stream ends.
+    span: tracing::Span,
 }
 
 impl ChunkStreamState {
@@ -409,7 +420,8 @@ impl ChunkStreamState {
             return None;
         }
         let alg = self.chunks.request().alg();
-        match self.chunks.next_chunk() {
+        let span = self.span.clone();
+        match span.in_scope(|| self.chunks.next_chunk()) {
             Ok(Some(chunk)) => {
                 let reply = pb::StreamBitsResponse {
                     data: chunk.encoded.into(),
@@ -438,6 +450,8 @@ impl ChunkStreamState {
     /// The stream's lines, once: `n` bits served in full (0 unless it completed).
     fn end(&mut self, code: tonic::Code, error: &'static str, n: u64) {
         self.done = true;
+        let (caller, alg) = (self.admission.caller.name(), self.chunks.request().alg().name());
+        crate::telemetry::trace::record_end(&self.span, caller, alg, n, code as u16, error, true);
         let access = crate::telemetry::Access {
             request_id: &self.id,
             trace_id: &self.trace_id,

@@ -75,6 +75,11 @@ pub fn init(log: &LogSettings, traces: &TracingSettings) -> std::io::Result<LogG
     if let (true, Some(traces)) = (installed, &traces) {
         tracing::info!("traces on: exporting over OTLP, {}", traces.description);
     }
+    if trace::refused_tls() {
+        tracing::error!(
+            "traces off: an OTEL_EXPORTER_OTLP_* variable names an https:// collector, and no TLS client is built in (send plain OTLP to a collector on the node or in the pod)"
+        );
+    }
     Ok(LogGuard { _traces: traces.filter(|_| installed), _writer: installed.then_some(guard) })
 }
 

@@ -11,7 +11,8 @@ use super::ConfigError;
 #[serde(deny_unknown_fields)]
 pub struct TracingSettings {
     /// The collector: `http://host:4317` (gRPC) or `http://host:4318` (HTTP/protobuf, to which
-    /// `/v1/traces` is added when the URL has no path). Empty: the standard `OTEL_EXPORTER_OTLP_*`
+    /// `/v1/traces` is added when the URL has no path). Plain OTLP only: no TLS client is built
+    /// in (an `https://` URL is refused). Empty: the standard `OTEL_EXPORTER_OTLP_*`
     /// variables, and without those no traces.
     pub otlp_endpoint: String,
     /// `grpc` or `http/protobuf`; empty: `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL` /
@@ -103,8 +104,14 @@ impl TracingSettings {
             return invalid("tracing.export_timeout_ms", "must be in 100..=60000");
         }
         let endpoint = self.otlp_endpoint.trim();
-        if !(endpoint.is_empty() || endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
-            return invalid("tracing.otlp_endpoint", "must be an http:// or https:// URL, or empty");
+        if endpoint.starts_with("https://") {
+            return invalid(
+                "tracing.otlp_endpoint",
+                "TLS to the collector is not built in: send plain OTLP to a collector on the node or in the pod (http://)",
+            );
+        }
+        if !(endpoint.is_empty() || endpoint.starts_with("http://")) {
+            return invalid("tracing.otlp_endpoint", "must be an http:// URL, or empty");
         }
         if !self.otlp_protocol.is_empty()
             && let Err(why) = OtlpProtocol::parse(&self.otlp_protocol)
@@ -169,6 +176,8 @@ mod tests {
         assert!(s.validate().unwrap_err().to_string().contains("tracing.sample_ratio"));
         let s = settings("collector:4317", "");
         assert!(s.validate().unwrap_err().to_string().contains("tracing.otlp_endpoint"));
+        let s = settings("https://collector:4317", "");
+        assert!(s.validate().unwrap_err().to_string().contains("TLS to the collector is not built in"));
         let s = settings("", "http/json");
         assert!(s.validate().unwrap_err().to_string().contains("tracing.otlp_protocol"));
         settings("http://c:4318", "http/protobuf").validate().unwrap();

@@ -388,6 +388,11 @@ impl<G: Drbg> Managed<G> {
         // A span of the OpenTelemetry traces (the telemetry module's target; this module
         // stays free of it): a reseed on a request's path shows inside its trace.
         let _span = tracing::info_span!(target: "drbgd::trace", "reseed", drbgd.alg = G::ALGORITHM.name(), drbgd.reason = reason.name()).entered();
+        // The generation is read before the entropy: a VM snapshot taken in between and
+        // restored twice then leaves both clones with the older generation, so each reseeds
+        // again on its next output (read after, both would record the new one and share the
+        // pre-snapshot entropy).
+        let generation = fork::generation();
         let mut entropy = [0u8; 64];
         let seed_len = G::ENTROPY_LEN + G::NONCE_LEN;
         if self.entropy.fill(&mut entropy[..seed_len]).is_err() {
@@ -396,7 +401,6 @@ impl<G: Drbg> Managed<G> {
             self.stats.reseed_failed(G::ALGORITHM);
             return Err(DrbgError::EntropyUnavailable);
         }
-        let generation = fork::generation();
         let context = self.reseed_context(reason, generation);
         let (input, nonce) = entropy[..seed_len].split_at(G::ENTROPY_LEN);
         let drbg = match &mut self.drbg {

@@ -162,7 +162,7 @@ pub fn public_stream(path: &str) -> bool {
 }
 
 /// The path prefix of the randomness service's methods.
-const GRPC_SERVICE_PREFIX: &str = "/drbgd.v1.RandomnessService/";
+pub(crate) const GRPC_SERVICE_PREFIX: &str = "/drbgd.v1.RandomnessService/";
 
 /// The guard of a gRPC path and the method's name (its metrics label), or `None` for a path
 /// that is no method of the randomness service.

@@ -505,7 +505,12 @@ impl Observe {
         let method = request.method().clone();
         let start = Clock::now();
         let (caller, caller_at, public, done) = (None, start, false, false);
-        let span_name = if grpc { path.trim_start_matches('/') } else { label };
+        // A bounded name (never the request's own path): the route template, a method of the
+        // randomness service by its full name, or the label of the rest.
+        let span_name = || match grpc_method {
+            Some((name, _)) => format!("{}{name}", &super::endpoint::GRPC_SERVICE_PREFIX[1..]).into(),
+            None => std::borrow::Cow::Borrowed(label),
+        };
         let span = crate::telemetry::trace::server_span(request.headers(), span_name, method.as_str(), grpc);
         Observe {
             state: state.clone(),

@@ -126,6 +126,8 @@ fn respond(state: &AppState, admission: &Admission, req: BitsRequest) -> Result<
                 left: len,
                 failed: false,
                 _admission: admission.clone(),
+                // Called within the request's server span (the front layer enters it).
+                span: tracing::Span::current(),
             });
             super::response(body, content_type)
         }
@@ -168,6 +170,9 @@ struct ChunkBody {
     /// The body ended with an error.
     failed: bool,
     _admission: Admission,
+    /// The request's server span (disabled with traces off): the chunks are generated inside
+    /// it, and it stays open until the body ends.
+    span: tracing::Span,
 }
 
 impl ChunkBody {
@@ -200,7 +205,9 @@ impl http_body::Body for ChunkBody {
         }
         // The layers' panic catcher does not reach into a body: catch here, so that a panic
         // while generating cuts this response only, not the connection's task.
-        let next = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.rest.next_chunk()));
+        let span = self.span.clone();
+        let next = span
+            .in_scope(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.rest.next_chunk())));
         match next {
             Ok(Ok(Some(chunk))) => self.data(chunk.encoded),
             Ok(Ok(None)) => Poll::Ready(None),

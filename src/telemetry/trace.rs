@@ -53,6 +53,15 @@ struct Active {
     traceresponse: bool,
 }
 
+/// Set when an `OTEL_*` variable named an `https://` collector, which this build cannot reach.
+static NO_TLS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether traces were asked for by an `OTEL_*` variable naming an `https://` collector and
+/// left off (no TLS client is built in).
+pub fn refused_tls() -> bool {
+    NO_TLS.load(Ordering::Relaxed)
+}
+
 /// Spans exported, dropped at the full queue, and lost to failed exports.
 static EXPORTED: AtomicU64 = AtomicU64::new(0);
 static DROPPED: AtomicU64 = AtomicU64::new(0);
@@ -96,6 +105,12 @@ where
 {
     let env = |key: &str| std::env::var(key).ok();
     let Some(endpoint) = settings.endpoint(env) else { return Ok(None) };
+    if endpoint.trim_start().starts_with("https://") {
+        // Only an OTEL_* variable can get here ([tracing] refuses https://): ambient, so it
+        // turns traces off rather than stopping the service. Logged once the log is up.
+        NO_TLS.store(true, Ordering::Relaxed);
+        return Ok(None);
+    }
     let protocol = settings.protocol(env).map_err(std::io::Error::other)?;
     let given = (!settings.otlp_endpoint.trim().is_empty()).then(|| settings.otlp_endpoint.trim().to_owned());
     let queue = Queue::start(given, protocol, settings)?;
@@ -114,8 +129,11 @@ where
         .with_filter(Targets::new().with_target(TRACE_TARGET, tracing::Level::TRACE));
     let _ = ACTIVE
         .set(Active { propagator: TraceContextPropagator::new(), traceresponse: settings.traceresponse });
-    let description =
-        format!("endpoint={endpoint} protocol={protocol:?} sample_ratio={}", settings.sample_ratio);
+    let description = format!(
+        "endpoint={} protocol={protocol:?} sample_ratio={}",
+        without_userinfo(&endpoint),
+        settings.sample_ratio
+    );
     Ok(Some((layer, TraceGuard { provider, description })))
 }
 
@@ -129,9 +147,18 @@ fn resource() -> Resource {
 }
 
 /// The server span of a request, continuing the trace its `traceparent`/`tracestate` headers
-/// name (a new trace without them); a disabled span when traces are off.
-pub fn server_span(headers: &HeaderMap, name: &str, method: &str, grpc: bool) -> Span {
+/// name (a new trace without them); a disabled span when traces are off. `name` (asked only
+/// when traces are on) must be bounded: a route template or a known method, never the
+/// request's own path.
+pub fn server_span<'a>(
+    headers: &HeaderMap,
+    name: impl FnOnce() -> std::borrow::Cow<'a, str>,
+    method: &str,
+    grpc: bool,
+) -> Span {
     let Some(active) = ACTIVE.get() else { return Span::none() };
+    let name = name();
+    let name = name.as_ref();
     let span = tracing::info_span!(
         target: TRACE_TARGET,
         "request",
@@ -256,11 +283,25 @@ impl Queue {
         }
     }
 
-    /// Sends a control message and waits (at most the export timeout and a second) for its answer.
+    /// Sends a control message and waits for its answer, both within `wait` in all (a full
+    /// queue behind a stalled export is waited for only that long).
     fn ask(&self, make: impl FnOnce(SyncSender<()>) -> Msg, wait: Duration) -> OTelSdkResult {
+        let deadline = Instant::now() + wait;
         let (reply_tx, reply_rx) = mpsc::sync_channel(1);
-        self.tx.send(make(reply_tx)).map_err(|_| OTelSdkError::AlreadyShutdown)?;
-        reply_rx.recv_timeout(wait).map_err(|_| OTelSdkError::Timeout(wait))
+        let mut message = make(reply_tx);
+        loop {
+            match self.tx.try_send(message) {
+                Ok(()) => break,
+                Err(mpsc::TrySendError::Disconnected(_)) => return Err(OTelSdkError::AlreadyShutdown),
+                Err(mpsc::TrySendError::Full(back)) if Instant::now() < deadline => {
+                    message = back;
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Err(mpsc::TrySendError::Full(_)) => return Err(OTelSdkError::Timeout(wait)),
+            }
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        reply_rx.recv_timeout(left).map_err(|_| OTelSdkError::Timeout(wait))
     }
 }
 
@@ -291,6 +332,18 @@ fn exporter(
         }
     };
     built.map_err(|e| e.to_string())
+}
+
+/// `endpoint` with any user name and password taken out, for the log.
+fn without_userinfo(endpoint: &str) -> String {
+    match endpoint.split_once("://") {
+        Some((scheme, rest)) => {
+            let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+            let host = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+            format!("{scheme}://{host}{path}")
+        }
+        None => endpoint.to_owned(),
+    }
 }
 
 /// An OTLP/HTTP collector's base URL with the traces path added where it has no path.
@@ -359,6 +412,11 @@ impl Export {
                 Ok(Msg::Stop(reply)) => {
                     self.export();
                     let _ = self.exporter.shutdown();
+                    // Not waiting for the runtime's blocking tasks (a DNS lookup of a collector
+                    // that does not answer): the process is about to exit.
+                    let Export { runtime, exporter, .. } = self;
+                    drop(exporter);
+                    runtime.shutdown_background();
                     let _ = reply.send(());
                     return;
                 }
@@ -410,6 +468,13 @@ fn failed(n: u64, why: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_log_never_shows_a_collector_credential() {
+        assert_eq!(without_userinfo("http://user:token@c:4317/x"), "http://c:4317/x");
+        assert_eq!(without_userinfo("http://c:4317"), "http://c:4317");
+        assert_eq!(without_userinfo("http://a@b@c:1/p@q"), "http://c:1/p@q");
+    }
 
     #[test]
     fn the_traces_path_is_added_only_to_a_bare_collector_url() {
@@ -486,7 +551,7 @@ mod tests {
     #[test]
     fn off_means_no_span() {
         // This test binary installs no trace layer.
-        let span = server_span(&HeaderMap::new(), "/token", "GET", false);
+        let span = server_span(&HeaderMap::new(), || "/token".into(), "GET", false);
         assert!(span.is_none());
         assert_eq!(trace_id(&span), None);
         assert!(traceresponse(&span).is_none());

@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use drbgd::grpc::pb::GetTokenRequest;
 use drbgd::grpc::pb::randomness_service_client::RandomnessServiceClient;
+use drbgd::grpc::pb::{GetTokenRequest, StreamBitsRequest};
 use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{
     TraceService, TraceServiceServer,
 };
@@ -159,6 +159,8 @@ fn children(received: &Received, trace: &[u8], parent: &Span) -> Vec<Span> {
 const TRACE_REST: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 const PARENT_REST: &str = "00f067aa0ba902b7";
 const TRACE_PR: &str = "5e2d3c1b0a99887766554433221100ff";
+const TRACE_STREAM: &str = "6a7b8c9d0e1f20314253647586970a1b";
+const TRACE_GRPC_STREAM: &str = "7c8d9e0f1a2b3c4d5e6f708192a3b4c5";
 const TRACE_GRPC: &str = "0af7651916cd43dd8448eb211c80319c";
 const PARENT_GRPC: &str = "b7ad6b7169203331";
 
@@ -205,6 +207,29 @@ async fn rest_and_grpc_requests_continue_the_callers_trace() {
     let access = line_with(&mut binary, "route=\"/bits\"").await;
     assert!(access.contains(TRACE_PR), "{access}");
 
+    // Streams: every chunk is generated inside the request's span (none becomes a trace of
+    // its own), and a gRPC stream's end is recorded on its span.
+    let response = client
+        .get(format!("http://{}/bits?n=4000000&format=binary", binary.api))
+        .header("traceparent", format!("00-{TRACE_STREAM}-{PARENT_REST}-01"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.bytes().await.unwrap().len(), 500_000);
+    let access = line_with(&mut binary, "route=\"/bits\"").await;
+    assert!(access.contains(TRACE_STREAM), "{access}");
+    let mut request =
+        tonic::Request::new(StreamBitsRequest { n: 1_000_000, chunk_bytes: 4096, ..Default::default() });
+    request
+        .metadata_mut()
+        .insert("traceparent", format!("00-{TRACE_GRPC_STREAM}-{PARENT_GRPC}-01").parse().unwrap());
+    let mut stream = grpc.stream_bits(request).await.unwrap().into_inner();
+    let mut chunks = 0;
+    while stream.message().await.unwrap().is_some() {
+        chunks += 1;
+    }
+    assert!(chunks > 1);
+
     // A request that names no trace starts one.
     let response = client.get(format!("http://{}/bits?n=256", binary.api)).send().await.unwrap();
     assert_eq!(response.status(), 200);
@@ -246,6 +271,24 @@ async fn rest_and_grpc_requests_continue_the_callers_trace() {
     assert_eq!(reseed.len(), 1, "{reseed:?}");
     assert_eq!(reseed[0].name, "reseed");
     assert_eq!(attributes(&reseed[0].attributes)["drbgd.reason"], "prediction_resistance");
+
+    let streamed = received.wait_for(&unhex(TRACE_STREAM), "/bits").await;
+    let generated = children(&received, &streamed.trace_id, &streamed)
+        .into_iter()
+        .filter(|s| s.name == "generate")
+        .count();
+    assert!(generated >= 10, "500,000 bytes in 48 KiB chunks, each generated in the span: {generated}");
+    let grpc_stream =
+        received.wait_for(&unhex(TRACE_GRPC_STREAM), "drbgd.v1.RandomnessService/StreamBits").await;
+    let attrs = attributes(&grpc_stream.attributes);
+    assert_eq!((attrs["rpc.grpc.status_code"].as_str(), attrs["drbgd.n"].as_str()), ("0", "1000000"));
+    let generated = children(&received, &grpc_stream.trace_id, &grpc_stream)
+        .into_iter()
+        .filter(|s| s.name == "generate")
+        .count();
+    assert!(generated >= chunks, "{generated} generate spans for {chunks} chunks");
+    // No generation ran outside a request's trace: every generate span has a parent.
+    assert!(received.spans().iter().all(|(s, _)| s.name != "generate" || !s.parent_span_id.is_empty()));
 
     let new = received.wait_for(&unhex(&fresh), "/bits").await;
     assert!(new.parent_span_id.is_empty(), "a root span");

@@ -57,10 +57,15 @@ pub fn supported() -> bool {
     std::arch::is_x86_feature_detected!("avx2")
 }
 
-/// Whether the generator should use this path now.
+/// Whether the generator should use this path now: by default wherever the crate would not
+/// run its sixteen-block backend (built with `--cfg chacha20_avx512`, taken on CPUs with
+/// AVX512F and AVX512VL); otherwise the crate's four-block AVX2 code would.
 pub fn chosen() -> bool {
+    let crate_wide = cfg!(chacha20_avx512)
+        && std::arch::is_x86_feature_detected!("avx512f")
+        && std::arch::is_x86_feature_detected!("avx512vl");
     match USE.load(Ordering::Relaxed) {
-        0 => supported() && !std::arch::is_x86_feature_detected!("avx512f"),
+        0 => supported() && !crate_wide,
         2 => supported(),
         _ => false,
     }
@@ -105,23 +110,20 @@ impl Keystream8 {
     }
 }
 
-/// `x <<< 16` and `x <<< 8` in each 32-bit lane, as byte shuffles.
-#[inline(always)]
+/// `x <<< 16` and `x <<< 8` in each 32-bit lane, as byte shuffles' masks.
+#[inline]
+#[target_feature(enable = "avx2")]
 fn rotations() -> (__m256i, __m256i) {
-    // SAFETY: `_mm256_setr_epi8` needs AVX, implied by the AVX2 of every caller (this is
-    // inlined into `eight_blocks` only).
-    unsafe {
-        (
-            _mm256_setr_epi8(
-                2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9,
-                14, 15, 12, 13,
-            ),
-            _mm256_setr_epi8(
-                3, 0, 1, 2, 7, 4, 5, 6, 11, 8, 9, 10, 15, 12, 13, 14, 3, 0, 1, 2, 7, 4, 5, 6, 11, 8, 9, 10,
-                15, 12, 13, 14,
-            ),
-        )
-    }
+    (
+        _mm256_setr_epi8(
+            2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14,
+            15, 12, 13,
+        ),
+        _mm256_setr_epi8(
+            3, 0, 1, 2, 7, 4, 5, 6, 11, 8, 9, 10, 15, 12, 13, 14, 3, 0, 1, 2, 7, 4, 5, 6, 11, 8, 9, 10, 15,
+            12, 13, 14,
+        ),
+    )
 }
 
 /// Four quarter rounds (RFC 8439 section 2.1) on eight blocks at once, interleaved step by
