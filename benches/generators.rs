@@ -108,6 +108,13 @@ fn small(c: &mut Criterion) {
     g.bench_function("pool", |b| {
         b.iter(|| pool.fill(Algorithm::Aes256Ctr, black_box(&mut out), false).unwrap())
     });
+    // Prediction resistance: a reseed before the output (entropy read, derivation function,
+    // the new byte threshold drawn), what the default policy pays every 1-2 MiB.
+    g.bench_function("pool-reseeding", |b| {
+        b.iter(|| pool.fill(Algorithm::Aes256Ctr, black_box(&mut out), true).unwrap())
+    });
+    let mut entropy = [0u8; 48];
+    g.bench_function("getrandom-48B", |b| b.iter(|| getrandom::fill(black_box(&mut entropy)).unwrap()));
     g.finish();
 }
 
