@@ -12,9 +12,16 @@
 #    exec healthcheck), run by `podman kube play`: /token over HTTP, GetToken over gRPC,
 #    /readyz polled to 200, the manifests' uid and read-only root in force, and the ConfigMap's
 #    shutdown delay seen on SIGTERM (/readyz 503 while the listeners still serve, then exit 0).
+# 3. The prod overlay's Deployment + ConfigMap, through the test overlay .ci/podman-overlay-prod
+#    (as for dev, plus prod's three Secrets made at run time: a throwaway CA and server
+#    certificate, a random API key's digest, the URL and password of a redis-server started on
+#    the host for the quota store), run by `podman kube play`: /readyz polled to 200, /token over
+#    HTTPS with the key 200 (without it 401), GetToken over gRPC with TLS, /usage's quota scope
+#    `global` with the caller's bucket and the replica set under prod's key prefix in the store,
+#    SIGTERM leaving the replica set and exiting 0.
 #
-# Runs as root on Debian 12 with podman, runc, catatonit, uidmap and mmdebstrap installed
-# (.ci/run installs them), kustomize and grpcurl on PATH, and the Rust toolchain that
+# Runs as root on Debian 12 with podman, runc, catatonit, uidmap, mmdebstrap, redis-server and
+# openssl installed (.ci/run installs them), kustomize and grpcurl on PATH, and the Rust toolchain that
 # rust-toolchain.toml names. Idempotent: the stand-in base images are built once and reused
 # (rebuilt when their recipe version below changes); the image build reuses podman's layer
 # cache and, read-only through an overlay mount, the host's cargo registry.
@@ -42,10 +49,21 @@ cleanup() {
   [ -f "$pod_yaml_dir/pod.yaml" ] && (cd "$pod_yaml_dir" && podman kube down pod.yaml >/dev/null 2>&1)
   [ -n "${pod:-}" ] && podman pod rm -f -t 0 "$pod" >/dev/null 2>&1
   [ -n "${secret:-}" ] && podman secret rm "$secret" >/dev/null 2>&1
-  rm -rf "$pod_yaml_dir" "$work"
+  # The prod pod's: pod, Secrets and their volumes, ConfigMap volume, redis-server, key files.
+  [ -n "${prod_yaml_dir:-}" ] && [ -f "$prod_yaml_dir/prod.yaml" ] && (cd "$prod_yaml_dir" && podman kube down prod.yaml >/dev/null 2>&1)
+  if [ -n "${prod_pod:-}" ]; then
+    podman pod rm -f -t 0 "$prod_pod" >/dev/null 2>&1
+    for s in "${prod_secret_names[@]}" ${prod_cm_volumes:-}; do
+      podman secret rm "$s" >/dev/null 2>&1; podman volume rm -f "$s" >/dev/null 2>&1
+    done
+  fi
+  [ -s "$work/redis.pid" ] && kill "$(cat "$work/redis.pid")" 2>/dev/null
+  rm -rf "$repo/.ci/podman-overlay-prod/secrets" "${prod_yaml_dir:-}" "$pod_yaml_dir" "$work"
 }
 trap cleanup EXIT
-for tool in podman mmdebstrap kustomize grpcurl curl; do
+trap 'exit 130' INT
+trap 'exit 143' TERM
+for tool in podman mmdebstrap kustomize grpcurl curl redis-server redis-cli openssl; do
   command -v "$tool" >/dev/null || fail "$tool is not installed (.ci/run installs it)"
 done
 
@@ -305,4 +323,225 @@ proved "pod SIGTERM: /readyz 503 after $t503 ms, /token still served in the dela
 (cd "$pod_yaml_dir" && podman kube down pod.yaml >/dev/null 2>&1) || fail "podman kube down"
 podman secret rm "$secret" >/dev/null
 ! podman pod exists "$pod" || fail "pod $pod left behind"
+
+# --- 3. the prod overlay's pod with podman kube play ---------------------------------------------
+
+# prod needs its three Secrets and the shared quota store. All are made here and go when the
+# script exits: a throwaway CA and a server certificate for 127.0.0.1 (as cert-manager's
+# drbgd-tls: ECDSA P-256, serverAuth, with ca.crt), a random API key of which only the SHA-256
+# digest is written, and a redis-server with a random password on the host. The pod has its
+# own network namespace on kube play's network (podman-default-kube-network): redis-server
+# listens on that bridge's host address, which the quota store Secret's URL names.
+t_prod=$SECONDS
+prod_dir=.ci/podman-overlay-prod
+prod_secrets=$prod_dir/secrets
+prod_pod=drbgd-pod-0
+prod_ctr=$prod_pod-drbgd
+prod_secret_names=(drbgd-tls drbgd-api-keys drbgd-quota-store)
+redis_port=26379
+prod_yaml_dir=$(mktemp -d)
+command -v redis-server >/dev/null && command -v redis-cli >/dev/null && command -v openssl >/dev/null \
+  || fail "redis-server, redis-cli and openssl are needed for the prod pod (.ci/run installs them)"
+kube_net=podman-default-kube-network
+podman network exists "$kube_net" || fail "no podman network $kube_net (the dev pod's kube play above makes it)"
+gw=$(podman network inspect --format '{{range .Subnets}}{{.Gateway}}{{end}}' "$kube_net")
+[[ "$gw" =~ ^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+$ ]] || fail "no IPv4 gateway on podman network $kube_net ($gw)"
+# Left by an interrupted run: the pod and Secrets go by name; a redis-server still on the port is
+# an error (its password is gone with that run).
+podman pod rm -f -t 0 "$prod_pod" >/dev/null 2>&1 || true
+for s in "${prod_secret_names[@]}"; do
+  podman secret rm "$s" >/dev/null 2>&1 || true
+  podman volume rm -f "$s" >/dev/null 2>&1 || true
+done
+for p in 28443 28444; do
+  if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then fail "127.0.0.1:$p (a hostPort of $prod_dir) is in use"; fi
+done
+
+rm -rf "$prod_secrets"
+mkdir -m 0700 "$prod_secrets"
+(
+  cd "$prod_secrets"
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=drbgd-ci-ca \
+    -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign \
+    -keyout ca.key -out ca.crt 2>/dev/null
+  openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=drbgd.drbgd.svc \
+    -keyout tls.key -out tls.csr 2>/dev/null
+  printf '%s\n' basicConstraints=critical,CA:FALSE keyUsage=critical,digitalSignature extendedKeyUsage=serverAuth \
+    subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:drbgd.drbgd.svc,DNS:drbgd-headless.drbgd.svc >tls.ext
+  openssl x509 -req -in tls.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 1 -extfile tls.ext -out tls.crt 2>/dev/null
+  rm -f ca.key ca.srl tls.csr tls.ext
+) || fail "openssl: the test CA and server certificate"
+api_key=$(openssl rand -base64 32 | tr '+/' '-_' | tr -d '=\n')
+printf 'ci %s\n' "$(printf %s "$api_key" | sha256sum | cut -d' ' -f1)" >"$prod_secrets/api-keys.sha256"
+redis_pass=$(openssl rand -hex 24)
+printf %s "$redis_pass" >"$prod_secrets/quota-password"
+printf %s "redis://$gw:$redis_port" >"$prod_secrets/quota-url"
+kustomize build "$prod_dir" >"$work/prod-full.yaml"
+kustomize build k8s/overlays/prod >"$work/prod.yaml"
+cp "$prod_secrets/ca.crt" "$work/ca.crt"
+rm -rf "$prod_secrets"  # held by the rendered Secrets now, in the script's temporary directory
+
+python3 - "$work/prod.yaml" "$work/prod-full.yaml" <<'PY'
+import base64, sys, yaml
+prod, pod = ({(d["kind"], d["metadata"]["name"]): d for d in yaml.safe_load_all(open(p)) if d} for p in sys.argv[1:])
+a, b = prod["Deployment", "drbgd"]["spec"]["template"]["spec"], pod["Deployment", "drbgd"]["spec"]["template"]["spec"]
+ca, cb = a["containers"][0], b["containers"][0]
+assert cb["image"] == "localhost/drbgd:ci", cb["image"]
+assert "livenessProbe" in ca and "livenessProbe" not in cb
+for p in cb["ports"]:
+    assert p.pop("hostIP") == "127.0.0.1" and p.pop("hostPort")
+ea, eb = ({e["name"]: e for e in c.pop("env")} for c in (ca, cb))
+# podman 4.3 cannot resolve a secretKeyRef to a Secret of the YAML: the url comes from a
+# ConfigMap of the same file (the Secret keeps it too).
+assert ea["DRBGD__QUOTA__URL"]["valueFrom"] == {"secretKeyRef": {"name": "drbgd-quota-store", "key": "url"}}
+assert eb["DRBGD__QUOTA__URL"]["valueFrom"] == {"configMapKeyRef": {"name": "drbgd-ci-quota-url", "key": "url"}}
+url = pod["ConfigMap", "drbgd-ci-quota-url"]["data"]["url"]
+assert base64.b64decode(pod["Secret", "drbgd-quota-store"]["data"]["url"]).decode() == url
+eb["DRBGD__QUOTA__URL"] = ea["DRBGD__QUOTA__URL"]
+extra = sorted(set(eb) - set(ea))
+assert extra == ["DRBGD__CALLERS__CI__QUOTA__BURST", "DRBGD__CALLERS__CI__QUOTA__REQUESTS_PER_SECOND"], extra
+for k in extra:
+    del eb[k]
+assert ea == eb, "the test overlay changes more of prod's env"
+for k in ("image", "livenessProbe"):
+    ca.pop(k); cb.pop(k, None)
+assert a == b, "the test overlay changes more of prod's Deployment than image, hostPort/hostIP, livenessProbe, env"
+secrets = {n for k, n in pod if k == "Secret"}
+del pod["ConfigMap", "drbgd-ci-quota-url"]
+assert {k: v for k, v in pod.items() if k[0] != "Secret"} == prod, "the test overlay changes more than the Deployment and Secrets"
+mounted = {v["secret"]["secretName"] for v in b["volumes"] if "secret" in v}
+assert secrets == mounted == {"drbgd-tls", "drbgd-api-keys", "drbgd-quota-store"}, (secrets, mounted)
+assert pod["Secret", "drbgd-tls"]["type"] == "kubernetes.io/tls"
+print(f"  Secrets supplied: {sorted(secrets)} (the names prod's Deployment uses); quota url {url} (ConfigMap drbgd-ci-quota-url, as in the Secret)")
+PY
+proved "the prod test overlay = prod with only: image, hostPort+hostIP 127.0.0.1, livenessProbe removed, its three Secrets supplied, DRBGD__QUOTA__URL from a ConfigMap (not secretKeyRef), the ci caller's quota (env)"
+
+# podman 4.3's Secret volumes write each `data` value as kube play stored it, still
+# base64-encoded (pkg/specgen/generate/kube/volume.go reads data as strings), and ignore
+# `stringData` and `items` (containers/podman#16269 and #16625, fixed in 4.4). So the Secrets go
+# to podman beforehand, by name, with their decoded values as `data` (what those volumes write
+# out), and the stream kube play reads holds no Secret (it would replace them).
+python3 - "$work/prod-full.yaml" "$prod_yaml_dir/prod.yaml" "$work" <<'PY'
+import base64, os, sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+for d in docs:
+    if d["kind"] == "Secret":
+        d["data"] = {k: base64.b64decode(v).decode() for k, v in d["data"].items()}
+        fd = os.open(os.path.join(sys.argv[3], f"secret-{d['metadata']['name']}.yaml"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            yaml.safe_dump(d, f)
+open(sys.argv[2], "w").write(yaml.safe_dump_all([d for d in docs if d["kind"] != "Secret"]))
+PY
+prod_cm_volumes=$(python3 -c 'import sys, yaml; d = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d["kind"] == "Deployment"][0]; print(*[v["configMap"]["name"] for v in d["spec"]["template"]["spec"]["volumes"] if "configMap" in v])' "$prod_yaml_dir/prod.yaml")
+for s in "${prod_secret_names[@]}"; do
+  podman secret create "$s" "$work/secret-$s.yaml" >/dev/null || fail "podman secret create $s"
+  rm -f "$work/secret-$s.yaml"
+done
+
+# The quota store: redis-server on kube play's bridge address, password required, no disk.
+if (exec 3<>"/dev/tcp/$gw/$redis_port") 2>/dev/null; then
+  fail "$gw:$redis_port (the test quota store's port) is in use: a redis-server left by a killed run? (ss -ltnp)"
+fi
+redis-server --bind "$gw" --port "$redis_port" --requirepass "$redis_pass" --save '' --appendonly no \
+  --daemonize yes --pidfile "$work/redis.pid" --logfile "$work/redis.log" --dir "$work" \
+  || fail "redis-server on $gw:$redis_port"
+rcli() { REDISCLI_AUTH=$redis_pass redis-cli --no-auth-warning -h "$gw" -p "$redis_port" "$@"; }
+for _ in $(seq 50); do [ "$(rcli ping 2>/dev/null)" = PONG ] && break; sleep 0.1; done
+[ "$(rcli ping)" = PONG ] || { cat "$work/redis.log"; fail "redis-server does not answer on $gw:$redis_port"; }
+redis_pid=$(cat "$work/redis.pid")
+[[ "$(redis-cli -h "$gw" -p "$redis_port" ping 2>&1)" =~ NOAUTH ]] || fail "the test quota store answers without its password"
+proved "quota store: redis-server $(redis-server --version | sed 's/.* v=\([^ ]*\).*/\1/') (pid $redis_pid) on $gw:$redis_port (the host's address on $kube_net), password required (NOAUTH without it)"
+
+(cd "$prod_yaml_dir" && podman kube play --build=false prod.yaml >"$work/prod-play.out" 2>&1) \
+  || { cat "$work/prod-play.out"; fail "podman kube play of the prod overlay"; }
+t1=$(date +%s%N)
+status=000
+for _ in $(seq 300); do
+  status=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:28444/readyz" || true)
+  [ "$status" = 200 ] && break
+  sleep 0.1
+done
+[ "$status" = 200 ] || { podman logs "$prod_ctr" | tail -20; fail "the prod pod's /readyz answered $status"; }
+proved "kube play: prod pod $prod_pod up, /readyz polled to 200 on 127.0.0.1:28444 (plain HTTP admin port) after $((($(date +%s%N) - t1) / 1000000)) ms"
+
+pid=$(podman inspect --format '{{.State.Pid}}' "$prod_ctr")
+uids=$(awk '/^Uid:/ {print $2, $3, $4, $5}' "/proc/$pid/status")
+[ "$uids" = "65532 65532 65532 65532" ] || fail "the prod pod's container runs as uids $uids"
+[[ "$(awk '$5 == "/" {print $6}' "/proc/$pid/mountinfo")" =~ (^|,)ro(,|$) ]] || fail "the prod pod's root filesystem is writable"
+for m in /etc/drbgd/tls /etc/drbgd/keys /etc/drbgd/quota; do
+  [[ "$(awk -v m="$m" '$5 == m {print $6}' "/proc/$pid/mountinfo")" =~ (^|,)ro(,|$) ]] || fail "$m is not mounted read-only"
+done
+limits=$(python3 -c 'import sys, yaml; d = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d["kind"] == "Deployment"][0]; l = d["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]; print(int(l["memory"].removesuffix("Mi")) << 20, int(float(l["cpu"]) * 1e9))' "$prod_yaml_dir/prod.yaml")
+[ "$(podman inspect --format '{{.HostConfig.Memory}} {{.HostConfig.NanoCpus}}' "$prod_ctr")" = "$limits" ] \
+  || fail "the prod pod's memory/CPU limits are not the manifest's ($limits)"
+tr '\0' '\n' <"/proc/$pid/environ" | grep -qx "DRBGD__QUOTA__URL=redis://$gw:$redis_port" \
+  || fail "DRBGD__QUOTA__URL is not the Secret's url"
+if tr '\0' '\n' <"/proc/$pid/environ" | grep -q "$redis_pass"; then fail "the store's password is in the environment"; fi
+proved "prod pod: uid/gid 65532, read-only root, the three Secrets mounted read-only at /etc/drbgd/{tls,keys,quota}, DRBGD__QUOTA__URL the Secret's url (the password only in the mounted file), limits $limits"
+
+api=https://127.0.0.1:28443
+body=$(curl -sS --cacert "$work/ca.crt" -H "Authorization: Bearer $api_key" -D "$work/prod-token.h" -o "$work/prod-token.b" -w '%{http_code} %{ssl_verify_result} %{http_version}' "$api/token") \
+  || fail "GET $api/token with the test key (TLS)"
+read -r status verify http_version <<<"$body"
+[ "$status" = 200 ] && [ "$verify" = 0 ] || fail "GET /token with the test key: HTTP $status, certificate verification $verify"
+[[ "$(cat "$work/prod-token.b")" =~ ^[A-Za-z0-9_-]{43}$ ]] || fail "the prod pod's GET /token: not a 32-byte base64url token"
+grep -qi '^cache-control: no-store' "$work/prod-token.h" || fail "the prod pod's GET /token: no Cache-Control: no-store"
+ratelimit=$(grep -i '^ratelimit:' "$work/prod-token.h" | tr -d '\r') || fail "the prod pod's GET /token for the quota'd caller: no RateLimit field"
+status=$(curl -sS --cacert "$work/ca.crt" -o "$work/prod-401.b" -w '%{http_code}' "$api/token") || fail "GET $api/token without a key"
+[ "$status" = 401 ] || fail "GET /token without a key answered $status, not 401"
+status=$(curl -sS --cacert "$work/ca.crt" -o /dev/null -w '%{http_code}' -H "Authorization: Bearer not-$api_key" "$api/token") || fail "GET $api/token with a wrong key"
+[ "$status" = 401 ] || fail "GET /token with a wrong key answered $status, not 401"
+if curl -s -o /dev/null "http://127.0.0.1:28443/token"; then fail "the API port answers plain HTTP"; fi
+proved "prod pod over TLS (CA verified, HTTP/$http_version) on 127.0.0.1:28443: GET /token with the key 200, Cache-Control: no-store, $ratelimit; without a key 401, with a wrong key 401; plain HTTP refused"
+
+grpc=(grpcurl -cacert "$work/ca.crt" -import-path proto -proto drbgd/v1/randomness.proto -d '{"bytes": 16, "format": "FORMAT_HEX"}')
+reply=$("${grpc[@]}" -H "authorization: Bearer $api_key" 127.0.0.1:28443 drbgd.v1.RandomnessService/GetToken) \
+  || fail "gRPC GetToken over TLS with the test key"
+shape=$(python3 -c 'import json, re, sys; d = json.loads(sys.argv[1]); assert re.fullmatch("[0-9a-f]{32}", d["token"]), "token"; print({k: (f"<{len(v)} hex digits>" if k == "token" else v) for k, v in d.items()})' "$reply") \
+  || fail "the prod pod's GetToken answered something else"
+rc=0; "${grpc[@]}" 127.0.0.1:28443 drbgd.v1.RandomnessService/GetToken >"$work/prod-grpc401.out" 2>&1 || rc=$?
+grep -q 'Code: Unauthenticated' "$work/prod-grpc401.out" || { cat "$work/prod-grpc401.out"; fail "GetToken without a key: not UNAUTHENTICATED (exit $rc)"; }
+proved "prod pod: gRPC GetToken over TLS (h2 by ALPN, CA verified) with the key: $shape; without a key: Unauthenticated"
+
+# Ten more requests of the caller: its bucket (100, refilled at 1/s) is then ten seconds or more
+# from full, so its key stays in the store (it expires when the bucket would be full).
+for _ in $(seq 10); do
+  curl -fsS --cacert "$work/ca.crt" -H "Authorization: Bearer $api_key" -o /dev/null "$api/token" || fail "GET /token with the test key"
+done
+usage=$(curl -fsS --cacert "$work/ca.crt" -H "Authorization: Bearer $api_key" "$api/usage") || fail "GET /usage with the test key"
+keys=$(rcli --scan --pattern 'drbgd-prod:*' | sort | xargs)
+summary=$(python3 -c '
+import json, sys
+u = json.loads(sys.argv[1]); q = u["quota"]; r = q["requests"]
+assert u["caller"] == "ci", u["caller"]
+assert q["scope"] == "global", q["scope"]
+assert r and r["per_second"] == 1 and r["burst"] == 100 and r["remaining"] <= 90, r
+print("caller ci, scope", q["scope"], "requests", r)' "$usage") || fail "GET /usage: $usage"
+[[ " $keys " == *" drbgd-prod:{ci}:requests "* && " $keys " == *" drbgd-prod:replicas "* ]] \
+  || fail "the store holds not the ci caller's bucket and the replica set under drbgd-prod: ($keys)"
+[ -z "$(rcli --scan | grep -v '^drbgd-prod:')" ] || fail "keys outside the prefix drbgd-prod in the store: $(rcli --scan | xargs)"
+members=$(rcli zcard drbgd-prod:replicas)
+[ "$members" = 1 ] || fail "the replica set holds $members members, not 1"
+bucket="$(rcli hgetall 'drbgd-prod:{ci}:requests' | xargs), expires in $(rcli pttl 'drbgd-prod:{ci}:requests') ms"
+proved "/usage: $summary; redis-cli --scan: $keys (bucket: $bucket; 1 replica), nothing outside the prefix"
+
+# SIGTERM: the replica leaves the store's replica set and exits 0 within the grace period.
+t1=$(date +%s%N)
+podman stop -t "$grace" "$prod_ctr" >/dev/null 2>&1 || fail "podman stop of the prod pod's container"
+took=$((($(date +%s%N) - t1) / 1000000))
+code=$(podman inspect --format '{{.State.ExitCode}}' "$prod_ctr")
+[ "$code" = 0 ] || { podman logs "$prod_ctr" | tail -20; fail "the prod pod's container exited $code after SIGTERM"; }
+[ "$took" -lt $((grace * 1000)) ] || fail "SIGTERM took $took ms, terminationGracePeriodSeconds is $grace"
+[ "$(rcli zcard drbgd-prod:replicas)" = 0 ] || fail "the stopped replica is still in the store's replica set"
+proved "prod pod SIGTERM: exit 0 after $took ms (grace $grace s), and it left the store's replica set"
+
+(cd "$prod_yaml_dir" && podman kube down prod.yaml >/dev/null 2>&1) || fail "podman kube down (prod)"
+# kube down (4.3) leaves the volumes kube play made: the Secrets' (holding the test key and
+# certificate) and the ConfigMap's go by name.
+for v in $prod_cm_volumes; do podman volume rm -f "$v" >/dev/null; done
+for s in "${prod_secret_names[@]}"; do podman secret rm "$s" >/dev/null && podman volume rm "$s" >/dev/null; done
+kill "$redis_pid" && for _ in $(seq 50); do kill -0 "$redis_pid" 2>/dev/null || break; sleep 0.1; done
+! kill -0 "$redis_pid" 2>/dev/null || fail "redis-server $redis_pid did not stop"
+! podman pod exists "$prod_pod" || fail "pod $prod_pod left behind"
+proved "prod part: $((SECONDS - t_prod)) s"
 echo "container checks OK"
