@@ -82,8 +82,12 @@ impl App {
             .with_context(|| format!("cannot listen on {}", settings.server.admin_listen))?;
         let pool = Arc::new(pool);
         let rules = Rules::from_settings(&settings);
-        let openapi = serde_json::to_vec(&crate::http::openapi::document(&rules, settings.auth.enabled))
-            .context("render the OpenAPI document")?;
+        let openapi = serde_json::to_vec(&crate::http::openapi::document(
+            &rules,
+            settings.auth.enabled,
+            settings.pollen.enabled,
+        ))
+        .context("render the OpenAPI document")?;
         let service = Service::new(pool.clone(), metrics.clone(), rules);
         let state = AppState::new(Inner {
             callers: Callers::from_settings(&settings, metrics.clone())?,

@@ -42,6 +42,8 @@ pub struct Settings {
     pub quota: quota::QuotaStoreSettings,
     /// OpenTelemetry traces (off unless a collector is named).
     pub tracing: tracing::TracingSettings,
+    /// The Pollen protocol's `POST /pollen` (off by default).
+    pub pollen: PollenSettings,
     /// Named callers: `[callers.<name>]` with credentials, policy and quota ([`callers`]).
     /// None by default.
     #[serde(default)]
@@ -282,6 +284,14 @@ pub enum ClientAuth {
     Optional,
     /// Every connection must present a certificate that verifies.
     Required,
+}
+
+/// `[pollen]`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PollenSettings {
+    /// Serve `POST /pollen` (Ubuntu's `pollinate` seeds booting VMs from it).
+    pub enabled: bool,
 }
 
 /// `[log]`.

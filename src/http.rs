@@ -7,6 +7,7 @@ mod front;
 mod meta;
 pub mod openapi;
 mod params;
+mod pollen;
 mod problem;
 mod random;
 mod values;
@@ -46,7 +47,9 @@ impl From<Router> for Api {
 pub fn router(state: AppState, grpc: Router) -> Api {
     let mut router = Router::new();
     for endpoint in Endpoint::ALL {
-        router = router.route(endpoint.path(), endpoint.method_router());
+        if endpoint.enabled(&state) {
+            router = router.route(endpoint.path(), endpoint.method_router());
+        }
     }
     let router = router
         // A 405 as problem+json on every route (added after all of them); axum keeps Allow.

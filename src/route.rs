@@ -7,8 +7,18 @@ use serde::{Deserialize, Serialize};
 
 /// Every REST route template, in the order of the HTTP module's endpoint table (also the
 /// bounded set of `route` label values, with `unmatched`).
-pub const ROUTES: &[&str] =
-    &["/bits", "/bytes", "/token", "/nonce", "/uuid", "/int", "/algorithms", "/usage", "/openapi.json"];
+pub const ROUTES: &[&str] = &[
+    "/bits",
+    "/bytes",
+    "/token",
+    "/nonce",
+    "/uuid",
+    "/int",
+    "/pollen",
+    "/algorithms",
+    "/usage",
+    "/openapi.json",
+];
 
 /// A random-output endpoint (HTTP route and the gRPC methods that serve the same thing).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
@@ -31,12 +41,15 @@ pub enum Route {
     /// `/int`, `GetInts`.
     #[serde(rename = "/int")]
     Int,
+    /// `POST /pollen`: the Pollen protocol's seed for a booting VM (with `[pollen] enabled`).
+    #[serde(rename = "/pollen")]
+    Pollen,
 }
 
 impl Route {
     /// Every route.
-    pub const ALL: [Route; 6] =
-        [Route::Bits, Route::Bytes, Route::Token, Route::Nonce, Route::Uuid, Route::Int];
+    pub const ALL: [Route; 7] =
+        [Route::Bits, Route::Bytes, Route::Token, Route::Nonce, Route::Uuid, Route::Int, Route::Pollen];
 
     /// The HTTP path: the route's entry in [`ROUTES`], which lists the random-output routes
     /// first, in this enum's order.
@@ -61,7 +74,7 @@ mod tests {
 
     #[test]
     fn each_route_is_its_entry_in_the_route_list() {
-        let names = ["/bits", "/bytes", "/token", "/nonce", "/uuid", "/int"];
+        let names = ["/bits", "/bytes", "/token", "/nonce", "/uuid", "/int", "/pollen"];
         for (route, name) in Route::ALL.into_iter().zip(names) {
             assert_eq!(route.path(), name);
             assert_eq!(Route::from_path(name), Some(route));

@@ -13,9 +13,9 @@
 use axum::extract::{Request, State};
 use axum::http::request::Parts;
 use axum::response::IntoResponse;
-use axum::routing::{MethodRouter, get};
+use axum::routing::{MethodRouter, get, post};
 
-use super::{Answer, meta, openapi, random, values};
+use super::{Answer, meta, openapi, pollen, random, values};
 use crate::callers::{Admission, Route};
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -49,6 +49,8 @@ pub enum Endpoint {
     Uuid,
     /// `/int`.
     Int,
+    /// `/pollen` (POST only; with `[pollen] enabled`).
+    Pollen,
     /// `/algorithms` (metadata: a caller, no route permission).
     Algorithms,
     /// `/usage` (metadata).
@@ -59,13 +61,14 @@ pub enum Endpoint {
 
 impl Endpoint {
     /// Every endpoint, in the order of [`ROUTES`].
-    pub const ALL: [Endpoint; 9] = [
+    pub const ALL: [Endpoint; 10] = [
         Endpoint::Bits,
         Endpoint::Bytes,
         Endpoint::Token,
         Endpoint::Nonce,
         Endpoint::Uuid,
         Endpoint::Int,
+        Endpoint::Pollen,
         Endpoint::Algorithms,
         Endpoint::Usage,
         Endpoint::OpenApi,
@@ -74,6 +77,11 @@ impl Endpoint {
     /// The endpoint at `index` of [`ROUTES`].
     pub fn at(index: usize) -> Option<Endpoint> {
         Endpoint::ALL.get(index).copied()
+    }
+
+    /// Whether the configuration serves it (the drop-in front-ends are off by default).
+    pub fn enabled(self, state: &AppState) -> bool {
+        self != Endpoint::Pollen || state.settings.pollen.enabled
     }
 
     /// Its path.
@@ -91,6 +99,7 @@ impl Endpoint {
             Endpoint::Nonce => Guard::Route(Route::Nonce),
             Endpoint::Uuid => Guard::Route(Route::Uuid),
             Endpoint::Int => Guard::Route(Route::Int),
+            Endpoint::Pollen => Guard::Route(Route::Pollen),
             Endpoint::Algorithms | Endpoint::Usage => Guard::Caller,
             Endpoint::OpenApi => Guard::Public,
         }
@@ -112,6 +121,9 @@ impl Endpoint {
             Endpoint::Nonce => values::nonce(state, admission, parts),
             Endpoint::Uuid => values::uuid(state, admission, parts),
             Endpoint::Int => values::int(state, admission, parts),
+            // POST only (the router's 405 names it); the front layer routes a disabled
+            // Pollen nowhere.
+            Endpoint::Pollen => Err(ApiError::MethodNotAllowed),
             Endpoint::Algorithms => Ok(meta::algorithms(state).into()),
             Endpoint::Usage => Ok(meta::usage(admission).into()),
             Endpoint::OpenApi => Ok(openapi::get(state).into()),
@@ -119,9 +131,12 @@ impl Endpoint {
         answer.unwrap_or_else(Answer::from)
     }
 
-    /// The endpoint as the router's method router for its path (`POST /bits` added): the
-    /// admission the front layer made travels in the request's extensions.
+    /// The endpoint as the router's method router for its path (`POST /bits` added; `/pollen`
+    /// is POST only): the admission the front layer made travels in the request's extensions.
     pub fn method_router(self) -> MethodRouter<AppState> {
+        if self == Endpoint::Pollen {
+            return post(pollen::post);
+        }
         let method = get(move |State(state): State<AppState>, request: Request| {
             let (parts, _body) = request.into_parts();
             let admission = parts.extensions.get::<Admission>();

@@ -484,7 +484,10 @@ impl Observe {
     /// a gRPC method (which tonic serves whatever the content type) is answered as gRPC.
     fn start<B>(state: &AppState, request: &Request<B>, id: HeaderValue) -> Observe {
         let path = request.uri().path();
-        let route_index = route_index(path);
+        // A route the configuration does not serve is none at all.
+        let route_index = Some(route_index(path))
+            .filter(|&i| Endpoint::at(i).is_none_or(|e| e.enabled(state)))
+            .unwrap_or(UNMATCHED);
         let grpc_method = if route_index == UNMATCHED { grpc_guard(path) } else { None };
         let grpc = route_index == UNMATCHED
             && (grpc_method.is_some()

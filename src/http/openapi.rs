@@ -105,8 +105,9 @@ pub struct IntsJson {
     pub alg: String,
 }
 
-/// The document for `rules`, with the bearer scheme applied when `auth` is on.
-pub fn document(rules: &Rules, auth: bool) -> OpenApi {
+/// The document for `rules`, with the bearer scheme applied when `auth` is on, and `POST
+/// /pollen` when `pollen` is served.
+pub fn document(rules: &Rules, auth: bool, pollen: bool) -> OpenApi {
     let d = Describe { rules, auth };
     let bits_params = |n_max: u64, n_doc: &str| {
         vec![
@@ -216,6 +217,47 @@ pub fn document(rules: &Rules, auth: bool) -> OpenApi {
             ),
         &["403", "429", "503"],
     );
+    let pollen_op = d.errors(
+        d.op("postPollen", "The Pollen protocol: a VM's boot seed (Ubuntu's pollinate)")
+            .request_body(Some(
+                RequestBodyBuilder::new()
+                    .content(
+                        "application/x-www-form-urlencoded",
+                        content(
+                            ObjectBuilder::new()
+                                .schema_type(Type::Object)
+                                .property(
+                                    "challenge",
+                                    ObjectBuilder::new()
+                                        .schema_type(Type::String)
+                                        .min_length(Some(1))
+                                        .max_length(Some(1024))
+                                        .pattern(Some("^[!-~]+$"))
+                                        .description(Some(
+                                            "Any printable ASCII; pollinate sends a SHA-512 in hex",
+                                        )),
+                                )
+                                .required("challenge")
+                                .additional_properties(Some(
+                                    utoipa::openapi::schema::AdditionalProperties::FreeForm(false),
+                                ))
+                                .into(),
+                        ),
+                    )
+                    .required(Some(Required::True))
+                    .build(),
+            ))
+            .response(
+                "200",
+                ResponseBuilder::new()
+                    .description(
+                        "Two lines: the hex SHA-512 of the challenge as sent, and 64 bytes of output in hex",
+                    )
+                    .content("text/plain", content(ObjectBuilder::new().schema_type(Type::String).into()))
+                    .build(),
+            ),
+        &["400", "403", "429", "503"],
+    );
     let openapi = OperationBuilder::new()
         .operation_id(Some("getOpenapi"))
         .summary(Some("This document (public, also with auth on)"))
@@ -267,6 +309,11 @@ pub fn document(rules: &Rules, auth: bool) -> OpenApi {
         .path("/algorithms", PathItem::new(HttpMethod::Get, algorithms.build()))
         .path("/usage", PathItem::new(HttpMethod::Get, usage.build()))
         .path("/openapi.json", PathItem::new(HttpMethod::Get, openapi.build()));
+    let paths = if pollen {
+        paths.path("/pollen", PathItem::new(HttpMethod::Post, pollen_op.build()))
+    } else {
+        paths
+    };
     let mut components = ComponentsBuilder::new()
         .schema("Problem", Problem::schema())
         .schema("BitsJson", BitsJson::schema())

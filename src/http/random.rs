@@ -42,7 +42,7 @@ pub async fn post_bits(State(state): State<AppState>, request: Request) -> Respo
     };
     let accept = parts.headers.get(header::ACCEPT).cloned();
     let answer = match axum::body::to_bytes(body, MAX_JSON_BODY).await {
-        Err(e) => Err(body_error(&e)),
+        Err(e) => Err(body_error(&e, MAX_JSON_BODY)),
         Ok(bytes) => serde_json::from_slice::<Value>(&bytes)
             .map_err(|e| ApiError::invalid("invalid_body", "body", format!("the body is not JSON: {e}")))
             .and_then(|body| bits_request(&state, Accept::from(accept.as_ref()), &Params::from_json(&body)?)),
@@ -51,16 +51,13 @@ pub async fn post_bits(State(state): State<AppState>, request: Request) -> Respo
     answer.unwrap_or_else(Answer::from).into_response()
 }
 
-/// The error of a body that could not be read: too large, or not received in time.
-fn body_error(error: &axum::Error) -> ApiError {
+/// The error of a body that could not be read: too large (over `limit` bytes), or not
+/// received in time.
+pub(super) fn body_error(error: &axum::Error, limit: usize) -> ApiError {
     let too_large = std::iter::successors(Some(error as &(dyn std::error::Error + 'static)), |e| e.source())
         .any(|e| e.is::<http_body_util::LengthLimitError>());
     if too_large {
-        return ApiError::invalid(
-            "invalid_body",
-            "body",
-            format!("the body must be at most {MAX_JSON_BODY} bytes"),
-        );
+        return ApiError::invalid("invalid_body", "body", format!("the body must be at most {limit} bytes"));
     }
     if super::deadline::BodyTimeout::caused(error) {
         return ApiError::invalid(

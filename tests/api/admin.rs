@@ -213,12 +213,22 @@ async fn startup_refuses_without_entropy() {
 
 #[tokio::test]
 async fn openapi_documents_exactly_the_routes() {
-    let app = spawn_app().await;
+    // The drop-in front-ends (off by default) are documented and served only when on.
+    for pollen in [false, true] {
+        let mut settings = test_settings();
+        settings.pollen.enabled = pollen;
+        let app = spawn_with(settings, Arc::new(drbgd::drbg::entropy::OsEntropy)).await;
+        documents_exactly_the_routes(&app, pollen).await;
+    }
+}
+
+async fn documents_exactly_the_routes(app: &crate::helpers::TestApp, pollen: bool) {
     let doc: serde_json::Value = app.get("/openapi.json").await.json().await.unwrap();
     assert_eq!(doc["openapi"], "3.1.0");
     let paths: std::collections::BTreeSet<&str> =
         doc["paths"].as_object().unwrap().keys().map(String::as_str).collect();
-    let routes: std::collections::BTreeSet<&str> = drbgd::http::ROUTES.iter().copied().collect();
+    let routes: std::collections::BTreeSet<&str> =
+        drbgd::http::ROUTES.iter().copied().filter(|r| pollen || *r != "/pollen").collect();
     assert_eq!(paths, routes);
     for (path, item) in doc["paths"].as_object().unwrap() {
         for method in item.as_object().unwrap().keys() {

@@ -7,6 +7,7 @@ mod grpc;
 mod helpers;
 mod hostile;
 mod lifecycle;
+mod pollen;
 mod random;
 mod reload;
 mod traces;

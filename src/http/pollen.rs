@@ -1,0 +1,98 @@
+//! `POST /pollen`: the Pollen protocol, which Ubuntu's `pollinate` client speaks at first boot
+//! to seed a VM's kernel pool (with `[pollen] enabled`). The client posts a form,
+//! `challenge=<hex>`; the answer is two lines, as Canonical's Pollen server writes them
+//! (`"%x\n%x\n"`): the lowercase hex SHA-512 of the challenge string exactly as sent (its
+//! characters, not decoded from hex), which the client checks, and 64 bytes of fresh output in
+//! hex, which it writes to its pool. The output is a 64-byte hex token of the caller's
+//! (the service's token request): the same admission, policy (route `/pollen`), quota, metrics
+//! and audit as every route.
+
+use axum::extract::{Request, State};
+use axum::response::{IntoResponse, Response};
+use sha2::{Digest, Sha512};
+
+use super::{Answer, served};
+use crate::callers::Admission;
+use crate::error::ApiError;
+use crate::service::{SecretFormat, TokenRequest};
+use crate::state::AppState;
+
+/// Bytes of output per answer, as Pollen serves.
+pub const SEED_BYTES: u64 = 64;
+
+/// The largest challenge accepted: pollinate sends a SHA-512 in hex (128 characters).
+const MAX_CHALLENGE: usize = 1024;
+
+/// The largest body read: `challenge=` and a challenge at most, form-encoded.
+const MAX_BODY: usize = 4 * MAX_CHALLENGE;
+
+/// The handler.
+pub async fn post(State(state): State<AppState>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let Some(admission) = parts.extensions.get::<Admission>().cloned() else {
+        return Answer::from(ApiError::Internal).into_response();
+    };
+    let answer = match axum::body::to_bytes(body, MAX_BODY).await {
+        Err(e) => Err(super::random::body_error(&e, MAX_BODY)),
+        Ok(bytes) => challenge(&bytes).and_then(|challenge| answer(&state, &admission, &challenge)),
+    };
+    answer.unwrap_or_else(Answer::from).into_response()
+}
+
+/// The challenge of a form body: its one `challenge` field, 1 to [`MAX_CHALLENGE`] printable
+/// ASCII characters once form-decoded.
+fn challenge(body: &[u8]) -> Result<String, ApiError> {
+    let invalid = |why: &str| ApiError::invalid("invalid_challenge", "challenge", why.to_owned());
+    let mut found = None;
+    for (key, value) in form_urlencoded::parse(body) {
+        if key != "challenge" {
+            return Err(invalid("the form has one field, challenge"));
+        }
+        if found.replace(value).is_some() {
+            return Err(invalid("challenge is given more than once"));
+        }
+    }
+    let challenge = found.ok_or_else(|| invalid("the form must give challenge=<hex>"))?;
+    if challenge.is_empty() || challenge.len() > MAX_CHALLENGE {
+        return Err(invalid(&format!("challenge must be 1 to {MAX_CHALLENGE} characters")));
+    }
+    if !challenge.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(invalid("challenge must be printable ASCII"));
+    }
+    Ok(challenge.into_owned())
+}
+
+fn answer(state: &AppState, admission: &Admission, challenge: &str) -> Result<Answer, ApiError> {
+    let req = TokenRequest::new(state.service.rules(), Some(SEED_BYTES), Some(SecretFormat::Hex), None)?;
+    let seed = state.service.token(&admission.caller, req)?;
+    let proof = Sha512::digest(challenge.as_bytes());
+    let mut body = String::with_capacity(2 * 64 + seed.value.len() + 2);
+    for byte in proof {
+        body.push(char::from(b"0123456789abcdef"[usize::from(byte >> 4)]));
+        body.push(char::from(b"0123456789abcdef"[usize::from(byte & 15)]));
+    }
+    body.push('\n');
+    body.push_str(&seed.value);
+    body.push('\n');
+    let response = super::response(super::wiped(body.into_bytes()), super::TEXT);
+    Ok(served(response, seed.alg, seed.bytes * 8))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_challenge_is_the_one_form_field_as_sent() {
+        let hex = "ab".repeat(64);
+        assert_eq!(challenge(format!("challenge={hex}").as_bytes()).unwrap(), hex);
+        // Form-decoded, not hex-decoded.
+        assert_eq!(challenge(b"challenge=a%20b+c").unwrap_err().code(), "invalid_challenge");
+        assert_eq!(challenge(b"challenge=abc%21").unwrap(), "abc!");
+        for bad in [&b""[..], b"challenge=", b"other=1", b"challenge=a&challenge=b", b"challenge=a&x=1"] {
+            assert_eq!(challenge(bad).unwrap_err().code(), "invalid_challenge", "{bad:?}");
+        }
+        let long = format!("challenge={}", "a".repeat(MAX_CHALLENGE + 1));
+        assert_eq!(challenge(long.as_bytes()).unwrap_err().code(), "invalid_challenge");
+    }
+}

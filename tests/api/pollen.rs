@@ -1,0 +1,107 @@
+//! `POST /pollen`, the Pollen protocol's drop-in: the answer's shape, its checks, and that it
+//! goes through the same admission, policy and records as every route.
+
+use std::sync::Arc;
+
+use drbgd::drbg::entropy::OsEntropy;
+use sha2::{Digest, Sha256, Sha512};
+
+use crate::helpers::{assert_problem, spawn_app, spawn_with, test_settings};
+
+fn hex(bytes: &[u8]) -> String {
+    data_encoding::HEXLOWER.encode(bytes)
+}
+
+async fn post(api: &str, body: &str) -> reqwest::Response {
+    reqwest::Client::new()
+        .post(format!("{api}/pollen"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .header("authorization", "Bearer pollen-test-key")
+        .body(body.to_owned())
+        .send()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn answers_the_challenge_and_a_fresh_seed_as_pollen_does() {
+    let mut settings = test_settings();
+    settings.pollen.enabled = true;
+    let app = spawn_with(settings, Arc::new(OsEntropy)).await;
+    // pollinate's challenge: the hex SHA-512 of random bytes, hashed again as its characters.
+    let challenge = hex(&Sha512::digest(b"some boot-time bytes"));
+    let mut seeds = Vec::new();
+    for _ in 0..2 {
+        let response = post(&app.api, &format!("challenge={challenge}")).await;
+        assert_eq!(response.status(), 200);
+        assert_eq!(response.headers()["cache-control"], "no-store");
+        assert!(response.headers()["content-type"].to_str().unwrap().starts_with("text/plain"));
+        let body = response.text().await.unwrap();
+        let lines: Vec<&str> = body.split_terminator('\n').collect();
+        assert_eq!(lines.len(), 2, "{body:?}");
+        assert_eq!(lines[0], hex(&Sha512::digest(challenge.as_bytes())), "SHA-512 of the challenge as sent");
+        assert_eq!(lines[1].len(), 128, "64 bytes in hex");
+        assert!(lines[1].bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
+        assert!(body.ends_with('\n'));
+        seeds.push(lines[1].to_owned());
+    }
+    assert_ne!(seeds[0], seeds[1], "fresh output each time");
+
+    // Bad input: a clear error, nothing generated.
+    assert_problem(post(&app.api, "").await, 400, "invalid_challenge").await;
+    assert_problem(post(&app.api, "challenge=").await, 400, "invalid_challenge").await;
+    assert_problem(post(&app.api, "challenge=a&challenge=b").await, 400, "invalid_challenge").await;
+    assert_problem(
+        post(&app.api, &format!("challenge={}", "a".repeat(1025))).await,
+        400,
+        "invalid_challenge",
+    )
+    .await;
+    assert_problem(post(&app.api, &format!("challenge={}", "a".repeat(5000))).await, 400, "invalid_body")
+        .await;
+    assert_problem(app.get("/pollen").await, 405, "method_not_allowed").await;
+
+    // Recorded under its own route label, and described in the contract.
+    let metrics = reqwest::get(format!("{}/metrics", app.admin)).await.unwrap().text().await.unwrap();
+    assert!(
+        metrics.lines().any(|l| l.starts_with("drbgd_http_request_duration_seconds_count{")
+            && l.contains("route=\"/pollen\"")
+            && l.contains("status=\"200\"")
+            && l.ends_with(" 2")),
+        "{metrics}"
+    );
+    let doc: serde_json::Value = app.get("/openapi.json").await.json().await.unwrap();
+    assert_eq!(doc["paths"]["/pollen"]["post"]["operationId"], "postPollen");
+}
+
+#[tokio::test]
+async fn off_by_default() {
+    let app = spawn_app().await;
+    let challenge = "ab".repeat(64);
+    assert_problem(post(&app.api, &format!("challenge={challenge}")).await, 404, "not_found").await;
+    let doc: serde_json::Value = app.get("/openapi.json").await.json().await.unwrap();
+    assert!(doc["paths"]["/pollen"].is_null());
+}
+
+#[tokio::test]
+async fn the_callers_policy_and_credentials_apply() {
+    let mut settings = test_settings();
+    settings.pollen.enabled = true;
+    settings.auth.enabled = true;
+    let digest = hex(&Sha256::digest(b"pollen-test-key"));
+    let mut vm = drbgd::callers::settings::CallerSettings { key_sha256: vec![digest], ..Default::default() };
+    vm.policy.routes = Some(vec![drbgd::callers::Route::Token]);
+    settings.callers.insert("vm".into(), vm);
+    let app = spawn_with(settings, Arc::new(OsEntropy)).await;
+    let challenge = "ab".repeat(64);
+    // Its key names a caller whose policy leaves /pollen out.
+    assert_problem(post(&app.api, &format!("challenge={challenge}")).await, 403, "route_not_allowed").await;
+    // No key: refused before the body is read.
+    let response = reqwest::Client::new()
+        .post(format!("{}/pollen", app.api))
+        .body(format!("challenge={challenge}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 401);
+}
