@@ -519,6 +519,12 @@ impl Settings {
         {
             return invalid("tls.client_auth", "client certificates need tls.enabled and tls.client_ca_file");
         }
+        if self.pollen.enabled && self.limits.max_token_bytes < 64 {
+            return invalid(
+                "limits.max_token_bytes",
+                "must be at least 64 while pollen.enabled (a Pollen answer is 64 bytes)",
+            );
+        }
         self.tracing.validate()?;
         self.quota.validate()
     }

@@ -68,6 +68,9 @@ impl Route {
     }
 }
 
+// A set of routes is a `u8`: a ninth route needs a wider one.
+const _: () = assert!(Route::ALL.len() <= 8);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -282,7 +282,12 @@ impl Registry {
             callers: Vec::new(),
             anonymous: Arc::new(Caller {
                 name: ANONYMOUS.into(),
-                policy: Policy::open(&settings.drbg.enabled, settings.limits.max_bits),
+                policy: Policy::new(
+                    &settings.drbg.enabled,
+                    &served_routes(settings),
+                    settings.limits.max_bits,
+                    true,
+                ),
                 quota: Quota::default(),
                 policy_field: None,
                 state: find_state(ANONYMOUS),
@@ -520,6 +525,13 @@ fn valid_name(name: &str) -> bool {
 }
 
 /// The caller's policy and quota, clamped to the server's limits (with a warning each).
+/// The routes this server serves: every random-output route but the drop-in front-ends that
+/// are off. A policy that names no routes allows these (and `/usage` lists them).
+fn served_routes(settings: &Settings) -> Vec<super::policy::Route> {
+    use super::policy::Route;
+    Route::ALL.into_iter().filter(|r| *r != Route::Pollen || settings.pollen.enabled).collect()
+}
+
 fn build_policy(
     name: &str,
     table: &CallerSettings,
@@ -543,7 +555,7 @@ fn build_policy(
             on
         }
     };
-    let routes = p.routes.clone().unwrap_or_else(|| super::policy::Route::ALL.to_vec());
+    let routes = p.routes.clone().unwrap_or_else(|| served_routes(settings));
     let limit = settings.limits.max_bits;
     let max_bits = match p.max_bits {
         None => limit,

@@ -104,13 +104,15 @@ impl TracingSettings {
             return invalid("tracing.export_timeout_ms", "must be in 100..=60000");
         }
         let endpoint = self.otlp_endpoint.trim();
-        if endpoint.starts_with("https://") {
+        if endpoint.get(..8).is_some_and(|scheme| scheme.eq_ignore_ascii_case("https://")) {
             return invalid(
                 "tracing.otlp_endpoint",
                 "TLS to the collector is not built in: send plain OTLP to a collector on the node or in the pod (http://)",
             );
         }
-        if !(endpoint.is_empty() || endpoint.starts_with("http://")) {
+        if !(endpoint.is_empty()
+            || endpoint.get(..7).is_some_and(|scheme| scheme.eq_ignore_ascii_case("http://")))
+        {
             return invalid("tracing.otlp_endpoint", "must be an http:// URL, or empty");
         }
         if !self.otlp_protocol.is_empty()

@@ -79,6 +79,11 @@ impl Endpoint {
         Endpoint::ALL.get(index).copied()
     }
 
+    /// Whether it answers GET (all but `/pollen`, which the router answers 405 with `Allow`).
+    pub fn serves_get(self) -> bool {
+        self != Endpoint::Pollen
+    }
+
     /// Whether the configuration serves it (the drop-in front-ends are off by default).
     pub fn enabled(self, state: &AppState) -> bool {
         self != Endpoint::Pollen || state.settings.pollen.enabled
@@ -121,8 +126,7 @@ impl Endpoint {
             Endpoint::Nonce => values::nonce(state, admission, parts),
             Endpoint::Uuid => values::uuid(state, admission, parts),
             Endpoint::Int => values::int(state, admission, parts),
-            // POST only (the router's 405 names it); the front layer routes a disabled
-            // Pollen nowhere.
+            // POST only: the front layer sends its GETs to the router, whose 405 names POST.
             Endpoint::Pollen => Err(ApiError::MethodNotAllowed),
             Endpoint::Algorithms => Ok(meta::algorithms(state).into()),
             Endpoint::Usage => Ok(meta::usage(admission).into()),

@@ -243,7 +243,8 @@ where
         // A timeout too large to add is none at all (a year is as good as for ever here).
         let deadline = (start.checked_add(self.shared.timeout))
             .unwrap_or_else(|| start + Duration::from_secs(365 * 86_400));
-        let direct = endpoint.filter(|_| self.shared.direct && request.method() == Method::GET);
+        let direct =
+            endpoint.filter(|e| self.shared.direct && request.method() == Method::GET && e.serves_get());
         let admitted = tracing::info_span!(target: crate::telemetry::trace::TRACE_TARGET, "admission")
             .in_scope(|| self.admit(&request, guard, stream, start));
         let (inner, slot, admission) = match admitted {

@@ -180,8 +180,9 @@ impl ChunkBody {
         Poll::Ready(Some(Ok(Frame::data(chunk))))
     }
 
-    fn fail(&mut self, code: &str) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
+    fn fail(&mut self, code: &'static str) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
         self.failed = true;
+        crate::telemetry::trace::record_failure(&self.span, code);
         Poll::Ready(Some(Err(std::io::Error::other(code.to_owned()))))
     }
 }
@@ -209,11 +210,16 @@ impl http_body::Body for ChunkBody {
             Ok(Ok(Some(chunk))) => self.data(chunk.encoded),
             Ok(Ok(None)) => Poll::Ready(None),
             Ok(Err(e)) => {
-                tracing::warn!(code = e.code(), "aborting a streamed response: generator refused mid-stream");
+                span.in_scope(|| {
+                    tracing::warn!(
+                        code = e.code(),
+                        "aborting a streamed response: generator refused mid-stream"
+                    );
+                });
                 self.fail(e.code())
             }
             Err(_) => {
-                tracing::error!("aborting a streamed response: panic while generating");
+                span.in_scope(|| tracing::error!("aborting a streamed response: panic while generating"));
                 self.fail("internal")
             }
         }

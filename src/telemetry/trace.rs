@@ -105,7 +105,7 @@ where
 {
     let env = |key: &str| std::env::var(key).ok();
     let Some(endpoint) = settings.endpoint(env) else { return Ok(None) };
-    if endpoint.trim_start().starts_with("https://") {
+    if endpoint.trim_start().get(..8).is_some_and(|scheme| scheme.eq_ignore_ascii_case("https://")) {
         // Only an OTEL_* variable can get here ([tracing] refuses https://): ambient, so it
         // turns traces off rather than stopping the service. Logged once the log is up.
         NO_TLS.store(true, Ordering::Relaxed);
@@ -202,6 +202,15 @@ pub fn record_end(span: &Span, caller: &str, alg: &str, n: u64, status: u16, cod
         status >= 500
     };
     if server_error {
+        span.record("otel.status_code", "error");
+    }
+}
+
+/// A response that failed after its headers (a stream cut by a generator that refused): its
+/// error code on its server span, which is marked failed.
+pub fn record_failure(span: &Span, code: &str) {
+    if !span.is_none() {
+        span.record("drbgd.outcome", code);
         span.record("otel.status_code", "error");
     }
 }

@@ -47,10 +47,16 @@ async fn answers_the_challenge_and_a_fresh_seed_as_pollen_does() {
     }
     assert_ne!(seeds[0], seeds[1], "fresh output each time");
 
+    // As Pollen's server: no challenge is the empty one (pollinate --no-challenge), and other
+    // fields (pollinate's tag) are ignored.
+    let body = post(&app.api, "").await.text().await.unwrap();
+    assert_eq!(body.lines().next().unwrap(), hex(&Sha512::digest(b"")));
+    let body = post(&app.api, &format!("tag=vm-1&challenge={challenge}")).await.text().await.unwrap();
+    assert_eq!(body.lines().next().unwrap(), hex(&Sha512::digest(challenge.as_bytes())));
+
     // Bad input: a clear error, nothing generated.
-    assert_problem(post(&app.api, "").await, 400, "invalid_challenge").await;
-    assert_problem(post(&app.api, "challenge=").await, 400, "invalid_challenge").await;
     assert_problem(post(&app.api, "challenge=a&challenge=b").await, 400, "invalid_challenge").await;
+    assert_problem(post(&app.api, "challenge=a%0Ab").await, 400, "invalid_challenge").await;
     assert_problem(
         post(&app.api, &format!("challenge={}", "a".repeat(1025))).await,
         400,
@@ -59,7 +65,9 @@ async fn answers_the_challenge_and_a_fresh_seed_as_pollen_does() {
     .await;
     assert_problem(post(&app.api, &format!("challenge={}", "a".repeat(5000))).await, 400, "invalid_body")
         .await;
-    assert_problem(app.get("/pollen").await, 405, "method_not_allowed").await;
+    let get = app.get("/pollen").await;
+    assert_eq!(get.headers()["allow"], "POST", "the router's 405, also for a GET");
+    assert_problem(get, 405, "method_not_allowed").await;
 
     // Recorded under its own route label, and described in the contract.
     let metrics = reqwest::get(format!("{}/metrics", app.admin)).await.unwrap().text().await.unwrap();
@@ -67,7 +75,7 @@ async fn answers_the_challenge_and_a_fresh_seed_as_pollen_does() {
         metrics.lines().any(|l| l.starts_with("drbgd_http_request_duration_seconds_count{")
             && l.contains("route=\"/pollen\"")
             && l.contains("status=\"200\"")
-            && l.ends_with(" 2")),
+            && l.ends_with(" 4")),
         "{metrics}"
     );
     let doc: serde_json::Value = app.get("/openapi.json").await.json().await.unwrap();
@@ -77,6 +85,13 @@ async fn answers_the_challenge_and_a_fresh_seed_as_pollen_does() {
 #[tokio::test]
 async fn off_by_default() {
     let app = spawn_app().await;
+    // Not among the routes an open policy lists while it is not served.
+    let usage: serde_json::Value = app.get("/usage").await.json().await.unwrap();
+    let routes = usage["policy"]["routes"].as_array().unwrap();
+    assert!(
+        routes.contains(&serde_json::json!("/int")) && !routes.contains(&serde_json::json!("/pollen")),
+        "{usage}"
+    );
     let challenge = "ab".repeat(64);
     assert_problem(post(&app.api, &format!("challenge={challenge}")).await, 404, "not_found").await;
     let doc: serde_json::Value = app.get("/openapi.json").await.json().await.unwrap();
@@ -94,6 +109,17 @@ async fn the_callers_policy_and_credentials_apply() {
     settings.callers.insert("vm".into(), vm);
     let app = spawn_with(settings, Arc::new(OsEntropy)).await;
     let challenge = "ab".repeat(64);
+    // /usage lists the routes a policy allows: /pollen only where the server serves it.
+    let usage: serde_json::Value = reqwest::Client::new()
+        .get(format!("{}/usage", app.api))
+        .header("authorization", "Bearer pollen-test-key")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(usage["policy"]["routes"], serde_json::json!(["/token"]), "{usage}");
     // Its key names a caller whose policy leaves /pollen out.
     assert_problem(post(&app.api, &format!("challenge={challenge}")).await, 403, "route_not_allowed").await;
     // No key: refused before the body is read.

@@ -1,8 +1,10 @@
-//! ChaCha20 keystream eight blocks at a time on AVX2, for CPUs without AVX-512. Why it is ours:
+//! ChaCha20 keystream eight blocks at a time on AVX2, wherever the `chacha20` crate would not
+//! run its sixteen-block AVX-512 backend (CPUs without AVX512F and AVX512VL, or builds
+//! without `--cfg chacha20_avx512`). Why it is ours:
 //! the `chacha20` crate (0.10) runs four blocks per step on AVX2 (two per register), about
 //! half of OpenSSL's ChaCha20 speed there; OpenSSL's AVX2 code runs eight, each register
-//! holding one state word of eight blocks. Where AVX-512 is on, the crate's sixteen-block
-//! backend is used and this module is not.
+//! holding one state word of eight blocks. Where the crate's sixteen-block backend runs, it
+//! is used and this module is not.
 //!
 //! What it is: RFC 8439's block function (the original 64-bit counter and 64-bit nonce layout,
 //! nonce zero, as `ChaCha20LegacyCore`) with the state "vertical": register `i` holds word `i`
@@ -37,7 +39,7 @@ const SIGMA: [u32; 4] = [0x6170_7865, 0x3320_646e, 0x7962_2d32, 0x6b20_6574];
 /// When the generator uses this path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Use {
-    /// Where the CPU has AVX2 and no AVX-512 (the default).
+    /// Where the CPU has AVX2 and the crate's sixteen-block backend does not run (the default).
     Auto,
     /// Never (the crate's backend everywhere).
     Never,
