@@ -36,6 +36,7 @@ mod randen_keys;
 pub mod reseed;
 pub mod secret_mem;
 pub mod selftest;
+pub mod simd_path;
 pub mod stats;
 pub mod uniform;
 

@@ -20,11 +20,6 @@ pub struct Policy {
 }
 
 impl Policy {
-    /// Everything the server allows: `enabled` algorithms, every route, up to `max_bits`.
-    pub fn open(enabled: &[Algorithm], max_bits: u64) -> Self {
-        Policy::new(enabled, &Route::ALL, max_bits, true)
-    }
-
     /// A policy allowing exactly these.
     pub fn new(algs: &[Algorithm], routes: &[Route], max_bits: u64, pr: bool) -> Self {
         Policy {
@@ -118,7 +113,7 @@ mod tests {
         assert_eq!(code(p.check_route(Route::Int)), "route_not_allowed");
         assert_eq!(p.algs().collect::<Vec<_>>(), [Algorithm::ChaCha20]);
         assert_eq!(p.routes().collect::<Vec<_>>(), [Route::Bits, Route::Token]);
-        let open = Policy::open(&Algorithm::ALL, 100);
+        let open = Policy::new(&Algorithm::ALL, &Route::ALL, 100, true);
         assert!(Route::ALL.iter().all(|r| open.check_route(*r).is_ok()));
         assert!(Algorithm::ALL.iter().all(|a| open.check(*a, 100, true).is_ok()));
     }
@@ -126,7 +121,7 @@ mod tests {
     #[test]
     fn wider_names_what_a_policy_allows_beyond_another() {
         let narrow = Policy::new(&[Algorithm::ChaCha20], &[Route::Token], 4096, false);
-        let open = Policy::open(&Algorithm::ALL, 8192);
+        let open = Policy::new(&Algorithm::ALL, &Route::ALL, 8192, true);
         assert_eq!(open.wider_than(&narrow), ["algs", "routes", "max_bits", "pr"]);
         assert!(narrow.wider_than(&open).is_empty());
         assert!(narrow.wider_than(&narrow).is_empty());

@@ -72,11 +72,6 @@ pub fn span_counts() -> (u64, u64, u64) {
     (EXPORTED.load(Ordering::Relaxed), DROPPED.load(Ordering::Relaxed), FAILED.load(Ordering::Relaxed))
 }
 
-/// Whether traces are on.
-pub fn enabled() -> bool {
-    ACTIVE.get().is_some()
-}
-
 /// Keeps the exporter running; dropping it exports the queued spans and stops it.
 #[must_use = "dropping the guard stops the exporter"]
 pub struct TraceGuard {

@@ -24,7 +24,6 @@ use core::arch::x86_64::{
     _mm256_storeu_si256, _mm256_unpackhi_epi32, _mm256_unpackhi_epi64, _mm256_unpacklo_epi32,
     _mm256_unpacklo_epi64, _mm256_xor_si256,
 };
-use std::sync::atomic::{AtomicU8, Ordering};
 
 use zeroize::Zeroize;
 
@@ -36,22 +35,13 @@ pub const STEP_BYTES: usize = STEP_BLOCKS * 64;
 /// "expand 32-byte k".
 const SIGMA: [u32; 4] = [0x6170_7865, 0x3320_646e, 0x7962_2d32, 0x6b20_6574];
 
-/// When the generator uses this path.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Use {
-    /// Where the CPU has AVX2 and the crate's sixteen-block backend does not run (the default).
-    Auto,
-    /// Never (the crate's backend everywhere).
-    Never,
-    /// Wherever the CPU has AVX2, AVX-512 or not (tests of this path on any host).
-    Always,
-}
+pub use crate::drbg::simd_path::Use;
 
-static USE: AtomicU8 = AtomicU8::new(0);
+static USE: crate::drbg::simd_path::Choice = crate::drbg::simd_path::Choice::new();
 
 /// Chooses when the generator uses this path (process-wide; for tests and benchmarks).
 pub fn set_use(choice: Use) {
-    USE.store(choice as u8, Ordering::Relaxed);
+    USE.set(choice);
 }
 
 /// Whether the CPU can run this path.
@@ -63,14 +53,12 @@ pub fn supported() -> bool {
 /// run its sixteen-block backend (built with `--cfg chacha20_avx512`, taken on CPUs with
 /// AVX512F and AVX512VL); otherwise the crate's four-block AVX2 code would.
 pub fn chosen() -> bool {
-    let crate_wide = cfg!(chacha20_avx512)
-        && std::arch::is_x86_feature_detected!("avx512f")
-        && std::arch::is_x86_feature_detected!("avx512vl");
-    match USE.load(Ordering::Relaxed) {
-        0 => supported() && !crate_wide,
-        2 => supported(),
-        _ => false,
-    }
+    USE.take(supported(), || {
+        let crate_wide = cfg!(chacha20_avx512)
+            && std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512vl");
+        !crate_wide
+    })
 }
 
 /// A ChaCha20 key in words, wiped on drop.

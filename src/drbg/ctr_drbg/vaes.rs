@@ -24,29 +24,19 @@ use core::arch::x86_64::{
     _mm256_broadcastsi128_si256, _mm256_set_epi64x, _mm256_setr_epi8, _mm256_shuffle_epi8,
     _mm256_storeu_si256, _mm256_xor_si256,
 };
-use std::sync::atomic::{AtomicU8, Ordering};
 
 use zeroize::Zeroize;
 
 /// Blocks per step: eight registers of two.
 const STEP_BLOCKS: usize = 16;
 
-/// When the DRBG uses this path.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Use {
-    /// Where the CPU has VAES and AVX2 and no AVX-512 (the default).
-    Auto,
-    /// Never (the `aes` crate's backend everywhere).
-    Never,
-    /// Wherever the CPU has VAES and AVX2, AVX-512 or not (tests of this path on any host).
-    Always,
-}
+pub use crate::drbg::simd_path::Use;
 
-static USE: AtomicU8 = AtomicU8::new(0);
+static USE: crate::drbg::simd_path::Choice = crate::drbg::simd_path::Choice::new();
 
 /// Chooses when the DRBG uses this path (process-wide; for tests and benchmarks).
 pub fn set_use(choice: Use) {
-    USE.store(choice as u8, Ordering::Relaxed);
+    USE.set(choice);
 }
 
 /// Whether the CPU can run this path.
@@ -56,13 +46,10 @@ pub fn supported() -> bool {
         && std::arch::is_x86_feature_detected!("aes")
 }
 
-/// Whether the DRBG should use this path now.
+/// Whether the DRBG should use this path now: by default where the CPU has no AVX-512 (with
+/// it, the `aes` crate takes its own VAES-512 backend).
 pub fn chosen() -> bool {
-    match USE.load(Ordering::Relaxed) {
-        0 => supported() && !std::arch::is_x86_feature_detected!("avx512f"),
-        2 => supported(),
-        _ => false,
-    }
+    USE.take(supported(), || !std::arch::is_x86_feature_detected!("avx512f"))
 }
 
 /// An expanded AES key (10, 12 or 14 rounds), wiped on drop.
