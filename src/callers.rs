@@ -11,6 +11,7 @@
 //! - [`quota`]: token buckets and the in-flight cap (429).
 //! - [`headers`]: the `RateLimit-Policy` / `RateLimit` fields.
 //! - [`identity`]: the names of a verified client certificate.
+//! - [`sigv4`]: verifying an AWS SigV4 signature (the KMS front-end's credential).
 //!
 //! The registry in force is swapped whole on reload ([`Callers::reload`]): a request admitted
 //! before keeps its `Arc<Caller>` (old policy) to the end; the next one sees the new registry.
@@ -25,6 +26,7 @@ pub mod policy;
 pub mod quota;
 pub mod registry;
 pub mod settings;
+pub mod sigv4;
 pub mod store;
 
 use std::sync::{Arc, Mutex, RwLock};
@@ -35,7 +37,7 @@ use serde::Serialize;
 
 pub use identity::ClientIdentity;
 pub use policy::{Policy, Route};
-pub use registry::{Caller, Registry};
+pub use registry::{Caller, Key, Registry};
 
 use crate::config::Settings;
 use crate::config::quota::{OnStoreFailure, StoreKind};
@@ -245,7 +247,7 @@ impl Callers {
     /// See the two steps.
     pub fn admit(
         &self,
-        bearer: Option<&[u8]>,
+        bearer: Option<Key<'_>>,
         client: Option<&ClientIdentity>,
         route: Option<Route>,
     ) -> Result<Admission, Denied> {
@@ -264,12 +266,37 @@ impl Callers {
     /// credentials name no caller).
     pub fn authorize(
         &self,
-        bearer: Option<&[u8]>,
+        bearer: Option<Key<'_>>,
         client: Option<&ClientIdentity>,
         route: Option<Route>,
     ) -> Result<Authorized, Denied> {
+        self.authorize_identified(self.registry().identify_for(bearer, client, route), route)
+    }
+
+    /// [`Callers::authorize`] for a signed request (the KMS front-end's AWS SigV4), whose
+    /// signature covers its body and so is checked once the body is read: the caller is the
+    /// owner of the access key whose secret verifies the signature, as of `now`.
+    ///
+    /// # Errors
+    /// As [`Callers::authorize`], and 401 for a signature that does not verify
+    /// ([`Registry::identify_signed`]).
+    pub fn authorize_signed(
+        &self,
+        request: &sigv4::SignedRequest<'_>,
+        body: &[u8],
+        now: std::time::SystemTime,
+        route: Route,
+    ) -> Result<Authorized, Denied> {
+        self.authorize_identified(self.registry().identify_signed(request, body, now), Some(route))
+    }
+
+    fn authorize_identified(
+        &self,
+        identified: Result<Arc<Caller>, ApiError>,
+        route: Option<Route>,
+    ) -> Result<Authorized, Denied> {
         let at = Instant::now();
-        let caller = match self.registry().identify(bearer, client) {
+        let caller = match identified {
             Ok(caller) => caller,
             Err(error) => {
                 self.unknown_requests.inc();

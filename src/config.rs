@@ -44,6 +44,10 @@ pub struct Settings {
     pub tracing: tracing::TracingSettings,
     /// The Pollen protocol's `POST /pollen` (off by default).
     pub pollen: PollenSettings,
+    /// Vault's random endpoints (off by default).
+    pub vault: VaultSettings,
+    /// AWS KMS `GenerateRandom` (off by default).
+    pub kms: KmsSettings,
     /// Named callers: `[callers.<name>]` with credentials, policy and quota ([`callers`]).
     /// None by default.
     #[serde(default)]
@@ -291,6 +295,26 @@ pub enum ClientAuth {
 #[serde(deny_unknown_fields)]
 pub struct PollenSettings {
     /// Serve `POST /pollen` (Ubuntu's `pollinate` seeds booting VMs from it).
+    pub enabled: bool,
+    /// With auth on, serve `/pollen` to requests without credentials as the `anonymous` caller
+    /// (whose `[callers.anonymous]` table sets its policy and quota): `pollinate` sends none.
+    #[serde(default)]
+    pub anonymous: bool,
+}
+
+/// `[vault]`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct VaultSettings {
+    /// Serve `POST`/`PUT /v1/sys/tools/random` and `/v1/transit/random` (hvac, the Vault CLI).
+    pub enabled: bool,
+}
+
+/// `[kms]`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct KmsSettings {
+    /// Serve `POST /` with `X-Amz-Target: TrentService.GenerateRandom` (every AWS SDK).
     pub enabled: bool,
 }
 
@@ -547,6 +571,18 @@ impl Settings {
     /// The reseed policy settings of `alg`.
     pub fn policy(&self, alg: Algorithm) -> &PolicySettings {
         &self.drbg.policies[alg]
+    }
+
+    /// Whether `route` is served: every random-output route, and each drop-in front-end's when
+    /// its section enables it.
+    pub fn serves(&self, route: crate::route::Route) -> bool {
+        use crate::route::Route;
+        match route {
+            Route::Pollen => self.pollen.enabled,
+            Route::Vault => self.vault.enabled,
+            Route::Kms => self.kms.enabled,
+            _ => true,
+        }
     }
 
     /// The file of API key digests, if configured (`auth.api_keys_file`).

@@ -31,6 +31,17 @@ pub enum ApiError {
     /// 401: missing or wrong bearer API key.
     #[error("a valid bearer API key is required")]
     Unauthorized,
+    /// 401: a signed request (the KMS front-end's AWS SigV4) whose signature is missing
+    /// (`missing_signature`), malformed (`incomplete_signature`), too old or too new
+    /// (`signature_expired`), wrong (`invalid_signature`), or by an unknown access key
+    /// (`unrecognized_client`).
+    #[error("{detail}")]
+    BadSignature {
+        /// Stable machine code.
+        code: &'static str,
+        /// A human sentence.
+        detail: String,
+    },
     /// 403: the caller is known but its policy does not allow this (`route_not_allowed`,
     /// `alg_not_allowed`, `n_not_allowed`, `pr_not_allowed`), a verified client certificate
     /// names no caller and no key came with it (`unknown_client`), or a key and a certificate
@@ -114,6 +125,7 @@ impl ApiError {
         match self {
             ApiError::InvalidParameter { code, .. }
             | ApiError::Forbidden { code, .. }
+            | ApiError::BadSignature { code, .. }
             | ApiError::RateLimited { code, .. } => code,
             ApiError::TooLarge { .. } => "n_too_large",
             ApiError::Unauthorized => "unauthorized",
@@ -136,7 +148,7 @@ impl ApiError {
         match self {
             ApiError::InvalidParameter { .. } => StatusCode::BAD_REQUEST,
             ApiError::TooLarge { .. } => StatusCode::BAD_REQUEST,
-            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::Unauthorized | ApiError::BadSignature { .. } => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden { .. } => StatusCode::FORBIDDEN,
             ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::NotFound => StatusCode::NOT_FOUND,
@@ -158,7 +170,7 @@ impl ApiError {
         match self {
             ApiError::InvalidParameter { .. } | ApiError::TooLarge { .. } => tonic::Code::InvalidArgument,
             ApiError::Overloaded | ApiError::RateLimited { .. } => tonic::Code::ResourceExhausted,
-            ApiError::Unauthorized => tonic::Code::Unauthenticated,
+            ApiError::Unauthorized | ApiError::BadSignature { .. } => tonic::Code::Unauthenticated,
             ApiError::Forbidden { .. } => tonic::Code::PermissionDenied,
             ApiError::NotFound => tonic::Code::NotFound,
             ApiError::ClientClosed => tonic::Code::Cancelled,

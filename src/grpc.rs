@@ -289,7 +289,8 @@ impl Randomness for RandomnessAdapter {
         let mut response: Response<ChunkStream> =
             Response::new(Box::pin(futures_util::stream::unfold(stream, ChunkStreamState::next)));
         let served = crate::http::Served { alg, n_bits: n };
-        let outcome = crate::http::Outcome { served: Some(served), code: None, recorded_at_end: true };
+        let outcome =
+            crate::http::Outcome { served: Some(served), recorded_at_end: true, ..Default::default() };
         response.extensions_mut().insert(outcome);
         Ok(response)
     }

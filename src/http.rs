@@ -4,6 +4,7 @@
 mod deadline;
 mod endpoint;
 mod front;
+mod kms;
 mod meta;
 pub mod openapi;
 mod params;
@@ -11,6 +12,7 @@ mod pollen;
 mod problem;
 mod random;
 mod values;
+mod vault;
 
 use axum::Router;
 use axum::http::{HeaderName, HeaderValue};
@@ -21,7 +23,7 @@ use crate::drbg::Algorithm;
 use crate::error::ApiError;
 use crate::state::AppState;
 
-pub use endpoint::{Endpoint, ROUTES};
+pub use endpoint::{Dialect, Endpoint, ROUTES};
 
 /// Response header naming the algorithm that produced the output.
 pub const X_DRBG_ALG: HeaderName = HeaderName::from_static("x-drbg-alg");
@@ -48,7 +50,9 @@ pub fn router(state: AppState, grpc: Router) -> Api {
     let mut router = Router::new();
     for endpoint in Endpoint::ALL {
         if endpoint.enabled(&state) {
-            router = router.route(endpoint.path(), endpoint.method_router());
+            for path in endpoint.paths() {
+                router = router.route(path, endpoint.method_router());
+            }
         }
     }
     let router = router
@@ -103,6 +107,9 @@ pub struct Outcome {
     pub recorded_at_end: bool,
     /// The error's machine code.
     pub code: Option<&'static str>,
+    /// The caller the endpoint named itself, after the head (a signed request's, whose
+    /// signature covers its body), and when: the records and rate-limit fields name it.
+    pub named: Option<(std::sync::Arc<crate::callers::Caller>, tokio::time::Instant)>,
 }
 
 impl Outcome {

@@ -1,6 +1,7 @@
 //! The API's routes as names, below everything that needs them: the random-output routes a
 //! caller's policy allows ([`Route`]) and the REST route templates that label metrics and log
-//! lines ([`ROUTES`]). The endpoints themselves (guards, handlers, gRPC methods) are the HTTP
+//! lines ([`ROUTES`]; the KMS front-end's label is `kms`, its path `/` being everyone's). The
+//! endpoints themselves (guards, handlers, gRPC methods) are the HTTP
 //! module's endpoint table.
 
 use serde::{Deserialize, Serialize};
@@ -15,9 +16,12 @@ pub const ROUTES: &[&str] = &[
     "/uuid",
     "/int",
     "/pollen",
+    "/v1/sys/tools/random",
+    "kms",
     "/algorithms",
     "/usage",
     "/openapi.json",
+    "/v1/transit/random",
 ];
 
 /// A random-output endpoint (HTTP route and the gRPC methods that serve the same thing).
@@ -44,14 +48,29 @@ pub enum Route {
     /// `POST /pollen`: the Pollen protocol's seed for a booting VM (with `[pollen] enabled`).
     #[serde(rename = "/pollen")]
     Pollen,
+    /// Vault's `sys/tools/random` and `transit/random` (with `[vault] enabled`).
+    #[serde(rename = "/v1/sys/tools/random")]
+    Vault,
+    /// AWS KMS `GenerateRandom` (with `[kms] enabled`).
+    #[serde(rename = "kms")]
+    Kms,
 }
 
 impl Route {
     /// Every route.
-    pub const ALL: [Route; 7] =
-        [Route::Bits, Route::Bytes, Route::Token, Route::Nonce, Route::Uuid, Route::Int, Route::Pollen];
+    pub const ALL: [Route; 9] = [
+        Route::Bits,
+        Route::Bytes,
+        Route::Token,
+        Route::Nonce,
+        Route::Uuid,
+        Route::Int,
+        Route::Pollen,
+        Route::Vault,
+        Route::Kms,
+    ];
 
-    /// The HTTP path: the route's entry in [`ROUTES`], which lists the random-output routes
+    /// The route's name: its HTTP path (`kms` for the KMS front-end), its entry in [`ROUTES`], which lists the random-output routes
     /// first, in this enum's order.
     pub fn path(self) -> &'static str {
         ROUTES[self as usize]
@@ -63,13 +82,18 @@ impl Route {
     }
 
     /// The route's bit in a set of routes.
-    pub fn bit(self) -> u8 {
-        1 << (self as u8)
+    pub fn bit(self) -> u16 {
+        1 << (self as u16)
+    }
+
+    /// Whether it is a drop-in front-end's, served only when its section enables it.
+    pub fn drop_in(self) -> bool {
+        matches!(self, Route::Pollen | Route::Vault | Route::Kms)
     }
 }
 
-// A set of routes is a `u8`: a ninth route needs a wider one.
-const _: () = assert!(Route::ALL.len() <= 8);
+// A set of routes is a `u16`: a seventeenth route needs a wider one.
+const _: () = assert!(Route::ALL.len() <= 16);
 
 #[cfg(test)]
 mod tests {
@@ -77,7 +101,17 @@ mod tests {
 
     #[test]
     fn each_route_is_its_entry_in_the_route_list() {
-        let names = ["/bits", "/bytes", "/token", "/nonce", "/uuid", "/int", "/pollen"];
+        let names = [
+            "/bits",
+            "/bytes",
+            "/token",
+            "/nonce",
+            "/uuid",
+            "/int",
+            "/pollen",
+            "/v1/sys/tools/random",
+            "kms",
+        ];
         for (route, name) in Route::ALL.into_iter().zip(names) {
             assert_eq!(route.path(), name);
             assert_eq!(Route::from_path(name), Some(route));

@@ -11,8 +11,8 @@ pub use crate::route::Route;
 pub struct Policy {
     /// Allowed algorithms (bit `alg.index()`).
     algs: u32,
-    /// Allowed routes (bit `route as u8`).
-    routes: u8,
+    /// Allowed routes (bit `route as u16`).
+    routes: u16,
     /// Most random bits per request.
     pub max_bits: u64,
     /// Whether `pr=true` is allowed.

@@ -16,6 +16,7 @@ use super::identity::{ClientIdentity, valid_entry};
 use super::policy::Policy;
 use super::quota::{Quota, QuotaState, Rate};
 use super::settings::CallerSettings;
+use super::sigv4::{SignedRequest, SigningSecret};
 use super::store::Store;
 use crate::config::Settings;
 use crate::drbg::Algorithm;
@@ -149,13 +150,26 @@ impl Caller {
     }
 }
 
+/// A request's key, as it came.
+#[derive(Debug, Clone, Copy)]
+pub enum Key<'a> {
+    /// An `Authorization` header's value (`Bearer <key>`).
+    Bearer(&'a [u8]),
+    /// A key on its own (Vault's `X-Vault-Token`).
+    Raw(&'a [u8]),
+}
+
 /// The callers in force, indexed by credential.
 pub struct Registry {
     auth: bool,
+    /// Routes served to requests without credentials (as `anonymous`) with auth on.
+    open_routes: Vec<super::policy::Route>,
     digests: Vec<[u8; 32]>,
     /// Index into `callers` of each digest's owner.
     owners: Vec<u32>,
     identities: HashMap<String, u32>,
+    /// AWS access key ids: the owner's index into `callers`, and the secret.
+    aws_keys: HashMap<String, (u32, SigningSecret)>,
     callers: Vec<Arc<Caller>>,
     anonymous: Arc<Caller>,
     store: Option<Arc<Store>>,
@@ -167,6 +181,7 @@ impl std::fmt::Debug for Registry {
             .field("auth", &self.auth)
             .field("callers", &self.callers.iter().map(|c| c.name()).collect::<Vec<_>>())
             .field("digests", &self.digests.len())
+            .field("aws_access_keys", &self.aws_keys.len())
             .finish_non_exhaustive()
     }
 }
@@ -276,9 +291,15 @@ impl Registry {
         };
         let mut registry = Registry {
             auth: settings.auth.enabled,
+            open_routes: if settings.pollen.enabled && settings.pollen.anonymous {
+                vec![super::policy::Route::Pollen]
+            } else {
+                Vec::new()
+            },
             digests: Vec::new(),
             owners: Vec::new(),
             identities: HashMap::new(),
+            aws_keys: HashMap::new(),
             callers: Vec::new(),
             anonymous: Arc::new(Caller {
                 name: ANONYMOUS.into(),
@@ -313,7 +334,9 @@ impl Registry {
             });
             if name == ANONYMOUS {
                 ensure!(
-                    table.key_sha256.is_empty() && table.identities.is_empty(),
+                    table.key_sha256.is_empty()
+                        && table.identities.is_empty()
+                        && table.aws_access_keys.is_empty(),
                     "callers.anonymous: the caller of unauthenticated requests (auth off) has no credentials"
                 );
                 registry.anonymous = caller;
@@ -348,7 +371,30 @@ impl Registry {
                     bail!("{}: {id:?} is listed for both {other:?} and {name:?}", key("identities"));
                 }
             }
-            if settings.auth.enabled && table.key_sha256.is_empty() && table.identities.is_empty() {
+            for aws in &table.aws_access_keys {
+                let secret = read_secret(&aws.secret_file).with_context(|| {
+                    format!("{}: secret_file {}", key("aws_access_keys"), aws.secret_file.display())
+                })?;
+                ensure!(
+                    (16..=128).contains(&aws.id.len()) && aws.id.bytes().all(|b| b.is_ascii_alphanumeric()),
+                    "{}: an id is 16-128 letters and digits (AKIA…)",
+                    key("aws_access_keys")
+                );
+                if let Some((other, _)) = registry.aws_keys.insert(aws.id.clone(), (index, secret)) {
+                    ensure!(other != index, "{}: {:?} is listed twice", key("aws_access_keys"), aws.id);
+                    let other = registry.callers[other as usize].name();
+                    bail!(
+                        "{}: {:?} is listed for both {other:?} and {name:?}",
+                        key("aws_access_keys"),
+                        aws.id
+                    );
+                }
+            }
+            if settings.auth.enabled
+                && table.key_sha256.is_empty()
+                && table.identities.is_empty()
+                && table.aws_access_keys.is_empty()
+            {
                 warnings.push(format!("callers.{name} has no key and no identity: no request can be it"));
             }
             registry.callers.push(caller);
@@ -368,7 +414,18 @@ impl Registry {
                     .into(),
             );
         }
-        if settings.auth.enabled && registry.digests.is_empty() && registry.identities.is_empty() {
+        if !settings.auth.enabled && !registry.aws_keys.is_empty() {
+            warnings.push(
+                "auth.enabled is false: AWS signatures are not checked and every KMS request is \
+                 `anonymous`, with the default policy"
+                    .into(),
+            );
+        }
+        if settings.auth.enabled
+            && registry.digests.is_empty()
+            && registry.identities.is_empty()
+            && registry.aws_keys.is_empty()
+        {
             // At start-up a mistake; on reload the way to revoke every key at once.
             ensure!(
                 previous.is_some(),
@@ -422,6 +479,23 @@ impl Registry {
         self.auth
     }
 
+    /// [`Registry::identify`] for a request to `route`: one without credentials on a route
+    /// open to them (`[pollen] anonymous`) is `anonymous`.
+    ///
+    /// # Errors
+    /// As [`Registry::identify`].
+    pub fn identify_for(
+        &self,
+        bearer: Option<Key<'_>>,
+        client: Option<&ClientIdentity>,
+        route: Option<super::policy::Route>,
+    ) -> Result<Arc<Caller>, ApiError> {
+        if bearer.is_none() && client.is_none() && route.is_some_and(|r| self.open_routes.contains(&r)) {
+            return Ok(self.anonymous.clone());
+        }
+        self.identify(bearer, client)
+    }
+
     /// The caller of a request, from its credentials (auth on):
     ///
     /// | bearer key | client certificate | caller |
@@ -441,7 +515,7 @@ impl Registry {
     /// As the table says.
     pub fn identify(
         &self,
-        bearer: Option<&[u8]>,
+        bearer: Option<Key<'_>>,
         client: Option<&ClientIdentity>,
     ) -> Result<Arc<Caller>, ApiError> {
         // The callers a certificate names, most specific name first.
@@ -467,7 +541,11 @@ impl Registry {
                 (None, None) => Err(ApiError::Unauthorized),
             };
         };
-        let token = bearer_token(bearer).ok_or(ApiError::Unauthorized)?;
+        let token = match bearer {
+            Key::Bearer(header) => bearer_token(header).ok_or(ApiError::Unauthorized)?,
+            Key::Raw(key) if !key.is_empty() => key,
+            Key::Raw(_) => return Err(ApiError::Unauthorized),
+        };
         let by_key = self.find_key(token).map(|i| &self.callers[i]).ok_or(ApiError::Unauthorized)?;
         if !by_certificate.is_empty() && !by_certificate.iter().any(|c| Arc::ptr_eq(c, by_key)) {
             return Err(ApiError::forbidden(
@@ -476,6 +554,32 @@ impl Registry {
             ));
         }
         Ok(by_key.clone())
+    }
+
+    /// The caller of a signed request (the KMS front-end's AWS SigV4) with `body`, as of `now`:
+    /// the owner of the access key the signature names, if the signature verifies with its
+    /// secret. With auth off, `anonymous` (signatures are not read, as keys are not).
+    ///
+    /// # Errors
+    /// 401 `unrecognized_client` (an access key no caller has), or the signature's refusal.
+    pub fn identify_signed(
+        &self,
+        request: &SignedRequest<'_>,
+        body: &[u8],
+        now: std::time::SystemTime,
+    ) -> Result<Arc<Caller>, ApiError> {
+        if !self.auth {
+            return Ok(self.anonymous.clone());
+        }
+        let auth = request.authorization()?;
+        let Some((owner, secret)) = self.aws_keys.get(auth.key_id) else {
+            return Err(ApiError::BadSignature {
+                code: "unrecognized_client",
+                detail: "the security token included in the request is invalid".into(),
+            });
+        };
+        request.verify(&auth, secret, body, now)?;
+        Ok(self.callers[*owner as usize].clone())
     }
 
     /// The owner of `key`: every digest is compared, in constant time, whatever matches.
@@ -497,6 +601,14 @@ impl Registry {
     pub fn anonymous(&self) -> &Arc<Caller> {
         &self.anonymous
     }
+}
+
+/// A secret access key: the first line of `path`, trimmed, in memory wiped when dropped.
+fn read_secret(path: &std::path::Path) -> anyhow::Result<SigningSecret> {
+    let text = zeroize::Zeroizing::new(std::fs::read_to_string(path)?);
+    let line = text.lines().next().unwrap_or_default().trim();
+    ensure!(!line.is_empty(), "the file is empty");
+    Ok(SigningSecret::new(zeroize::Zeroizing::new(line.to_string())))
 }
 
 /// Whether a keys file's read error says something about the file (it is gone, not text, not
@@ -528,8 +640,7 @@ fn valid_name(name: &str) -> bool {
 /// The routes this server serves: every random-output route but the drop-in front-ends that
 /// are off. A policy that names no routes allows these (and `/usage` lists them).
 fn served_routes(settings: &Settings) -> Vec<super::policy::Route> {
-    use super::policy::Route;
-    Route::ALL.into_iter().filter(|r| *r != Route::Pollen || settings.pollen.enabled).collect()
+    super::policy::Route::ALL.into_iter().filter(|r| settings.serves(*r)).collect()
 }
 
 fn build_policy(
@@ -654,7 +765,7 @@ mod tests {
             (cert("web.internal"), cert("batch.internal"), cert("stranger.internal"));
         let who = |bearer: Option<&str>, client: Option<&ClientIdentity>| {
             registry
-                .identify(bearer.map(str::as_bytes), client)
+                .identify(bearer.map(|b| Key::Bearer(b.as_bytes())), client)
                 .map(|c| c.name().to_string())
                 .map_err(|e| e.code())
         };
@@ -719,12 +830,13 @@ mod tests {
     fn the_bearer_scheme_is_case_insensitive() {
         let r = registry();
         for value in ["Bearer k3y", "bearer k3y", "BEARER k3y", "BeArEr k3y", "Bearer  k3y"] {
-            let caller =
-                r.identify(Some(value.as_bytes()), None).unwrap_or_else(|e| panic!("{value}: {e:?}"));
+            let caller = r
+                .identify(Some(Key::Bearer(value.as_bytes())), None)
+                .unwrap_or_else(|e| panic!("{value}: {e:?}"));
             assert_eq!(caller.name(), "web", "{value}");
         }
         for value in ["Basic k3y", "Bearerk3y", "Bearer", "Bearer ", "Bearer k3y2", "k3y", "Bearer\tk3y"] {
-            let e = r.identify(Some(value.as_bytes()), None).unwrap_err();
+            let e = r.identify(Some(Key::Bearer(value.as_bytes())), None).unwrap_err();
             assert_eq!(e.code(), "unauthorized", "{value}");
         }
         assert_eq!(r.identify(None, None).unwrap_err().code(), "unauthorized");

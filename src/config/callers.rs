@@ -18,12 +18,29 @@ pub struct CallerSettings {
     /// (`spiffe://example.org/ns/web/sa/web`), `dns:<DNS SAN>` or `cn:<subject CN>`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub identities: Vec<String>,
+    /// AWS access keys that are this caller on the KMS front-end (`[kms] enabled`): requests
+    /// signed (SigV4) with one of them. Several during a rotation.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aws_access_keys: Vec<AwsAccessKey>,
     /// What the caller may ask for.
     #[serde(default)]
     pub policy: PolicySettings,
     /// How much, how fast.
     #[serde(default)]
     pub quota: QuotaSettings,
+}
+
+/// One `[[callers.<name>.aws_access_keys]]` entry. SigV4 signs with the secret itself, so the
+/// secret is kept (in memory wiped when the callers are reloaded), read from its own file (a
+/// mounted Secret), never written in the configuration.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct AwsAccessKey {
+    /// The access key id (`AKIA…`), which the request's signature names.
+    pub id: String,
+    /// The file holding the secret access key (its first line; the path is taken as given,
+    /// relative to the working directory). Read at start and on every reload.
+    pub secret_file: std::path::PathBuf,
 }
 
 /// `[callers.<name>.policy]`; a key left out allows everything the server allows.

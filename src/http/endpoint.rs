@@ -15,7 +15,7 @@ use axum::http::request::Parts;
 use axum::response::IntoResponse;
 use axum::routing::{MethodRouter, get, post};
 
-use super::{Answer, meta, openapi, pollen, random, values};
+use super::{Answer, kms, meta, openapi, pollen, random, values, vault};
 use crate::callers::{Admission, Route};
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -32,6 +32,36 @@ pub enum Guard {
     Caller,
     /// A caller admitted to this random-output route.
     Route(Route),
+    /// A caller named by the request's signature, which covers its body (the KMS front-end's
+    /// AWS SigV4): admitted to this route by the endpoint once the body is read. Until then
+    /// the request holds a place under a cap of its own, as public ones do.
+    Signed(Route),
+}
+
+/// How a route's errors are written: each drop-in front-end answers as the service it stands in
+/// for, so its clients read them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    /// problem+json.
+    Rest,
+    /// A gRPC status.
+    Grpc,
+    /// Vault's `{"errors": [...]}`.
+    Vault,
+    /// AWS JSON's `{"__type", "message"}`.
+    Kms,
+}
+
+impl Dialect {
+    /// `error` as this dialect writes it.
+    pub fn render(self, error: &ApiError) -> axum::response::Response {
+        match self {
+            Dialect::Rest => error.render(),
+            Dialect::Grpc => error.to_status().into_http::<axum::body::Body>(),
+            Dialect::Vault => vault::error_response(error),
+            Dialect::Kms => kms::error_response(error),
+        }
+    }
 }
 
 /// A GET endpoint of the API.
@@ -51,17 +81,23 @@ pub enum Endpoint {
     Int,
     /// `/pollen` (POST only; with `[pollen] enabled`).
     Pollen,
+    /// `/v1/sys/tools/random[/…]` (POST and PUT; with `[vault] enabled`).
+    Vault,
+    /// `POST /` with `X-Amz-Target` (with `[kms] enabled`); labelled `kms`.
+    Kms,
     /// `/algorithms` (metadata: a caller, no route permission).
     Algorithms,
     /// `/usage` (metadata).
     Usage,
     /// `/openapi.json` (public: the contract).
     OpenApi,
+    /// `/v1/transit/random[/…]`: Vault's other path to the same thing.
+    VaultTransit,
 }
 
 impl Endpoint {
     /// Every endpoint, in the order of [`ROUTES`].
-    pub const ALL: [Endpoint; 10] = [
+    pub const ALL: [Endpoint; 13] = [
         Endpoint::Bits,
         Endpoint::Bytes,
         Endpoint::Token,
@@ -69,9 +105,12 @@ impl Endpoint {
         Endpoint::Uuid,
         Endpoint::Int,
         Endpoint::Pollen,
+        Endpoint::Vault,
+        Endpoint::Kms,
         Endpoint::Algorithms,
         Endpoint::Usage,
         Endpoint::OpenApi,
+        Endpoint::VaultTransit,
     ];
 
     /// The endpoint at `index` of [`ROUTES`].
@@ -79,19 +118,62 @@ impl Endpoint {
         Endpoint::ALL.get(index).copied()
     }
 
-    /// Whether it answers GET (all but `/pollen`, which the router answers 405 with `Allow`).
+    /// Whether it answers GET (all but the drop-in front-ends', which the router answers 405
+    /// with `Allow`).
     pub fn serves_get(self) -> bool {
-        self != Endpoint::Pollen
+        !matches!(self.guard(), Guard::Route(r) | Guard::Signed(r) if r.drop_in())
     }
 
     /// Whether the configuration serves it (the drop-in front-ends are off by default).
     pub fn enabled(self, state: &AppState) -> bool {
-        self != Endpoint::Pollen || state.settings.pollen.enabled
+        match self.guard() {
+            Guard::Route(route) | Guard::Signed(route) => state.settings.serves(route),
+            Guard::Public | Guard::Caller => true,
+        }
     }
 
-    /// Its path.
-    pub fn path(self) -> &'static str {
+    /// Its label in metrics and log lines: its entry in [`ROUTES`].
+    pub fn label(self) -> &'static str {
         ROUTES[self as usize]
+    }
+
+    /// The router paths it answers: its label but for Vault's (a source and a byte count may
+    /// follow in the path) and KMS's (`/`).
+    pub fn paths(self) -> &'static [&'static str] {
+        match self {
+            Endpoint::Vault => {
+                &["/v1/sys/tools/random", "/v1/sys/tools/random/{a}", "/v1/sys/tools/random/{a}/{b}"]
+            }
+            Endpoint::VaultTransit => {
+                &["/v1/transit/random", "/v1/transit/random/{a}", "/v1/transit/random/{a}/{b}"]
+            }
+            Endpoint::Kms => &["/"],
+            _ => std::slice::from_ref(&ROUTES[self as usize]),
+        }
+    }
+
+    /// The endpoint a path is for, if any: an exact route, or Vault's paths with a source or a
+    /// byte count after them, or `/` (KMS).
+    pub fn of_path(path: &str) -> Option<Endpoint> {
+        if let Some(i) = ROUTES.iter().position(|r| *r == path) {
+            return Endpoint::at(i);
+        }
+        let under = |prefix: &str| path.strip_prefix(prefix).is_some_and(|rest| rest.starts_with('/'));
+        match path {
+            "/" => Some(Endpoint::Kms),
+            _ if under("/v1/sys/tools/random") => Some(Endpoint::Vault),
+            _ if under("/v1/transit/random") => Some(Endpoint::VaultTransit),
+            _ => None,
+        }
+    }
+
+    /// How its errors are written.
+    pub fn dialect(self) -> Dialect {
+        match self {
+            Endpoint::Vault | Endpoint::VaultTransit => Dialect::Vault,
+            Endpoint::Kms => Dialect::Kms,
+            _ => Dialect::Rest,
+        }
     }
 
     /// Who may call it, named here for each endpoint (never derived from its path, so that no
@@ -105,6 +187,8 @@ impl Endpoint {
             Endpoint::Uuid => Guard::Route(Route::Uuid),
             Endpoint::Int => Guard::Route(Route::Int),
             Endpoint::Pollen => Guard::Route(Route::Pollen),
+            Endpoint::Vault | Endpoint::VaultTransit => Guard::Route(Route::Vault),
+            Endpoint::Kms => Guard::Signed(Route::Kms),
             Endpoint::Algorithms | Endpoint::Usage => Guard::Caller,
             Endpoint::OpenApi => Guard::Public,
         }
@@ -127,7 +211,9 @@ impl Endpoint {
             Endpoint::Uuid => values::uuid(state, admission, parts),
             Endpoint::Int => values::int(state, admission, parts),
             // POST only: the front layer sends its GETs to the router, whose 405 names POST.
-            Endpoint::Pollen => Err(ApiError::MethodNotAllowed),
+            Endpoint::Pollen | Endpoint::Vault | Endpoint::VaultTransit | Endpoint::Kms => {
+                Err(ApiError::MethodNotAllowed)
+            }
             Endpoint::Algorithms => Ok(meta::algorithms(state).into()),
             Endpoint::Usage => Ok(meta::usage(admission).into()),
             Endpoint::OpenApi => Ok(openapi::get(state).into()),
@@ -138,8 +224,13 @@ impl Endpoint {
     /// The endpoint as the router's method router for its path (`POST /bits` added; `/pollen`
     /// is POST only): the admission the front layer made travels in the request's extensions.
     pub fn method_router(self) -> MethodRouter<AppState> {
-        if self == Endpoint::Pollen {
-            return post(pollen::post);
+        match self {
+            Endpoint::Pollen => return post(pollen::post),
+            Endpoint::Vault | Endpoint::VaultTransit => {
+                return post(vault::post).put(vault::post).fallback(vault::method_not_allowed);
+            }
+            Endpoint::Kms => return post(kms::post).fallback(kms::method_not_allowed),
+            _ => {}
         }
         let method = get(move |State(state): State<AppState>, request: Request| {
             let (parts, _body) = request.into_parts();
@@ -206,14 +297,22 @@ mod tests {
         // route has its endpoint; the others are metadata, but for the public contract.
         for e in Endpoint::ALL {
             match e.guard() {
-                Guard::Route(route) => assert_eq!(route.path(), e.path()),
+                Guard::Route(Route::Vault) => assert!(e.label().starts_with("/v1/"), "{e:?}"),
+                Guard::Route(route) | Guard::Signed(route) => assert_eq!(route.path(), e.label()),
                 Guard::Caller => assert!(matches!(e, Endpoint::Algorithms | Endpoint::Usage), "{e:?}"),
                 Guard::Public => assert_eq!(e, Endpoint::OpenApi),
             }
+            for path in e.paths() {
+                let concrete = path.replace("{a}", "platform").replace("{b}", "32");
+                assert_eq!(Endpoint::of_path(&concrete), Some(e), "{path}");
+            }
         }
         for r in Route::ALL {
-            assert!(Endpoint::ALL.iter().any(|e| e.guard() == Guard::Route(r)), "{r:?}");
+            let guards = [Guard::Route(r), Guard::Signed(r)];
+            assert!(Endpoint::ALL.iter().any(|e| guards.contains(&e.guard())), "{r:?}");
         }
+        assert_eq!(Endpoint::of_path("/v1/sys/tools/randomx"), None);
+        assert_eq!(Endpoint::of_path("/kms"), None);
     }
 
     #[test]

@@ -49,15 +49,17 @@ use pin_project_lite::pin_project;
 use tower::{Layer, Service};
 
 use super::deadline::{Lifetime, ReadDeadline};
-use super::endpoint::{Guard, grpc_guard, public_stream};
+use super::endpoint::{Dialect, Guard, grpc_guard, public_stream};
 use super::{Answer, Endpoint, Outcome, ROUTES};
 use crate::callers::headers::{RATELIMIT, RATELIMIT_POLICY, current_field};
-use crate::callers::{Admission, Authorized, Caller, ClientIdentity, Denied};
+use crate::callers::{Admission, Authorized, Caller, ClientIdentity, Denied, Key, Route};
 use crate::error::ApiError;
 use crate::state::AppState;
 
 /// The request id header.
 pub const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+/// Vault's token header.
+const X_VAULT_TOKEN: HeaderName = HeaderName::from_static("x-vault-token");
 
 /// Builds [`Front`] services.
 #[derive(Clone, Debug)]
@@ -73,6 +75,8 @@ struct Shared {
     public_cap: Arc<Cap>,
     /// See [`PUBLIC_STREAMS`].
     public_stream_cap: Arc<Cap>,
+    /// See [`SIGNED_CONCURRENCY`].
+    signed_cap: Arc<Cap>,
     /// Time from the call to the response's headers.
     timeout: Duration,
     /// Time from the call to the request body's end.
@@ -101,6 +105,7 @@ impl FrontLayer {
             cap: cap(limit),
             public_cap: cap(limit.min(PUBLIC_CONCURRENCY)),
             public_stream_cap: cap(limit.min(PUBLIC_STREAMS)),
+            signed_cap: cap(limit.min(SIGNED_CONCURRENCY)),
             timeout: Duration::from_millis(server.request_timeout_ms),
             body_timeout: Duration::from_millis(server.body_read_timeout_ms),
             stream_lifetime,
@@ -124,6 +129,10 @@ impl<S> Layer<S> for FrontLayer {
 /// the router holds its place until its body is dropped (a reflection stream, to its end),
 /// and its body is due within [`PUBLIC_BODY_TIMEOUT`].
 pub const PUBLIC_CONCURRENCY: usize = 64;
+/// Signed requests (KMS's) in progress at once before their signature is checked, at most: a
+/// cap of their own, as public requests have, held until the body is read (its deadline is
+/// [`PUBLIC_BODY_TIMEOUT`]); the endpoint then admits the caller the signature names.
+pub const SIGNED_CONCURRENCY: usize = 64;
 /// The body deadline of a public request (the configured one if shorter): a health check's
 /// message comes at once.
 pub const PUBLIC_BODY_TIMEOUT: Duration = Duration::from_secs(2);
@@ -189,19 +198,26 @@ impl<S> Front<S> {
             return Err(Denied { caller: None, error: ApiError::AuditUnavailable, at: now });
         }
         let authorized = match guard {
-            Guard::Public => None,
+            Guard::Public | Guard::Signed(_) => None,
             Guard::Caller | Guard::Route(_) => {
                 let route = if let Guard::Route(route) = guard { Some(route) } else { None };
-                let bearer = request.headers().get(header::AUTHORIZATION).map(HeaderValue::as_bytes);
+                let headers = request.headers();
+                // Vault's clients send their token as X-Vault-Token (which Vault reads first).
+                let vault_token = (route == Some(Route::Vault)).then(|| headers.get(X_VAULT_TOKEN)).flatten();
+                let key = match vault_token {
+                    Some(token) => Some(Key::Raw(token.as_bytes())),
+                    None => headers.get(header::AUTHORIZATION).map(|v| Key::Bearer(v.as_bytes())),
+                };
                 let client = request.extensions().get::<Arc<ClientIdentity>>().map(|c| &**c);
-                Some(self.shared.state.callers.authorize(bearer, client, route)?)
+                Some(self.shared.state.callers.authorize(key, client, route)?)
             }
         };
         let (caller, at) = authorized.as_ref().map_or((None, now), |a| (Some(a.caller.clone()), a.at));
-        let cap = match (&authorized, stream) {
-            (Some(_), _) => &self.shared.cap,
-            (None, false) => &self.shared.public_cap,
-            (None, true) => &self.shared.public_stream_cap,
+        let cap = match (&authorized, guard, stream) {
+            (Some(_), _, _) => &self.shared.cap,
+            (None, Guard::Signed(_), _) => &self.shared.signed_cap,
+            (None, _, false) => &self.shared.public_cap,
+            (None, _, true) => &self.shared.public_stream_cap,
         };
         let Some(slot) = cap.enter() else {
             return Err(Denied { caller, error: ApiError::Overloaded, at });
@@ -331,7 +347,7 @@ where
         let mut this = self.project();
         let span = this.observe.as_ref().map(|o| o.span.clone()).unwrap_or_else(tracing::Span::none);
         let _in_request = span.enter();
-        let grpc = this.observe.as_ref().is_some_and(|o| o.grpc);
+        let dialect = this.observe.as_ref().map_or(Dialect::Rest, |o| o.dialect);
         // An answer of this layer's own (refused, shed, timed out, a panic below), or the
         // service's; an endpoint's comes with its outcome, the router's in its extensions.
         let (mut response, own, outcome) = match this.inner.as_mut().project() {
@@ -354,35 +370,35 @@ where
                         Err(_) => panicked(),
                     };
                     this.inner.set(Inner::Refused { denied: None });
-                    own_answer(error, grpc)
+                    own_answer(error, dialect)
                 }
                 Ok(Poll::Ready(Ok(mut response))) => {
                     let outcome = response.extensions_mut().remove::<Outcome>().unwrap_or_default();
                     (response, false, outcome)
                 }
-                Err(_) => own_answer(panicked(), grpc),
+                Err(_) => own_answer(panicked(), dialect),
             },
             InnerProj::Direct { endpoint, parts } => match (parts.take(), this.observe.as_ref()) {
                 (Some(parts), Some(Observe { state, .. })) => {
                     let admission = this.admission.as_ref();
                     match catch_unwind(AssertUnwindSafe(|| endpoint.answer(state, admission, &parts))) {
                         Ok(Answer { response, outcome }) => (response, false, outcome),
-                        Err(_) => own_answer(panicked(), grpc),
+                        Err(_) => own_answer(panicked(), dialect),
                     }
                 }
                 // Polled again after its end (a contract breach): an error, not a panic.
-                _ => own_answer(ApiError::Internal, grpc),
+                _ => own_answer(ApiError::Internal, dialect),
             },
             InnerProj::Refused { denied } => match denied.take() {
                 Some(Denied { caller, error, at }) => {
-                    let answer = own_answer(error, grpc);
+                    let answer = own_answer(error, dialect);
                     if let (Some(caller), Some(observe)) = (caller, this.observe.as_mut()) {
                         observe.caller = Some(caller);
                         observe.caller_at = at;
                     }
                     answer
                 }
-                None => own_answer(ApiError::Internal, grpc),
+                None => own_answer(ApiError::Internal, dialect),
             },
         };
         // The headers are ready: the places under the cap and in the caller's count are free
@@ -392,10 +408,14 @@ where
         if let (Some(end), false) = (*this.lifetime, own) {
             response = response.map(|body| axum::body::Body::new(Lifetime::new(body, end, slot)));
         }
-        let admitted_at = this.admission.take().map(|a| a.at);
+        let mut admitted_at = this.admission.take().map(|a| a.at);
         let Some(mut observe) = this.observe.take() else {
             return Poll::Ready(Ok(response));
         };
+        if let Some((caller, at)) = &outcome.named {
+            observe.caller = Some(caller.clone());
+            admitted_at = Some(*at);
+        }
         if let Some(caller) = &observe.caller {
             rate_limit_fields(&mut response, caller, admitted_at.unwrap_or(observe.caller_at));
         }
@@ -420,13 +440,13 @@ fn unnamed(error: ApiError, at: Instant) -> Denied {
     Denied { caller: None, error, at }
 }
 
-/// An answer of the front layer's own: problem+json, or for a gRPC call its status (so a
-/// client sees `UNAUTHENTICATED`, `RESOURCE_EXHAUSTED` or `DEADLINE_EXCEEDED` with
-/// `retry-after`, not an HTTP status it cannot read), with the error's code for the records.
-fn own_answer(error: ApiError, grpc: bool) -> (Response, bool, Outcome) {
+/// An answer of the front layer's own: problem+json, for a gRPC call its status (so a client
+/// sees `UNAUTHENTICATED`, `RESOURCE_EXHAUSTED` or `DEADLINE_EXCEEDED` with `retry-after`, not
+/// an HTTP status it cannot read), on a drop-in front-end's route the error as its service
+/// writes it; with the error's code for the records.
+fn own_answer(error: ApiError, dialect: Dialect) -> (Response, bool, Outcome) {
     let outcome = Outcome { code: Some(error.code()), ..Outcome::default() };
-    let response = if grpc { error.to_status().into_http::<axum::body::Body>() } else { error.render() };
-    (response, true, outcome)
+    (dialect.render(&error), true, outcome)
 }
 
 /// `RateLimit-Policy` and `RateLimit` (as of `at`, the admission decision) for a caller with a
@@ -463,6 +483,8 @@ struct Observe {
     /// A gRPC call (by its content type, on no REST route): answered with gRPC statuses,
     /// observed per method.
     grpc: bool,
+    /// How the front layer's own answers are written.
+    dialect: Dialect,
     method: Method,
     start: Clock,
     /// The request id, echoed on the response.
@@ -486,9 +508,8 @@ impl Observe {
     fn start<B>(state: &AppState, request: &Request<B>, id: HeaderValue) -> Observe {
         let path = request.uri().path();
         // A route the configuration does not serve is none at all.
-        let route_index = Some(route_index(path))
-            .filter(|&i| Endpoint::at(i).is_none_or(|e| e.enabled(state)))
-            .unwrap_or(UNMATCHED);
+        let endpoint = Endpoint::of_path(path).filter(|e| e.enabled(state));
+        let route_index = endpoint.map_or(UNMATCHED, |e| e as usize);
         let grpc_method = if route_index == UNMATCHED { grpc_guard(path) } else { None };
         let grpc = route_index == UNMATCHED
             && (grpc_method.is_some()
@@ -496,6 +517,11 @@ impl Observe {
                     .headers()
                     .get(header::CONTENT_TYPE)
                     .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc")));
+        let dialect = match endpoint {
+            Some(e) => e.dialect(),
+            None if grpc => Dialect::Grpc,
+            None => Dialect::Rest,
+        };
         let label = match (ROUTES.get(route_index), grpc_method) {
             (Some(route), _) => route,
             (None, Some((name, _))) => name,
@@ -522,6 +548,7 @@ impl Observe {
             grpc_method,
             label,
             grpc,
+            dialect,
             method,
             start,
             id,
@@ -655,12 +682,6 @@ fn grpc_error_code(response: &Response, status: u16) -> Option<&'static str> {
         .and_then(|e| e.downcast_ref::<ApiError>())
         .map(ApiError::code);
     own.or_else(|| Some(crate::error::grpc_code_name(tonic::Code::from(i32::from(status)))))
-}
-
-/// The index of a path's entry in [`ROUTES`] ([`UNMATCHED`] for a path that is none of them).
-/// The routes are exact paths, so the path a route matches is its template.
-fn route_index(path: &str) -> usize {
-    ROUTES.iter().position(|r| *r == path).unwrap_or(UNMATCHED)
 }
 
 /// The route index of a path that is no REST route (label `unmatched`; gRPC's paths).

@@ -24,7 +24,7 @@ fn with_key(key: &str) -> Settings {
 }
 
 fn admits(callers: &Callers, key: &str) -> bool {
-    callers.admit(Some(format!("Bearer {key}").as_bytes()), None, None).is_ok()
+    callers.admit(Some(drbgd::callers::Key::Bearer(format!("Bearer {key}").as_bytes())), None, None).is_ok()
 }
 
 #[test]

@@ -1,0 +1,250 @@
+//! AWS KMS `GenerateRandom` (with `[kms] enabled`): `POST /` with `X-Amz-Target:
+//! TrentService.GenerateRandom` and the JSON body `{"NumberOfBytes": n}`, answered
+//! `{"Plaintext": "<base64>"}`, as every AWS SDK and the AWS CLI call it with an endpoint URL.
+//!
+//! The caller is the owner of the access key that signed the request (AWS SigV4, checked by
+//! `callers::sigv4` against the caller's secret). The signature covers the body, so this
+//! endpoint admits the caller itself once the (small, bounded) body is read: the front layer
+//! holds the request under its own cap until then (see `Guard::Signed`), and records the caller
+//! this endpoint names. Errors are KMS's: `{"__type": …, "message": …}` with KMS's types
+//! (`ValidationException`, `ThrottlingException`, `AccessDeniedException`,
+//! `UnrecognizedClientException`, `InvalidSignatureException`, `UnknownOperationException`…).
+
+use std::time::SystemTime;
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+use super::{Answer, served};
+use crate::callers::sigv4::SignedRequest;
+use crate::callers::{Authorized, Denied, Route};
+use crate::error::ApiError;
+use crate::service::{BytesRequest, Encoding};
+use crate::state::AppState;
+
+/// The one operation served.
+const TARGET: &str = "TrentService.GenerateRandom";
+
+/// KMS's bounds on `NumberOfBytes`.
+pub const MAX_BYTES: u64 = 1024;
+
+/// The largest body read: `{"NumberOfBytes": n}` and KMS's optional fields fit in far less.
+const MAX_BODY: usize = 8 * 1024;
+
+/// The AWS JSON protocol's content type.
+const CONTENT_TYPE: &str = "application/x-amz-json-1.1";
+
+/// The handler.
+pub async fn post(State(state): State<AppState>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let target = parts.headers.get("x-amz-target").and_then(|v| v.to_str().ok());
+    if target != Some(TARGET) {
+        return answer_error(&unknown_operation(), None);
+    }
+    let body = match axum::body::to_bytes(body, MAX_BODY).await {
+        Ok(body) => body,
+        Err(e) => return answer_error(&super::random::body_error(&e, MAX_BODY), None),
+    };
+    let signed = SignedRequest {
+        method: parts.method.as_str(),
+        path: parts.uri.path(),
+        query: parts.uri.query().unwrap_or(""),
+        authority: parts.uri.authority().map(|a| a.as_str()),
+        headers: &parts.headers,
+    };
+    let admitted = state
+        .callers
+        .authorize_signed(&signed, &body, SystemTime::now(), Route::Kms)
+        .and_then(Authorized::enter);
+    let admission = match admitted {
+        Ok(admission) => admission,
+        Err(Denied { caller, error, at }) => return answer_error(&error, caller.map(|c| (c, at))),
+    };
+    let named = Some((admission.caller.clone(), admission.at));
+    let generated = number_of_bytes(&parts.headers, &body).and_then(|n| {
+        let req =
+            BytesRequest::new(state.service.rules(), Some(n), None, Encoding::Base64, false)?.into_bits();
+        let generated = state.service.whole(&admission.caller, &req)?;
+        Ok((req, generated))
+    });
+    let (req, generated) = match generated {
+        Ok(done) => done,
+        Err(error) => return answer_error(&error, named),
+    };
+    let encoded = zeroize::Zeroizing::new(generated.render(&req));
+    let mut out = Vec::with_capacity(encoded.len() + 16);
+    out.extend_from_slice(br#"{"Plaintext":""#);
+    out.extend_from_slice(&encoded);
+    out.extend_from_slice(br#""}"#);
+    let mut answer: Answer =
+        served(super::response(super::wiped(out), CONTENT_TYPE), req.alg(), req.n_bits());
+    answer.outcome.named = named;
+    answer.into_response()
+}
+
+/// 405 for the other methods, with `Allow`.
+pub async fn method_not_allowed() -> Response {
+    let mut response = answer_error(&ApiError::MethodNotAllowed, None);
+    response.headers_mut().insert(header::ALLOW, HeaderValue::from_static("POST"));
+    response
+}
+
+fn unknown_operation() -> ApiError {
+    ApiError::invalid("unknown_operation", "X-Amz-Target", format!("the only operation served is {TARGET}"))
+}
+
+fn validation(detail: impl Into<String>) -> ApiError {
+    ApiError::invalid("invalid_kms_request", "body", detail)
+}
+
+/// The body's `NumberOfBytes`, within KMS's bounds. `CustomKeyStoreId` (drbgd has no custom key
+/// stores) and `Recipient` (a Nitro enclave's attestation, which drbgd cannot encrypt to) are
+/// refused; other members are ignored.
+fn number_of_bytes(headers: &axum::http::HeaderMap, body: &[u8]) -> Result<u64, ApiError> {
+    let json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/x-amz-json-1.") || v.starts_with("application/json"));
+    if !json {
+        return Err(ApiError::invalid(
+            "serialization",
+            "Content-Type",
+            format!("the body must be {CONTENT_TYPE}"),
+        ));
+    }
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "PascalCase")]
+    struct Body {
+        number_of_bytes: Option<serde_json::Value>,
+        custom_key_store_id: Option<serde_json::Value>,
+        recipient: Option<serde_json::Value>,
+    }
+    let body: Body = serde_json::from_slice(if body.is_empty() { b"{}" } else { body })
+        .map_err(|_| ApiError::invalid("serialization", "body", "the body is not a JSON object"))?;
+    if body.custom_key_store_id.is_some() {
+        return Err(ApiError::invalid(
+            "custom_key_store_not_found",
+            "CustomKeyStoreId",
+            "no custom key store exists",
+        ));
+    }
+    if body.recipient.is_some() {
+        return Err(validation("Recipient (an enclave attestation) is not supported"));
+    }
+    let n = match body.number_of_bytes {
+        None => return Err(validation("NumberOfBytes is required")),
+        Some(serde_json::Value::Number(n)) => n.as_i64(),
+        Some(_) => None,
+    };
+    let n = n.ok_or_else(|| {
+        ApiError::invalid("serialization", "NumberOfBytes", "NumberOfBytes must be an integer")
+    })?;
+    if !(1..=MAX_BYTES as i64).contains(&n) {
+        let bound = if n < 1 { "greater than or equal to 1" } else { "less than or equal to 1024" };
+        return Err(validation(format!(
+            "1 validation error detected: Value '{n}' at 'numberOfBytes' failed to satisfy constraint: Member must have value {bound}"
+        )));
+    }
+    Ok(n as u64)
+}
+
+/// KMS's exception type and HTTP status for an error.
+fn exception(error: &ApiError) -> (&'static str, StatusCode) {
+    let bad = StatusCode::BAD_REQUEST;
+    match (error, error.code()) {
+        (_, "missing_signature") => ("MissingAuthenticationTokenException", bad),
+        (_, "incomplete_signature") => ("IncompleteSignatureException", bad),
+        (_, "invalid_signature" | "signature_expired") => ("InvalidSignatureException", bad),
+        (_, "unrecognized_client") => ("UnrecognizedClientException", bad),
+        (_, "unknown_operation") => ("UnknownOperationException", bad),
+        (_, "serialization") => ("SerializationException", bad),
+        (_, "custom_key_store_not_found") => ("CustomKeyStoreNotFoundException", bad),
+        (ApiError::Forbidden { .. } | ApiError::Unauthorized, _) => ("AccessDeniedException", bad),
+        (ApiError::RateLimited { .. }, _) => ("ThrottlingException", bad),
+        (ApiError::InvalidParameter { .. } | ApiError::TooLarge { .. }, _) => ("ValidationException", bad),
+        (ApiError::MethodNotAllowed | ApiError::NotFound, _) => ("UnknownOperationException", error.status()),
+        (ApiError::Internal, _) => ("KMSInternalException", StatusCode::INTERNAL_SERVER_ERROR),
+        (ApiError::ClientClosed, _) => ("KMSInternalException", error.status()),
+        // Every 503 of drbgd's (overloaded, entropy, not ready, timeout): retry later.
+        _ => ("DependencyTimeoutException", StatusCode::SERVICE_UNAVAILABLE),
+    }
+}
+
+/// An error as KMS writes one (AWS JSON 1.1): `{"__type": …, "message": …}`, with
+/// `x-amzn-ErrorType` and `Retry-After` where drbgd sends it.
+pub fn error_response(error: &ApiError) -> Response {
+    let (kind, status) = exception(error);
+    let body = serde_json::json!({ "__type": kind, "message": error.to_string() });
+    let mut response = super::response_with(body.to_string().into(), CONTENT_TYPE, 3);
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    headers.insert("x-amzn-errortype", HeaderValue::from_static(kind));
+    if let Some(secs) = error.retry_after() {
+        headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    }
+    response
+}
+
+/// [`error_response`] recorded for the front layer: its code, and the caller when the
+/// signature named one.
+fn answer_error(
+    error: &ApiError,
+    named: Option<(std::sync::Arc<crate::callers::Caller>, tokio::time::Instant)>,
+) -> Response {
+    let mut response = error_response(error);
+    let outcome = super::Outcome::of(&mut response);
+    outcome.code = Some(error.code());
+    outcome.named = named;
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn n(content_type: &'static str, body: &str) -> Result<u64, (&'static str, String)> {
+        let mut headers = axum::http::HeaderMap::new();
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+        number_of_bytes(&headers, body.as_bytes()).map_err(|e| (exception(&e).0, e.to_string()))
+    }
+
+    #[test]
+    fn number_of_bytes_within_kms_bounds() {
+        assert_eq!(n(CONTENT_TYPE, r#"{"NumberOfBytes": 32}"#), Ok(32));
+        assert_eq!(n(CONTENT_TYPE, r#"{"NumberOfBytes": 1024, "Other": 1}"#), Ok(1024));
+        for (body, kind) in [
+            (r#"{"NumberOfBytes": 0}"#, "ValidationException"),
+            (r#"{"NumberOfBytes": 1025}"#, "ValidationException"),
+            (r#"{}"#, "ValidationException"),
+            (r#"{"NumberOfBytes": "32"}"#, "SerializationException"),
+            (r#"{"NumberOfBytes": 32, "CustomKeyStoreId": "cks-1"}"#, "CustomKeyStoreNotFoundException"),
+            (r#"{"NumberOfBytes": 32, "Recipient": {}}"#, "ValidationException"),
+            ("[", "SerializationException"),
+        ] {
+            assert_eq!(n(CONTENT_TYPE, body).unwrap_err().0, kind, "{body}");
+        }
+        let (_, message) = n(CONTENT_TYPE, r#"{"NumberOfBytes": 0}"#).unwrap_err();
+        assert!(message.contains("Member must have value greater than or equal to 1"), "{message}");
+        assert_eq!(n("text/plain", r#"{"NumberOfBytes": 32}"#).unwrap_err().0, "SerializationException");
+    }
+
+    #[tokio::test]
+    async fn errors_are_kms_shaped() {
+        let limited = ApiError::rate_limited("rate_limited", 1, "slow down".into());
+        let response = error_response(&limited);
+        assert_eq!(response.status(), 400);
+        assert_eq!(response.headers()[header::CONTENT_TYPE], CONTENT_TYPE);
+        assert_eq!(response.headers()["x-amzn-errortype"], "ThrottlingException");
+        let bytes = axum::body::to_bytes(response.into_body(), 1024).await.unwrap();
+        let json: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(json["__type"], "ThrottlingException");
+        assert_eq!(json["message"], "slow down");
+        assert_eq!(
+            exception(&ApiError::Overloaded),
+            ("DependencyTimeoutException", StatusCode::SERVICE_UNAVAILABLE)
+        );
+        let expired = ApiError::BadSignature { code: "signature_expired", detail: String::new() };
+        assert_eq!(exception(&expired).0, "InvalidSignatureException");
+    }
+}

@@ -1,0 +1,266 @@
+//! Vault's random API (with `[vault] enabled`): `POST` or `PUT /v1/sys/tools/random[/source][/bytes]`
+//! and the same under `/v1/transit/random`, as hvac, the Vault CLI and Terraform's vault
+//! provider call them. The caller is admitted by the front layer from `X-Vault-Token` (or a
+//! bearer key), as any other (policy route `/v1/sys/tools/random` for both paths); this
+//! adapter reads Vault's parameters into a byte request of the service and writes Vault's
+//! answer, `{"data": {"random_bytes": …}}` in Vault's envelope, and Vault's `{"errors": […]}`.
+//!
+//! Parameters are read as Vault's `HandleRandomAPI` (`sdk/helper/random`) reads them: `bytes`
+//! (default 32) and `format` (`base64`, the default, or `hex`) from the JSON body, `source` from
+//! the path or the body, and a number in the path's last segment as the byte count. The limits
+//! are that function's before its `drbg` field (1 to 128 KiB; later releases allow 10 MiB);
+//! the server's own `limits.max_bits` and the caller's policy apply as well. Every source
+//! (`platform`, `seal`, `all`) is drbgd's default generator, seeded from the OS: drbgd has no
+//! seal, so `seal` carries Vault's own warning for a Vault without seal entropy.
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+use super::{Answer, served};
+use crate::callers::Admission;
+use crate::error::ApiError;
+use crate::service::{BytesRequest, Encoding};
+use crate::state::AppState;
+
+/// The most bytes a request may ask for (Vault's `APIMaxBytes` before the `drbg` field).
+pub const MAX_BYTES: u64 = 128 * 1024;
+
+/// The largest body read (Vault's parameters fit in far less).
+const MAX_BODY: usize = 16 * 1024;
+
+/// The handler of both paths and both methods.
+pub async fn post(State(state): State<AppState>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let Some(admission) = parts.extensions.get::<Admission>().cloned() else {
+        return answer_error(&ApiError::Internal);
+    };
+    let params = match axum::body::to_bytes(body, MAX_BODY).await {
+        Err(e) => Err(super::random::body_error(&e, MAX_BODY)),
+        Ok(bytes) => Params::read(parts.uri.path(), &bytes),
+    };
+    match params.and_then(|p| answer(&state, &admission, &p)) {
+        Ok(answer) => answer.into_response(),
+        Err(error) => answer_error(&error),
+    }
+}
+
+/// 405 for the other methods, as Vault's `{"errors": []}` with `Allow`.
+pub async fn method_not_allowed() -> Response {
+    let mut response = answer_error(&ApiError::MethodNotAllowed);
+    response.headers_mut().insert(header::ALLOW, HeaderValue::from_static("POST,PUT"));
+    response
+}
+
+/// What a request asks for.
+#[derive(Debug, PartialEq, Eq)]
+struct Params {
+    bytes: u64,
+    hex: bool,
+    /// `seal`: answered with Vault's warning.
+    seal: bool,
+}
+
+/// Vault's `format` and `source` fields as sent (`bytes` may be a number or a numeric string,
+/// as Vault's field parser takes it); other fields are ignored, as Vault does.
+#[derive(serde::Deserialize, Default)]
+struct Body {
+    bytes: Option<serde_json::Value>,
+    format: Option<String>,
+    source: Option<String>,
+}
+
+fn bad(detail: impl Into<String>) -> ApiError {
+    ApiError::invalid("invalid_vault_request", "body", detail)
+}
+
+impl Params {
+    fn read(path: &str, body: &[u8]) -> Result<Params, ApiError> {
+        let body: Body = if body.iter().all(u8::is_ascii_whitespace) {
+            Body::default()
+        } else {
+            serde_json::from_slice(body).map_err(|e| bad(format!("failed to parse JSON input: {e}")))?
+        };
+        let rest = ["/v1/sys/tools/random", "/v1/transit/random"]
+            .into_iter()
+            .find_map(|p| path.strip_prefix(p))
+            .unwrap_or_default();
+        let mut segments = rest.split('/').skip(1);
+        let (path_source, url_bytes) = (segments.next(), segments.next());
+        let source = path_source.map(str::to_owned).or(body.source).unwrap_or_default();
+        let field_bytes = || match &body.bytes {
+            None => Ok(32),
+            Some(serde_json::Value::Number(n)) => {
+                n.as_i64().ok_or_else(|| bad(format!("error converting input {n} for field \"bytes\"")))
+            }
+            Some(serde_json::Value::String(s)) => atoi(s).map_err(|_| {
+                bad(format!("error converting input {s} for field \"bytes\": cannot parse '{s}' as int"))
+            }),
+            Some(other) => Err(bad(format!("error converting input {other} for field \"bytes\""))),
+        };
+        let url_count = |s: &str| {
+            atoi(s).map_err(|_| {
+                bad(format!("error parsing url-set byte count: strconv.Atoi: parsing {s:?}: invalid syntax"))
+            })
+        };
+        // Vault's order: one path segment that is no source is the byte count.
+        let (source, bytes) = match (source.as_str(), url_bytes) {
+            ("", _) => ("platform", field_bytes()?),
+            (s, None) if valid_source(s) => (s, field_bytes()?),
+            (s, None) => ("platform", url_count(s)?),
+            (s, Some(n)) => (s, url_count(n)?),
+        };
+        if bytes < 1 {
+            return Err(bad("\"bytes\" cannot be less than 1"));
+        }
+        if bytes > MAX_BYTES as i64 {
+            return Err(bad(format!("\"bytes\" should be less than {MAX_BYTES}")));
+        }
+        let hex = match body.format.as_deref().unwrap_or("base64") {
+            "hex" => true,
+            "base64" => false,
+            other => {
+                return Err(bad(format!(
+                    "unsupported encoding format {other:?}; must be \"hex\" or \"base64\""
+                )));
+            }
+        };
+        if !valid_source(source) {
+            return Err(bad(format!(
+                "unsupported entropy source {source:?}; must be \"platform\" or \"seal\", or \"all\""
+            )));
+        }
+        Ok(Params { bytes: bytes as u64, hex, seal: source == "seal" })
+    }
+}
+
+/// Go's `strconv.Atoi`: an optional sign and decimal digits.
+fn atoi(s: &str) -> Result<i64, std::num::ParseIntError> {
+    s.parse::<i64>()
+}
+
+fn valid_source(s: &str) -> bool {
+    matches!(s, "" | "platform" | "seal" | "all")
+}
+
+fn answer(state: &AppState, admission: &Admission, params: &Params) -> Result<Answer, ApiError> {
+    let format = if params.hex { Encoding::Hex } else { Encoding::Base64 };
+    let req = BytesRequest::new(state.service.rules(), Some(params.bytes), None, format, false)?.into_bits();
+    let generated = state.service.whole(&admission.caller, &req)?;
+    let encoded = generated.render(&req);
+    let warnings: &[u8] = if params.seal {
+        br#"["no seal/entropy augmentation available, using platform entropy source"]"#
+    } else {
+        b"null"
+    };
+    let mut body = Vec::with_capacity(encoded.len() + 192);
+    body.extend_from_slice(
+        br#"{"request_id":"","lease_id":"","renewable":false,"lease_duration":0,"data":{"random_bytes":""#,
+    );
+    body.extend_from_slice(&encoded);
+    body.extend_from_slice(br#""},"wrap_info":null,"warnings":"#);
+    body.extend_from_slice(warnings);
+    body.extend_from_slice(br#","auth":null,"mount_type":""}"#);
+    drop(zeroize::Zeroizing::new(encoded));
+    let response = super::response(super::wiped(body), "application/json");
+    Ok(served(response, req.alg(), req.n_bits()))
+}
+
+/// An error as Vault writes one: `{"errors": [...]}`, with Vault's statuses: 403 `permission
+/// denied` for a missing or wrong token and for a policy refusal, 429 for a rate limit, 400 for
+/// bad input; `Retry-After` where drbgd sends it.
+pub fn error_response(error: &ApiError) -> Response {
+    let (status, message) = match error {
+        ApiError::Unauthorized | ApiError::BadSignature { .. } => {
+            (StatusCode::FORBIDDEN, Some("permission denied".to_string()))
+        }
+        ApiError::Forbidden { .. } => (StatusCode::FORBIDDEN, Some(format!("permission denied: {error}"))),
+        ApiError::RateLimited { .. } => {
+            (StatusCode::TOO_MANY_REQUESTS, Some(format!("rate limit quota exceeded: {error}")))
+        }
+        ApiError::NotFound | ApiError::MethodNotAllowed => (error.status(), None),
+        _ => (error.status(), Some(error.to_string())),
+    };
+    let body = serde_json::json!({ "errors": message.into_iter().collect::<Vec<_>>() });
+    let mut response = super::response_with(body.to_string().into(), "application/json", 2);
+    *response.status_mut() = status;
+    if let Some(secs) = error.retry_after() {
+        response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    }
+    response
+}
+
+/// [`error_response`] with its code recorded for the front layer.
+fn answer_error(error: &ApiError) -> Response {
+    let mut response = error_response(error);
+    super::Outcome::of(&mut response).code = Some(error.code());
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(path: &str, body: &str) -> Result<Params, String> {
+        Params::read(path, body.as_bytes()).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn parameters_are_read_as_vault_reads_them() {
+        let p = |bytes, hex, seal| Ok(Params { bytes, hex, seal });
+        let sys = "/v1/sys/tools/random";
+        assert_eq!(read(sys, ""), p(32, false, false));
+        assert_eq!(read(sys, r#"{"bytes": 16, "format": "hex"}"#), p(16, true, false));
+        assert_eq!(read(sys, r#"{"bytes": "16"}"#), p(16, false, false));
+        assert_eq!(read("/v1/transit/random/64", "{}"), p(64, false, false));
+        assert_eq!(read("/v1/sys/tools/random/seal", r#"{"bytes": 8}"#), p(8, false, true));
+        assert_eq!(read("/v1/sys/tools/random/all/24", r#"{"format": "hex"}"#), p(24, true, false));
+        assert_eq!(read(sys, r#"{"source": "seal", "unknown": 1}"#), p(32, false, true));
+        assert_eq!(read(sys, r#"{"bytes": 131072}"#), p(131_072, false, false));
+        for (path, body, message) in [
+            (sys, r#"{"bytes": 0}"#, "\"bytes\" cannot be less than 1"),
+            (sys, r#"{"bytes": 131073}"#, "\"bytes\" should be less than 131072"),
+            (
+                sys,
+                r#"{"format": "base32"}"#,
+                "unsupported encoding format \"base32\"; must be \"hex\" or \"base64\"",
+            ),
+            // As Vault: a `source` that is none is read as a byte count (its `d.Raw` merges the
+            // body's fields with the path's).
+            (sys, r#"{"source": "hsm"}"#, "error parsing url-set byte count"),
+            ("/v1/sys/tools/random/hsm/8", "", "unsupported entropy source \"hsm\""),
+            ("/v1/sys/tools/random/x", "", "error parsing url-set byte count"),
+            ("/v1/sys/tools/random/all/x", "", "error parsing url-set byte count"),
+            (sys, r#"{"bytes": 1.5}"#, "error converting input 1.5 for field \"bytes\""),
+            (sys, r#"{"bytes": "x"}"#, "error converting input x for field \"bytes\""),
+            (sys, "[", "failed to parse JSON input"),
+        ] {
+            let error = read(path, body).unwrap_err();
+            assert!(error.starts_with(message), "{path} {body}: {error}");
+        }
+    }
+
+    #[tokio::test]
+    async fn errors_are_vault_shaped() {
+        let cases = [
+            (ApiError::Unauthorized, 403, r#"{"errors":["permission denied"]}"#),
+            (ApiError::MethodNotAllowed, 405, r#"{"errors":[]}"#),
+            (
+                bad("\"bytes\" cannot be less than 1"),
+                400,
+                r#"{"errors":["\"bytes\" cannot be less than 1"]}"#,
+            ),
+        ];
+        for (error, status, body) in cases {
+            let response = error_response(&error);
+            assert_eq!(response.status(), status);
+            assert_eq!(response.headers()[header::CONTENT_TYPE], "application/json");
+            let bytes = axum::body::to_bytes(response.into_body(), 1024).await.unwrap();
+            assert_eq!(std::str::from_utf8(&bytes).unwrap(), body);
+        }
+        let limited = ApiError::rate_limited("rate_limited", 2, "slow down".into());
+        let response = error_response(&limited);
+        assert_eq!(response.status(), 429);
+        assert_eq!(response.headers()[header::RETRY_AFTER], "2");
+    }
+}
