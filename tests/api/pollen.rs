@@ -131,3 +131,42 @@ async fn the_callers_policy_and_credentials_apply() {
         .unwrap();
     assert_eq!(response.status(), 401);
 }
+
+#[tokio::test]
+async fn with_auth_on_anonymous_callers_may_seed_when_allowed() {
+    let mut settings = test_settings();
+    settings.pollen.enabled = true;
+    settings.pollen.anonymous = true;
+    settings.auth.enabled = true;
+    let digest = hex(&Sha256::digest(b"pollen-test-key"));
+    settings.callers.insert(
+        "batch".into(),
+        drbgd::callers::settings::CallerSettings { key_sha256: vec![digest], ..Default::default() },
+    );
+    let mut anonymous = drbgd::callers::settings::CallerSettings::default();
+    anonymous.quota.requests_per_second = 1;
+    anonymous.quota.burst = 2;
+    settings.callers.insert("anonymous".into(), anonymous);
+    let app = spawn_with(settings, Arc::new(OsEntropy)).await;
+    let anonymous_post = || {
+        reqwest::Client::new()
+            .post(format!("{}/pollen", app.api))
+            .body(format!("challenge={}", "ab".repeat(64)))
+            .send()
+    };
+    assert_eq!(anonymous_post().await.unwrap().status(), 200, "pollinate sends no credentials");
+    assert_eq!(anonymous_post().await.unwrap().status(), 200);
+    // `anonymous`'s own quota, and nothing else open to it.
+    assert_problem(anonymous_post().await.unwrap(), 429, "rate_limited").await;
+    assert_problem(app.get("/token").await, 401, "unauthorized").await;
+    // A wrong key is refused, never taken for anonymous.
+    let response = reqwest::Client::new()
+        .post(format!("{}/pollen", app.api))
+        .header("authorization", "Bearer wrong")
+        .body("challenge=ab")
+        .send()
+        .await
+        .unwrap();
+    assert_problem(response, 401, "unauthorized").await;
+    assert_eq!(post(&app.api, "challenge=ab").await.status(), 200, "a named caller as before");
+}

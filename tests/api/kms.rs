@@ -1,0 +1,277 @@
+//! The AWS KMS `GenerateRandom` drop-in: its SigV4 verification cross-checked against
+//! botocore's signer (requests boto3 signed, captured by `scripts/kms-sigv4-fixture.py`) and
+//! the AWS Rust SDK's (`aws-sigv4`, signing live requests here), KMS's shapes and errors, and
+//! the caller's policy, quota and records.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use drbgd::callers::sigv4::{SignedRequest, SigningSecret};
+use drbgd::drbg::entropy::OsEntropy;
+use serde_json::Value;
+
+use crate::helpers::{spawn_binary, spawn_with, test_settings};
+
+const KEY_ID: &str = "AKIAEXAMPLEDRBGD0001";
+const SECRET: &str = "drbgd-example-secret-key-0001";
+const JSON: &str = "application/x-amz-json-1.1";
+const TARGET: &str = "TrentService.GenerateRandom";
+
+fn fixture() -> Value {
+    serde_json::from_str(include_str!("../data/kms_botocore_signed.json")).unwrap()
+}
+
+fn amz_time(s: &str) -> SystemTime {
+    let at = time::PrimitiveDateTime::parse(
+        s,
+        time::macros::format_description!("[year][month][day]T[hour][minute][second]Z"),
+    )
+    .unwrap()
+    .assume_utc();
+    SystemTime::UNIX_EPOCH + Duration::from_secs(at.unix_timestamp() as u64)
+}
+
+/// Verifies one captured request, with `edit` applied to its headers and body first.
+fn verify(
+    request: &Value,
+    secret: &str,
+    now: SystemTime,
+    edit: impl FnOnce(&mut http::HeaderMap, &mut String),
+) -> Result<(), String> {
+    let mut headers = http::HeaderMap::new();
+    for (name, value) in request["headers"].as_object().unwrap() {
+        headers.append(
+            http::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+            value.as_str().unwrap().parse().unwrap(),
+        );
+    }
+    let mut body = request["body"].as_str().unwrap().to_owned();
+    edit(&mut headers, &mut body);
+    let signed = SignedRequest {
+        method: request["method"].as_str().unwrap(),
+        path: request["path"].as_str().unwrap(),
+        query: request["query"].as_str().unwrap(),
+        authority: None,
+        headers: &headers,
+    };
+    let secret = SigningSecret::new(zeroize::Zeroizing::new(secret.to_owned()));
+    let auth = signed.authorization().map_err(|e| e.code().to_owned())?;
+    signed.verify(&auth, &secret, body.as_bytes(), now).map_err(|e| e.code().to_owned())
+}
+
+#[test]
+fn botocore_signatures_verify_and_nothing_else_does() {
+    let fixture = fixture();
+    let now = amz_time(fixture["now"].as_str().unwrap());
+    let requests = fixture["requests"].as_array().unwrap();
+    assert_eq!(requests.len(), 3, "three regions and hosts");
+    let invalid = Err("invalid_signature".to_owned());
+    for request in requests {
+        assert_eq!(verify(request, SECRET, now, |_, _| {}), Ok(()), "as boto3 sent it");
+        // Within AWS's 15 minutes either way, and not beyond.
+        assert_eq!(verify(request, SECRET, now + Duration::from_secs(899), |_, _| {}), Ok(()));
+        assert_eq!(verify(request, SECRET, now - Duration::from_secs(899), |_, _| {}), Ok(()));
+        let late = verify(request, SECRET, now + Duration::from_secs(901), |_, _| {});
+        assert_eq!(late, Err("signature_expired".to_owned()));
+        let early = verify(request, SECRET, now - Duration::from_secs(901), |_, _| {});
+        assert_eq!(early, Err("signature_expired".to_owned()));
+        // The secret, the body and every signed header are covered.
+        assert_eq!(verify(request, "another-secret", now, |_, _| {}), invalid);
+        assert_eq!(verify(request, SECRET, now, |_, b| *b = b.replace("}", " }")), invalid);
+        for name in ["host", "x-amz-target", "content-type", "x-amz-date"] {
+            let tampered = verify(request, SECRET, now, |h, _| {
+                let value = format!("{}x", h[name].to_str().unwrap());
+                h.insert(name, value.parse().unwrap());
+            });
+            assert!(tampered.is_err(), "{name} changed");
+        }
+        // A header it did not sign may change (proxies add and rewrite those).
+        let unsigned = verify(request, SECRET, now, |h, _| {
+            h.insert("user-agent", "curl/8".parse().unwrap());
+            h.insert("x-forwarded-for", "10.0.0.1".parse().unwrap());
+        });
+        assert_eq!(unsigned, Ok(()));
+        // A signature that leaves host out is refused, even if it would verify.
+        let no_host = verify(request, SECRET, now, |h, _| {
+            let auth = h["authorization"].to_str().unwrap().replace("content-type;host;", "content-type;");
+            h.insert("authorization", auth.parse().unwrap());
+        });
+        assert_eq!(no_host, Err("incomplete_signature".to_owned()));
+    }
+}
+
+/// Headers of a `GenerateRandom` call to `url` signed by the AWS Rust SDK's signer at `at`.
+fn sign(url: &str, body: &str, key_id: &str, secret: &str, at: SystemTime) -> Vec<(String, String)> {
+    use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
+    let identity = aws_credential_types::Credentials::new(key_id, secret, None, None, "test").into();
+    let params = aws_sigv4::sign::v4::SigningParams::builder()
+        .identity(&identity)
+        .region("us-east-1")
+        .name("kms")
+        .time(at)
+        .settings(SigningSettings::default())
+        .build()
+        .unwrap()
+        .into();
+    let headers = [("content-type", JSON), ("x-amz-target", TARGET)];
+    let signable =
+        SignableRequest::new("POST", url, headers.into_iter(), SignableBody::Bytes(body.as_bytes())).unwrap();
+    let (instructions, _) = sign(signable, &params).unwrap().into_parts();
+    let mut all: Vec<(String, String)> =
+        headers.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    all.extend(instructions.headers().map(|(k, v)| (k.to_string(), v.to_string())));
+    all
+}
+
+async fn call(api: &str, body: &str, key_id: &str, secret: &str) -> (u16, Value, http::HeaderMap) {
+    call_at(api, body, key_id, secret, SystemTime::now()).await
+}
+
+async fn call_at(
+    api: &str,
+    body: &str,
+    key_id: &str,
+    secret: &str,
+    at: SystemTime,
+) -> (u16, Value, http::HeaderMap) {
+    let url = format!("{api}/");
+    let mut request = reqwest::Client::new().post(&url).body(body.to_owned());
+    for (name, value) in sign(&url, body, key_id, secret, at) {
+        request = request.header(name, value);
+    }
+    let response = request.send().await.unwrap();
+    let (status, headers) = (response.status().as_u16(), response.headers().clone());
+    (status, response.json().await.unwrap(), headers)
+}
+
+fn kms_settings(dir: &std::path::Path) -> drbgd::config::Settings {
+    let mut settings = test_settings();
+    settings.kms.enabled = true;
+    settings.auth.enabled = true;
+    let secret_file = dir.join("kms.secret");
+    std::fs::write(&secret_file, format!("{SECRET}\n")).unwrap();
+    let mut app = drbgd::callers::settings::CallerSettings::default();
+    app.aws_access_keys = vec![drbgd::config::callers::AwsAccessKey { id: KEY_ID.into(), secret_file }];
+    app.policy.routes = Some(vec![drbgd::callers::Route::Kms]);
+    app.quota.requests_per_second = 1;
+    app.quota.burst = 3;
+    settings.callers.insert("kms-app".into(), app);
+    let mut other = drbgd::callers::settings::CallerSettings::default();
+    let other_secret = dir.join("other.secret");
+    std::fs::write(&other_secret, "other-secret\n").unwrap();
+    other.aws_access_keys = vec![drbgd::config::callers::AwsAccessKey {
+        id: "AKIAEXAMPLEDRBGD0002".into(),
+        secret_file: other_secret,
+    }];
+    other.policy.routes = Some(vec![drbgd::callers::Route::Token]);
+    settings.callers.insert("token-only".into(), other);
+    settings
+}
+
+#[tokio::test]
+async fn generate_random_answers_as_kms_and_refuses_as_kms() {
+    let dir = std::env::temp_dir().join(format!("drbgd-kms-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let app = spawn_with(kms_settings(&dir), Arc::new(OsEntropy)).await;
+    let (status, body, headers) = call(&app.api, r#"{"NumberOfBytes": 32}"#, KEY_ID, SECRET).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(headers["content-type"], JSON);
+    assert_eq!(headers["cache-control"], "no-store");
+    let plaintext = data_encoding::BASE64.decode(body["Plaintext"].as_str().unwrap().as_bytes()).unwrap();
+    assert_eq!(plaintext.len(), 32);
+    assert_eq!(body.as_object().unwrap().len(), 1, "{body}");
+
+    let refused = |expected: &'static str| {
+        move |(status, body, headers): (u16, Value, http::HeaderMap)| {
+            assert_eq!((status, body["__type"].as_str().unwrap()), (400, expected), "{body}");
+            assert_eq!(headers["content-type"], JSON);
+            assert_eq!(headers["x-amzn-errortype"], expected);
+            assert!(body["message"].as_str().is_some_and(|m| !m.is_empty()));
+        }
+    };
+    refused("ValidationException")(call(&app.api, r#"{"NumberOfBytes": 0}"#, KEY_ID, SECRET).await);
+    refused("ValidationException")(call(&app.api, r#"{"NumberOfBytes": 1025}"#, KEY_ID, SECRET).await);
+    refused("InvalidSignatureException")(call(&app.api, r#"{"NumberOfBytes": 8}"#, KEY_ID, "wrong").await);
+    refused("UnrecognizedClientException")(
+        call(&app.api, r#"{"NumberOfBytes": 8}"#, "AKIAEXAMPLEDRBGD0009", SECRET).await,
+    );
+    let stale = SystemTime::now() - Duration::from_secs(16 * 60);
+    refused("InvalidSignatureException")(
+        call_at(&app.api, r#"{"NumberOfBytes": 8}"#, KEY_ID, SECRET, stale).await,
+    );
+    // The other caller's policy leaves kms out.
+    refused("AccessDeniedException")(
+        call(&app.api, r#"{"NumberOfBytes": 8}"#, "AKIAEXAMPLEDRBGD0002", "other-secret").await,
+    );
+    // Not signed at all; another operation.
+    let unsigned = app
+        .client
+        .post(format!("{}/", app.api))
+        .header("content-type", JSON)
+        .header("x-amz-target", TARGET)
+        .body(r#"{"NumberOfBytes": 8}"#)
+        .send()
+        .await
+        .unwrap();
+    let (status, headers) = (unsigned.status().as_u16(), unsigned.headers().clone());
+    refused("MissingAuthenticationTokenException")((status, unsigned.json().await.unwrap(), headers));
+    let other_op = app
+        .client
+        .post(format!("{}/", app.api))
+        .header("content-type", JSON)
+        .header("x-amz-target", "TrentService.Encrypt")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    let (status, headers) = (other_op.status().as_u16(), other_op.headers().clone());
+    refused("UnknownOperationException")((status, other_op.json().await.unwrap(), headers));
+
+    // The caller's quota: a burst of 3 was spent above by its own signed calls (a request
+    // another key or a bad signature made cost it nothing); now it is throttled.
+    let mut codes = Vec::new();
+    for _ in 0..4 {
+        let (status, body, _) = call(&app.api, r#"{"NumberOfBytes": 8}"#, KEY_ID, SECRET).await;
+        codes.push(if status == 200 { "ok".to_owned() } else { body["__type"].as_str().unwrap().to_owned() });
+    }
+    assert!(codes.contains(&"ThrottlingException".to_owned()), "{codes:?}");
+    let kms_app =
+        app.state.callers.registry().callers().iter().find(|c| c.name() == "kms-app").cloned().unwrap();
+    assert_eq!(kms_app.requests(), 3 + 4, "only the requests its key signed: {codes:?}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[tokio::test]
+async fn the_binary_records_the_caller_and_logs_no_secret() {
+    use tokio::io::AsyncBufReadExt;
+    let mut binary = spawn_binary(&["--config", "config/examples/drop-in.toml"]).await;
+    let api = format!("http://{}", binary.api);
+    let (status, body, _) = call(&api, r#"{"NumberOfBytes": 32}"#, KEY_ID, SECRET).await;
+    assert_eq!(status, 200, "{body}");
+    let plaintext = body["Plaintext"].as_str().unwrap().to_owned();
+    let (status, _, _) = call(&api, r#"{"NumberOfBytes": 32}"#, KEY_ID, "wrong").await;
+    assert_eq!(status, 400);
+    let metrics =
+        reqwest::get(format!("http://{}/metrics", binary.admin)).await.unwrap().text().await.unwrap();
+    assert!(metrics.contains(r#"drbgd_caller_requests_total{caller="kms-app"} 1"#), "{metrics}");
+    assert!(
+        metrics.lines().any(|l| l.starts_with("drbgd_http_request_duration_seconds_count{")
+            && l.contains(r#"route="kms""#)
+            && l.contains(r#"status="200""#)),
+        "{metrics}"
+    );
+    // SIGTERM: drbgd flushes its log as it exits, and the read below ends with it.
+    let pid = binary.child.id().unwrap() as libc::pid_t;
+    // SAFETY: kill(2) on the child this test spawned and still owns.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let mut log = binary.log.join("\n");
+    while let Ok(Some(line)) = binary.lines.next_line().await {
+        log.push_str(&line);
+        log.push('\n');
+    }
+    assert!(log.contains(r#""caller":"kms-app","route":"kms""#), "an audit line names the caller: {log}");
+    assert!(log.contains(r#""caller":"unknown","route":"kms""#), "the bad signature is nobody's: {log}");
+    for secret in [SECRET, plaintext.as_str(), "Signature="] {
+        assert!(!log.contains(secret), "{secret} in the log");
+    }
+}
