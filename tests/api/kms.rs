@@ -150,8 +150,8 @@ fn kms_settings(dir: &std::path::Path) -> drbgd::config::Settings {
     settings.auth.enabled = true;
     let secret_file = dir.join("kms.secret");
     std::fs::write(&secret_file, format!("{SECRET}\n")).unwrap();
-    let mut app = drbgd::callers::settings::CallerSettings::default();
-    app.aws_access_keys = vec![drbgd::config::callers::AwsAccessKey { id: KEY_ID.into(), secret_file }];
+    let aws_access_keys = vec![drbgd::config::callers::AwsAccessKey { id: KEY_ID.into(), secret_file }];
+    let mut app = drbgd::callers::settings::CallerSettings { aws_access_keys, ..Default::default() };
     app.policy.routes = Some(vec![drbgd::callers::Route::Kms]);
     app.quota.requests_per_second = 1;
     app.quota.burst = 3;
@@ -243,7 +243,6 @@ async fn generate_random_answers_as_kms_and_refuses_as_kms() {
 
 #[tokio::test]
 async fn the_binary_records_the_caller_and_logs_no_secret() {
-    use tokio::io::AsyncBufReadExt;
     let mut binary = spawn_binary(&["--config", "config/examples/drop-in.toml"]).await;
     let api = format!("http://{}", binary.api);
     let (status, body, _) = call(&api, r#"{"NumberOfBytes": 32}"#, KEY_ID, SECRET).await;
