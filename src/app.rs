@@ -82,12 +82,11 @@ impl App {
             .with_context(|| format!("cannot listen on {}", settings.server.admin_listen))?;
         let pool = Arc::new(pool);
         let rules = Rules::from_settings(&settings);
-        let openapi = serde_json::to_vec(&crate::http::openapi::document(
-            &rules,
-            settings.auth.enabled,
-            settings.pollen.enabled,
-        ))
-        .context("render the OpenAPI document")?;
+        let openapi =
+            serde_json::to_vec(&crate::http::openapi::document(&rules, settings.auth.enabled, |route| {
+                settings.serves(route)
+            }))
+            .context("render the OpenAPI document")?;
         let service = Service::new(pool.clone(), metrics.clone(), rules);
         let state = AppState::new(Inner {
             callers: Callers::from_settings(&settings, metrics.clone())?,
@@ -207,7 +206,7 @@ impl App {
     }
 
     /// What reloads, and on which files' change: TLS (certificate, key, client CAs) and the
-    /// callers (the config file and the API keys file). A callers reload loads the settings
+    /// callers (the config file, the API keys file and the AWS secret files). A callers reload loads the settings
     /// again and takes `[callers]` from them (and the keys file's lines). A change of `[auth]`
     /// or `[tls]` refuses it (those never change by reload); a change of any other section
     /// needs a restart to apply, is warned of, and does not hold up `[callers]` and the keys.
@@ -223,6 +222,7 @@ impl App {
             .and_then(|s| s.file.clone())
             .into_iter()
             .chain(settings.api_keys_file())
+            .chain(settings.aws_secret_files())
             .collect();
         let (state, source) = (self.state.clone(), self.source.clone());
         watched.push(Watched {

@@ -283,11 +283,37 @@ impl Callers {
     pub fn authorize_signed(
         &self,
         request: &sigv4::SignedRequest<'_>,
+        client: Option<&ClientIdentity>,
         body: &[u8],
         now: std::time::SystemTime,
         route: Route,
     ) -> Result<Authorized, Denied> {
-        self.authorize_identified(self.registry().identify_signed(request, body, now), Some(route))
+        self.authorize_identified(self.registry().identify_signed(request, client, body, now), Some(route))
+    }
+
+    /// The checks of a signed request that its head allows ([`Registry::check_signed_head`]),
+    /// before it takes a place or its body is read; a refusal is counted as `unknown`'s.
+    ///
+    /// # Errors
+    /// 401, as [`Registry::check_signed_head`].
+    pub fn check_signed_head(
+        &self,
+        request: &sigv4::SignedRequest<'_>,
+        now: std::time::SystemTime,
+    ) -> Result<(), Denied> {
+        self.registry().check_signed_head(request, now).map_err(|error| self.unknown(error))
+    }
+
+    /// Whether requests without credentials reach `route` as `anonymous` with auth on.
+    pub fn open_to_anonymous(&self, route: Route) -> bool {
+        self.registry().open_to_anonymous(route)
+    }
+
+    /// A refusal of a request whose credentials name no caller, counted.
+    fn unknown(&self, error: ApiError) -> Denied {
+        self.unknown_requests.inc();
+        self.metrics.caller_denials.with_label_values(&[registry::UNKNOWN, error.code()]).inc();
+        Denied { caller: None, error, at: Instant::now() }
     }
 
     fn authorize_identified(
@@ -298,11 +324,7 @@ impl Callers {
         let at = Instant::now();
         let caller = match identified {
             Ok(caller) => caller,
-            Err(error) => {
-                self.unknown_requests.inc();
-                self.metrics.caller_denials.with_label_values(&[registry::UNKNOWN, error.code()]).inc();
-                return Err(Denied { caller: None, error, at });
-            }
+            Err(error) => return Err(self.unknown(error)),
         };
         caller.count_request();
         if let Some(route) = route

@@ -316,6 +316,8 @@ pub struct VaultSettings {
 pub struct KmsSettings {
     /// Serve `POST /` with `X-Amz-Target: TrentService.GenerateRandom` (every AWS SDK).
     pub enabled: bool,
+    /// The regions a request's signature may be scoped to (the client's configured region).
+    pub regions: Vec<String>,
 }
 
 /// `[log]`.
@@ -583,6 +585,15 @@ impl Settings {
             Route::Kms => self.kms.enabled,
             _ => true,
         }
+    }
+
+    /// The AWS secret access key files the callers name (read only while `[kms]` is on).
+    pub fn aws_secret_files(&self) -> Vec<PathBuf> {
+        if !self.kms.enabled {
+            return Vec::new();
+        }
+        let keys = self.callers.values().flat_map(|c| &c.aws_access_keys);
+        keys.map(|k| k.secret_file.clone()).collect()
     }
 
     /// The file of API key digests, if configured (`auth.api_keys_file`).

@@ -150,13 +150,22 @@ impl Caller {
     }
 }
 
-/// A request's key, as it came.
-#[derive(Debug, Clone, Copy)]
+/// A request's key, as it came (its `Debug` shows the kind only).
+#[derive(Clone, Copy)]
 pub enum Key<'a> {
     /// An `Authorization` header's value (`Bearer <key>`).
     Bearer(&'a [u8]),
     /// A key on its own (Vault's `X-Vault-Token`).
     Raw(&'a [u8]),
+}
+
+impl std::fmt::Debug for Key<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Key::Bearer(_) => "Key::Bearer(..)",
+            Key::Raw(_) => "Key::Raw(..)",
+        })
+    }
 }
 
 /// The callers in force, indexed by credential.
@@ -170,6 +179,8 @@ pub struct Registry {
     identities: HashMap<String, u32>,
     /// AWS access key ids: the owner's index into `callers`, and the secret.
     aws_keys: HashMap<String, (u32, SigningSecret)>,
+    /// The regions signed KMS requests may be scoped to (`[kms] regions`).
+    kms_regions: Vec<String>,
     callers: Vec<Arc<Caller>>,
     anonymous: Arc<Caller>,
     store: Option<Arc<Store>>,
@@ -300,6 +311,7 @@ impl Registry {
             owners: Vec::new(),
             identities: HashMap::new(),
             aws_keys: HashMap::new(),
+            kms_regions: settings.kms.regions.clone(),
             callers: Vec::new(),
             anonymous: Arc::new(Caller {
                 name: ANONYMOUS.into(),
@@ -337,7 +349,7 @@ impl Registry {
                     table.key_sha256.is_empty()
                         && table.identities.is_empty()
                         && table.aws_access_keys.is_empty(),
-                    "callers.anonymous: the caller of unauthenticated requests (auth off) has no credentials"
+                    "callers.anonymous: the caller of requests without credentials (auth off, or pollen.anonymous) has none"
                 );
                 registry.anonymous = caller;
                 continue;
@@ -371,8 +383,9 @@ impl Registry {
                     bail!("{}: {id:?} is listed for both {other:?} and {name:?}", key("identities"));
                 }
             }
-            for aws in &table.aws_access_keys {
-                let secret = read_secret(&aws.secret_file).with_context(|| {
+            // The secrets stay unread (and out of memory) while the KMS front-end is off.
+            for aws in table.aws_access_keys.iter().filter(|_| settings.kms.enabled) {
+                let secret = read_secret(&aws.secret_file, &mut warnings).with_context(|| {
                     format!("{}: secret_file {}", key("aws_access_keys"), aws.secret_file.display())
                 })?;
                 ensure!(
@@ -411,6 +424,20 @@ impl Registry {
                 "auth.enabled is false: a client whose certificate names no caller, or that sends \
                  none, is `anonymous` with the default policy, so a caller's narrower policy binds \
                  only clients that present its certificate; set auth.enabled = true to refuse the rest"
+                    .into(),
+            );
+        }
+        if settings.pollen.anonymous && !registry.open_to_anonymous(super::policy::Route::Pollen) {
+            warnings.push("pollen.anonymous has no effect: it needs pollen.enabled and auth.enabled".into());
+        }
+        let anonymous = &registry.anonymous.quota;
+        if registry.open_to_anonymous(super::policy::Route::Pollen)
+            && (anonymous.requests.is_none() || anonymous.max_in_flight.is_none())
+        {
+            warnings.push(
+                "pollen.anonymous serves requests without credentials as `anonymous`, whose quota has no \
+                 requests_per_second or no max_in_flight: set both in [callers.anonymous.quota], so that \
+                 clients without credentials share a bounded part of the server"
                     .into(),
             );
         }
@@ -477,6 +504,11 @@ impl Registry {
     /// Whether bearer keys are required.
     pub fn auth(&self) -> bool {
         self.auth
+    }
+
+    /// Whether requests without credentials reach `route` as `anonymous` with auth on.
+    pub fn open_to_anonymous(&self, route: super::policy::Route) -> bool {
+        self.auth && self.open_routes.contains(&route)
     }
 
     /// [`Registry::identify`] for a request to `route`: one without credentials on a route
@@ -556,30 +588,75 @@ impl Registry {
         Ok(by_key.clone())
     }
 
-    /// The caller of a signed request (the KMS front-end's AWS SigV4) with `body`, as of `now`:
-    /// the owner of the access key the signature names, if the signature verifies with its
-    /// secret. With auth off, `anonymous` (signatures are not read, as keys are not).
+    /// What a signed request's head can show before its body is read: a well-formed
+    /// signature by a known access key, scoped to kms, a served region and its date, within
+    /// AWS's window of `now`. With auth off, nothing (signatures are not read).
     ///
     /// # Errors
     /// 401 `unrecognized_client` (an access key no caller has), or the signature's refusal.
+    pub fn check_signed_head(
+        &self,
+        request: &SignedRequest<'_>,
+        now: std::time::SystemTime,
+    ) -> Result<(), ApiError> {
+        if !self.auth {
+            return Ok(());
+        }
+        let auth = request.authorization()?;
+        self.signer(auth.key_id)?;
+        request.check_head(&auth, &self.kms_regions, now).map(drop)
+    }
+
+    /// The caller of a signed request (the KMS front-end's AWS SigV4) with `body`, as of `now`:
+    /// the owner of the access key the signature names, if the signature verifies with its
+    /// secret. A client certificate that names callers must name that one too (as with bearer
+    /// keys). With auth off, the certificate's caller or `anonymous` (signatures are not read,
+    /// as keys are not).
+    ///
+    /// # Errors
+    /// 401 `unrecognized_client` (an access key no caller has), or the signature's refusal;
+    /// 403 `credentials_conflict`.
     pub fn identify_signed(
         &self,
         request: &SignedRequest<'_>,
+        client: Option<&ClientIdentity>,
         body: &[u8],
         now: std::time::SystemTime,
     ) -> Result<Arc<Caller>, ApiError> {
+        let by_certificate: Vec<&Arc<Caller>> = client
+            .map(|c| {
+                c.names()
+                    .iter()
+                    .filter_map(|n| self.identities.get(n))
+                    .map(|&i| &self.callers[i as usize])
+                    .collect()
+            })
+            .unwrap_or_default();
         if !self.auth {
-            return Ok(self.anonymous.clone());
+            return Ok(by_certificate.first().copied().unwrap_or(&self.anonymous).clone());
         }
         let auth = request.authorization()?;
-        let Some((owner, secret)) = self.aws_keys.get(auth.key_id) else {
-            return Err(ApiError::BadSignature {
+        let (owner, secret) = self.signer(auth.key_id)?;
+        request.verify(&auth, &self.kms_regions, secret, body, now)?;
+        let by_key = &self.callers[owner as usize];
+        if !by_certificate.is_empty() && !by_certificate.iter().any(|c| Arc::ptr_eq(c, by_key)) {
+            return Err(ApiError::forbidden(
+                "credentials_conflict",
+                "the signing access key and the client certificate name different callers".to_string(),
+            ));
+        }
+        Ok(by_key.clone())
+    }
+
+    /// The owner and secret of access key `key_id`.
+    fn signer(&self, key_id: &str) -> Result<(u32, &SigningSecret), ApiError> {
+        match self.aws_keys.get(key_id) {
+            Some((owner, secret)) => Ok((*owner, secret)),
+            None => Err(ApiError::BadSignature {
                 code: "unrecognized_client",
                 detail: "the security token included in the request is invalid".into(),
-            });
-        };
-        request.verify(&auth, secret, body, now)?;
-        Ok(self.callers[*owner as usize].clone())
+            }),
+        }
     }
 
     /// The owner of `key`: every digest is compared, in constant time, whatever matches.
@@ -603,9 +680,17 @@ impl Registry {
     }
 }
 
-/// A secret access key: the first line of `path`, trimmed, in memory wiped when dropped.
-fn read_secret(path: &std::path::Path) -> anyhow::Result<SigningSecret> {
+/// A secret access key: the first line of `path`, trimmed, in memory wiped when dropped. A file
+/// that others than its owner may read is warned of.
+fn read_secret(path: &std::path::Path, warnings: &mut Vec<String>) -> anyhow::Result<SigningSecret> {
+    use std::os::unix::fs::PermissionsExt;
     let text = zeroize::Zeroizing::new(std::fs::read_to_string(path)?);
+    if std::fs::metadata(path)?.permissions().mode() & 0o077 != 0 {
+        warnings.push(format!(
+            "{} holds an AWS secret access key and others than its owner may read it (chmod 600)",
+            path.display()
+        ));
+    }
     let line = text.lines().next().unwrap_or_default().trim();
     ensure!(!line.is_empty(), "the file is empty");
     Ok(SigningSecret::new(zeroize::Zeroizing::new(line.to_string())))

@@ -5,9 +5,12 @@
 //! but has no verifier, so the canonical request is built here, after AWS's "Create a canonical
 //! request" steps (and cross-checked against botocore's signer in `tests/api/kms.rs`).
 //!
-//! Refused: a missing or malformed `Authorization`, a scope for another service or date, a
-//! request dated more than [`MAX_SKEW`] from this server's clock (AWS's window), an unsigned
-//! `host` or `x-amz-date`, a signed header that is absent, a wrong signature.
+//! Refused: a missing or malformed `Authorization`, a scope for another service, region (of
+//! `[kms] regions`) or date, a request dated more than [`MAX_SKEW`] from this server's clock
+//! (AWS's window), an unsigned `host` or `x-amz-date`, a signed header that is absent, a wrong
+//! signature. As at AWS, a request may be replayed within the window by whoever saw it (serve
+//! KMS over TLS); the secret derives a signing key only for the configured regions, at most a
+//! few days' keys a day.
 
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
@@ -30,7 +33,8 @@ const ALGORITHM: &str = "AWS4-HMAC-SHA256";
 const UNRESERVED: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'_').remove(b'.').remove(b'~');
 
 /// What a signed request offers: its head (the body's hash is taken by [`SignedRequest::verify`]).
-#[derive(Debug, Clone, Copy)]
+/// Its `Debug` shows the header names only (the values hold the signature).
+#[derive(Clone, Copy)]
 pub struct SignedRequest<'a> {
     /// `POST`.
     pub method: &'a str,
@@ -44,8 +48,18 @@ pub struct SignedRequest<'a> {
     pub headers: &'a HeaderMap,
 }
 
-/// The parts of a SigV4 `Authorization` header.
-#[derive(Debug, PartialEq, Eq)]
+impl std::fmt::Debug for SignedRequest<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SignedRequest")
+            .field("method", &self.method)
+            .field("path", &self.path)
+            .field("headers", &self.headers.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The parts of a SigV4 `Authorization` header (its `Debug` leaves the signature out).
+#[derive(PartialEq, Eq)]
 pub struct Authorization<'a> {
     /// The access key id: names the caller.
     pub key_id: &'a str,
@@ -54,6 +68,16 @@ pub struct Authorization<'a> {
     service: &'a str,
     signed_headers: &'a str,
     signature: &'a str,
+}
+
+impl std::fmt::Debug for Authorization<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Authorization")
+            .field("key_id", &self.key_id)
+            .field("region", &self.region)
+            .field("service", &self.service)
+            .finish_non_exhaustive()
+    }
 }
 
 fn refused(code: &'static str, detail: impl Into<String>) -> ApiError {
@@ -106,20 +130,29 @@ impl<'a> SignedRequest<'a> {
         Ok(Authorization { key_id, date, region, service, signed_headers, signature })
     }
 
-    /// Checks the signature of this request with `body`, `secret` being the access key's, as
-    /// of `now`.
+    /// What can be checked before the body: the scope names `kms` and one of `regions`,
+    /// `X-Amz-Date` is well formed, the scope's date, and within [`MAX_SKEW`] of `now`.
+    /// Returns the request's time.
     ///
     /// # Errors
     /// 401 `incomplete_signature`, `signature_expired` or `invalid_signature`.
-    pub fn verify(
+    pub fn check_head(
         &self,
         auth: &Authorization<'_>,
-        secret: &SigningSecret,
-        body: &[u8],
+        regions: &[String],
         now: SystemTime,
-    ) -> Result<(), ApiError> {
+    ) -> Result<SystemTime, ApiError> {
         if auth.service != "kms" {
             return Err(refused("invalid_signature", "the credential is scoped to another service than kms"));
+        }
+        if !regions.iter().any(|r| r == auth.region) {
+            return Err(refused(
+                "invalid_signature",
+                format!(
+                    "the credential is scoped to a region this server does not serve: {}",
+                    regions.join(", ")
+                ),
+            ));
         }
         let amz_date = self
             .header("x-amz-date")
@@ -129,13 +162,31 @@ impl<'a> SignedRequest<'a> {
         if &amz_date[..8] != auth.date {
             return Err(refused("invalid_signature", "the credential's date is not X-Amz-Date's"));
         }
-        let skew = now.duration_since(at).or_else(|e| Ok::<_, ()>(e.duration())).unwrap_or_default();
+        let skew = now.duration_since(at).unwrap_or_else(|e| e.duration());
         if skew > MAX_SKEW {
             return Err(refused(
                 "signature_expired",
                 format!("the request is dated {amz_date}, more than 15 minutes from this server's clock"),
             ));
         }
+        Ok(at)
+    }
+
+    /// Checks the signature of this request with `body`, `secret` being the access key's, as
+    /// of `now` (and [`SignedRequest::check_head`] first).
+    ///
+    /// # Errors
+    /// 401 `incomplete_signature`, `signature_expired` or `invalid_signature`.
+    pub fn verify(
+        &self,
+        auth: &Authorization<'_>,
+        regions: &[String],
+        secret: &SigningSecret,
+        body: &[u8],
+        now: SystemTime,
+    ) -> Result<(), ApiError> {
+        let at = self.check_head(auth, regions, now)?;
+        let amz_date = self.header("x-amz-date").unwrap_or_default();
         let canonical = self.canonical_request(auth.signed_headers, body)?;
         let string_to_sign = format!(
             "{ALGORITHM}\n{amz_date}\n{}/{}/{}/aws4_request\n{}",
@@ -251,13 +302,17 @@ fn parse_amz_date(s: &str) -> Option<SystemTime> {
 }
 
 /// An access key's secret, held in memory that is wiped when it goes (a reload, the end), and
-/// the signing key last derived from it (one a day per region, as AWS's are), so a request
-/// costs one HMAC and the secret is copied only when the day changes: `aws-sigv4` formats
+/// the signing keys last derived from it (one a day per region, as AWS's are; the last
+/// [`DERIVED`] kept, for requests either side of midnight and a few regions), so a request
+/// costs one HMAC and the secret is copied only when a day starts: `aws-sigv4` formats
 /// `"AWS4" + secret` into a string of its own, which is not wiped.
 pub struct SigningSecret {
     secret: Zeroizing<String>,
-    derived: Mutex<Option<Derived>>,
+    derived: Mutex<Vec<Derived>>,
 }
+
+/// Signing keys kept per secret.
+const DERIVED: usize = 4;
 
 struct Derived {
     date: String,
@@ -274,7 +329,7 @@ impl std::fmt::Debug for SigningSecret {
 impl SigningSecret {
     /// The secret access key `secret`.
     pub fn new(secret: Zeroizing<String>) -> Self {
-        SigningSecret { secret, derived: Mutex::new(None) }
+        SigningSecret { secret, derived: Mutex::new(Vec::with_capacity(DERIVED)) }
     }
 
     /// The hex signature of `string_to_sign` for a request dated `at` in `region`.
@@ -283,17 +338,19 @@ impl SigningSecret {
         let date = time::OffsetDateTime::from(at).date();
         let date = format!("{:04}{:02}{:02}", date.year(), u8::from(date.month()), date.day());
         let mut derived = self.derived.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let fresh = derived.as_ref().is_some_and(|d| d.date == date && d.region == region);
-        if !fresh {
-            let key = generate_signing_key(&self.secret, at, region, "kms");
-            *derived = Some(Derived {
-                date,
-                region: region.to_string(),
-                key: Zeroizing::new(key.as_ref().to_vec()),
-            });
-        }
-        let key = derived.as_ref().map(|d| &d.key[..]).unwrap_or_default();
-        Zeroizing::new(calculate_signature(key, string_to_sign))
+        let i = match derived.iter().position(|d| d.date == date && d.region == region) {
+            Some(i) => i,
+            None => {
+                if derived.len() == DERIVED {
+                    derived.remove(0);
+                }
+                let key =
+                    Zeroizing::new(generate_signing_key(&self.secret, at, region, "kms").as_ref().to_vec());
+                derived.push(Derived { date, region: region.to_string(), key });
+                derived.len() - 1
+            }
+        };
+        Zeroizing::new(calculate_signature(&derived[i].key[..], string_to_sign))
     }
 }
 

@@ -183,48 +183,82 @@ pub struct Front<S> {
 
 impl<S> Front<S> {
     /// Steps 2 to 4 of the pipeline: the caller authorized from the head, a place under the
-    /// cap, the caller's quota. `None` admission: a public route, under its own cap.
+    /// cap, the caller's quota. `None` admission: a public route, under its own cap. Also the
+    /// class of the place taken, which says how the body is read.
     fn admit<B>(
         &self,
         request: &Request<B>,
         guard: Guard,
         stream: bool,
         now: Instant,
-    ) -> Result<(Slot, Option<Admission>), Denied> {
+    ) -> Result<(Slot, Option<Admission>, Class), Denied> {
         // Nothing is served that could not be audited: while the log is backlogged every
         // request is refused first, before its credentials are read, so that no refusal adds
         // an audit line either (the backlog cannot be grown by requests that are not served).
         if crate::telemetry::audit_unavailable(self.shared.state.settings.log.audit) {
             return Err(Denied { caller: None, error: ApiError::AuditUnavailable, at: now });
         }
-        let authorized = match guard {
-            Guard::Public | Guard::Signed(_) => None,
+        let callers = &self.shared.state.callers;
+        let (authorized, class) = match guard {
+            Guard::Public => (None, if stream { Class::PublicStream } else { Class::Public }),
+            Guard::Signed(_) => {
+                // What the head shows is checked before a place is taken; the signature, which
+                // covers the body, by the endpoint.
+                let signed = super::kms::signed_request(request.method(), request.uri(), request.headers());
+                callers.check_signed_head(&signed, std::time::SystemTime::now())?;
+                (None, Class::Signed)
+            }
             Guard::Caller | Guard::Route(_) => {
                 let route = if let Guard::Route(route) = guard { Some(route) } else { None };
                 let headers = request.headers();
-                // Vault's clients send their token as X-Vault-Token (which Vault reads first).
-                let vault_token = (route == Some(Route::Vault)).then(|| headers.get(X_VAULT_TOKEN)).flatten();
+                // Vault's clients send their token as X-Vault-Token, which Vault reads first
+                // (an empty one is none).
+                let vault_token = (route == Some(Route::Vault))
+                    .then(|| headers.get(X_VAULT_TOKEN))
+                    .flatten()
+                    .filter(|t| !t.is_empty());
                 let key = match vault_token {
                     Some(token) => Some(Key::Raw(token.as_bytes())),
                     None => headers.get(header::AUTHORIZATION).map(|v| Key::Bearer(v.as_bytes())),
                 };
                 let client = request.extensions().get::<Arc<ClientIdentity>>().map(|c| &**c);
-                Some(self.shared.state.callers.authorize(key, client, route)?)
+                // A request without credentials on a route open to them (`[pollen] anonymous`)
+                // is as unauthenticated as a public one: it takes a public place.
+                let open =
+                    key.is_none() && client.is_none() && route.is_some_and(|r| callers.open_to_anonymous(r));
+                (
+                    Some(callers.authorize(key, client, route)?),
+                    if open { Class::Public } else { Class::Caller },
+                )
             }
         };
         let (caller, at) = authorized.as_ref().map_or((None, now), |a| (Some(a.caller.clone()), a.at));
-        let cap = match (&authorized, guard, stream) {
-            (Some(_), _, _) => &self.shared.cap,
-            (None, Guard::Signed(_), _) => &self.shared.signed_cap,
-            (None, _, false) => &self.shared.public_cap,
-            (None, _, true) => &self.shared.public_stream_cap,
+        let cap = match class {
+            Class::Caller => &self.shared.cap,
+            Class::Signed => &self.shared.signed_cap,
+            Class::Public => &self.shared.public_cap,
+            Class::PublicStream => &self.shared.public_stream_cap,
         };
         let Some(slot) = cap.enter() else {
             return Err(Denied { caller, error: ApiError::Overloaded, at });
         };
         let admission = authorized.map(Authorized::enter).transpose()?;
-        Ok((slot, admission))
+        Ok((slot, admission, class))
     }
+}
+
+/// The cap a request's place is under, which also says how its body is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Class {
+    /// A caller named by its credentials: the server's cap, the configured body deadline.
+    Caller,
+    /// No credentials (a public route, `anonymous` on a route open to it): the public cap,
+    /// the place given back with the body, which is due within [`PUBLIC_BODY_TIMEOUT`].
+    Public,
+    /// A signed request before its signature is checked: as `Public`, under a cap of its own.
+    Signed,
+    /// A public stream: its own cap, held for the stream's lifetime.
+    PublicStream,
 }
 
 impl<S, B> Service<Request<B>> for Front<S>
@@ -269,7 +303,7 @@ where
             // Answered on the first poll, without the router (a GET's body, if any, is not
             // read). Not here: HTTP/2 calls the service on the connection's task and spawns
             // only the future, and the connection must not wait for a request's work.
-            Ok((slot, admission)) => match direct {
+            Ok((slot, admission, class)) => match direct {
                 Some(endpoint) => {
                     let (parts, _body) = request.into_parts();
                     (Inner::Direct { endpoint, parts: Some(parts) }, Some(slot), admission)
@@ -285,12 +319,12 @@ where
                     }
                     // A public request's place goes with its body (see PUBLIC_CONCURRENCY); a
                     // public stream's with its response, for its lifetime (PUBLIC_STREAMS).
-                    let (body_timeout, slot, body_slot) = match (&admission, stream) {
-                        (Some(_), _) => (self.shared.body_timeout, Some(slot), None),
-                        (None, false) => {
+                    let (body_timeout, slot, body_slot) = match class {
+                        Class::Caller => (self.shared.body_timeout, Some(slot), None),
+                        Class::Public | Class::Signed => {
                             (self.shared.body_timeout.min(PUBLIC_BODY_TIMEOUT), None, Some(slot))
                         }
-                        (None, true) => (self.shared.stream_lifetime, Some(slot), None),
+                        Class::PublicStream => (self.shared.stream_lifetime, Some(slot), None),
                     };
                     let body_deadline = start.checked_add(body_timeout).unwrap_or(deadline);
                     let request = request.map(|body| ReadDeadline::new(body, body_deadline, body_slot));

@@ -5,11 +5,14 @@
 //! The caller is the owner of the access key that signed the request (AWS SigV4, checked by
 //! `callers::sigv4` against the caller's secret). The signature covers the body, so this
 //! endpoint admits the caller itself once the (small, bounded) body is read: the front layer
-//! holds the request under its own cap until then (see `Guard::Signed`), and records the caller
-//! this endpoint names. Errors are KMS's: `{"__type": …, "message": …}` with KMS's types
+//! first checks what the head shows (a known access key, the scope, the date) and holds the
+//! request under its own cap until then (see `Guard::Signed`), and records the caller this
+//! endpoint names. The answer (at most 1,024 bytes) is made at once, without a place under the
+//! server's cap of its own. Errors are KMS's: `{"__type": …, "message": …}` with KMS's types
 //! (`ValidationException`, `ThrottlingException`, `AccessDeniedException`,
 //! `UnrecognizedClientException`, `InvalidSignatureException`, `UnknownOperationException`…).
 
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use axum::extract::{Request, State};
@@ -18,7 +21,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::{Answer, served};
 use crate::callers::sigv4::SignedRequest;
-use crate::callers::{Authorized, Denied, Route};
+use crate::callers::{Authorized, ClientIdentity, Denied, Route};
 use crate::error::ApiError;
 use crate::service::{BytesRequest, Encoding};
 use crate::state::AppState;
@@ -46,16 +49,11 @@ pub async fn post(State(state): State<AppState>, request: Request) -> Response {
         Ok(body) => body,
         Err(e) => return answer_error(&super::random::body_error(&e, MAX_BODY), None),
     };
-    let signed = SignedRequest {
-        method: parts.method.as_str(),
-        path: parts.uri.path(),
-        query: parts.uri.query().unwrap_or(""),
-        authority: parts.uri.authority().map(|a| a.as_str()),
-        headers: &parts.headers,
-    };
+    let signed = signed_request(&parts.method, &parts.uri, &parts.headers);
+    let client = parts.extensions.get::<Arc<ClientIdentity>>().map(|c| &**c);
     let admitted = state
         .callers
-        .authorize_signed(&signed, &body, SystemTime::now(), Route::Kms)
+        .authorize_signed(&signed, client, &body, SystemTime::now(), Route::Kms)
         .and_then(Authorized::enter);
     let admission = match admitted {
         Ok(admission) => admission,
@@ -81,6 +79,21 @@ pub async fn post(State(state): State<AppState>, request: Request) -> Response {
         served(super::response(super::wiped(out), CONTENT_TYPE), req.alg(), req.n_bits());
     answer.outcome.named = named;
     answer.into_response()
+}
+
+/// The signed parts of a request.
+pub fn signed_request<'a>(
+    method: &'a axum::http::Method,
+    uri: &'a axum::http::Uri,
+    headers: &'a axum::http::HeaderMap,
+) -> SignedRequest<'a> {
+    SignedRequest {
+        method: method.as_str(),
+        path: uri.path(),
+        query: uri.query().unwrap_or(""),
+        authority: uri.authority().map(|a| a.as_str()),
+        headers,
+    }
 }
 
 /// 405 for the other methods, with `Allow`.

@@ -9,6 +9,8 @@
 //! handlers serialize (so the schema is the code), and its builder API takes the run-time
 //! values (limits, enabled algorithms, auth) that attribute macros cannot.
 
+mod drop_in;
+
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
@@ -22,6 +24,7 @@ use utoipa::openapi::{
 };
 use utoipa::{PartialSchema, ToSchema};
 
+use crate::route::Route;
 use crate::service::request::{
     DEFAULT_COUNT, DEFAULT_NONCE_BYTES, DEFAULT_TOKEN_BYTES, DEFAULT_UUID_VERSION,
 };
@@ -105,9 +108,9 @@ pub struct IntsJson {
     pub alg: String,
 }
 
-/// The document for `rules`, with the bearer scheme applied when `auth` is on, and `POST
-/// /pollen` when `pollen` is served.
-pub fn document(rules: &Rules, auth: bool, pollen: bool) -> OpenApi {
+/// The document for `rules`, with the bearer scheme applied when `auth` is on, and the drop-in
+/// front-ends' paths for the routes `serves`.
+pub fn document(rules: &Rules, auth: bool, serves: impl Fn(Route) -> bool) -> OpenApi {
     let d = Describe { rules, auth };
     let bits_params = |n_max: u64, n_doc: &str| {
         vec![
@@ -309,7 +312,7 @@ pub fn document(rules: &Rules, auth: bool, pollen: bool) -> OpenApi {
         .path("/algorithms", PathItem::new(HttpMethod::Get, algorithms.build()))
         .path("/usage", PathItem::new(HttpMethod::Get, usage.build()))
         .path("/openapi.json", PathItem::new(HttpMethod::Get, openapi.build()));
-    let paths = if pollen {
+    let paths = if serves(Route::Pollen) {
         paths.path("/pollen", PathItem::new(HttpMethod::Post, pollen_op.build()))
     } else {
         paths
@@ -330,6 +333,7 @@ pub fn document(rules: &Rules, auth: bool, pollen: bool) -> OpenApi {
         bearer.description = Some("An API key; the server stores only its SHA-256.".into());
         components = components.security_scheme("bearer", SecurityScheme::Http(bearer));
     }
+    let (paths, components) = drop_in::add(paths, components, serves(Route::Vault), serves(Route::Kms));
     let mut document = OpenApiBuilder::new()
         .info(
             InfoBuilder::new()

@@ -7,7 +7,8 @@
 //!
 //! Parameters are read as Vault's `HandleRandomAPI` (`sdk/helper/random`) reads them: `bytes`
 //! (default 32) and `format` (`base64`, the default, or `hex`) from the JSON body, `source` from
-//! the path or the body, and a number in the path's last segment as the byte count. The limits
+//! the path (Vault's router sets the path's captures over the body's fields), and a number in
+//! the path's last segment as the byte count. The limits
 //! are that function's before its `drbg` field (1 to 128 KiB; later releases allow 10 MiB);
 //! the server's own `limits.max_bits` and the caller's policy apply as well. Every source
 //! (`platform`, `seal`, `all`) is drbgd's default generator, seeded from the OS: drbgd has no
@@ -61,13 +62,15 @@ struct Params {
     seal: bool,
 }
 
-/// Vault's `format` and `source` fields as sent (`bytes` may be a number or a numeric string,
-/// as Vault's field parser takes it); other fields are ignored, as Vault does.
-#[derive(serde::Deserialize, Default)]
-struct Body {
-    bytes: Option<serde_json::Value>,
-    format: Option<String>,
-    source: Option<String>,
+/// A string field: absent is `None`; anything but a string (`null` included) is refused.
+fn text<'a>(field: &str, value: Option<&'a serde_json::Value>) -> Result<Option<&'a str>, ApiError> {
+    match value {
+        None => Ok(None),
+        Some(serde_json::Value::String(s)) => Ok(Some(s)),
+        Some(other) => {
+            Err(bad(format!("error converting input {other} for field {field:?}: expected a string")))
+        }
+    }
 }
 
 fn bad(detail: impl Into<String>) -> ApiError {
@@ -76,8 +79,8 @@ fn bad(detail: impl Into<String>) -> ApiError {
 
 impl Params {
     fn read(path: &str, body: &[u8]) -> Result<Params, ApiError> {
-        let body: Body = if body.iter().all(u8::is_ascii_whitespace) {
-            Body::default()
+        let body: serde_json::Map<String, serde_json::Value> = if body.iter().all(u8::is_ascii_whitespace) {
+            serde_json::Map::new()
         } else {
             serde_json::from_slice(body).map_err(|e| bad(format!("failed to parse JSON input: {e}")))?
         };
@@ -87,12 +90,19 @@ impl Params {
             .unwrap_or_default();
         let mut segments = rest.split('/').skip(1);
         let (path_source, url_bytes) = (segments.next(), segments.next());
-        let source = path_source.map(str::to_owned).or(body.source).unwrap_or_default();
-        let field_bytes = || match &body.bytes {
+        // Vault's router sets each path capture over the body's field of the same name, an
+        // absent segment as "": a `source` in the body is never read.
+        let format = text("format", body.get("format"))?;
+        let source = path_source.unwrap_or_default();
+        let field_bytes = || match body.get("bytes") {
             None => Ok(32),
-            Some(serde_json::Value::Number(n)) => {
-                n.as_i64().ok_or_else(|| bad(format!("error converting input {n} for field \"bytes\"")))
-            }
+            // A JSON number with no fraction, as Vault's field decoder takes it (`32.0` is 32).
+            Some(serde_json::Value::Number(n)) => n
+                .as_i64()
+                .or_else(|| {
+                    n.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 2f64.powi(53)).map(|f| f as i64)
+                })
+                .ok_or_else(|| bad(format!("error converting input {n} for field \"bytes\""))),
             Some(serde_json::Value::String(s)) => atoi(s).map_err(|_| {
                 bad(format!("error converting input {s} for field \"bytes\": cannot parse '{s}' as int"))
             }),
@@ -104,7 +114,7 @@ impl Params {
             })
         };
         // Vault's order: one path segment that is no source is the byte count.
-        let (source, bytes) = match (source.as_str(), url_bytes) {
+        let (source, bytes) = match (source, url_bytes) {
             ("", _) => ("platform", field_bytes()?),
             (s, None) if valid_source(s) => (s, field_bytes()?),
             (s, None) => ("platform", url_count(s)?),
@@ -116,7 +126,7 @@ impl Params {
         if bytes > MAX_BYTES as i64 {
             return Err(bad(format!("\"bytes\" should be less than {MAX_BYTES}")));
         }
-        let hex = match body.format.as_deref().unwrap_or("base64") {
+        let hex = match format.unwrap_or("base64") {
             "hex" => true,
             "base64" => false,
             other => {
@@ -153,14 +163,17 @@ fn answer(state: &AppState, admission: &Admission, params: &Params) -> Result<An
     } else {
         b"null"
     };
-    let mut body = Vec::with_capacity(encoded.len() + 192);
-    body.extend_from_slice(
-        br#"{"request_id":"","lease_id":"","renewable":false,"lease_duration":0,"data":{"random_bytes":""#,
-    );
-    body.extend_from_slice(&encoded);
-    body.extend_from_slice(br#""},"wrap_info":null,"warnings":"#);
-    body.extend_from_slice(warnings);
-    body.extend_from_slice(br#","auth":null,"mount_type":""}"#);
+    const HEAD: &[u8] =
+        br#"{"request_id":"","lease_id":"","renewable":false,"lease_duration":0,"data":{"random_bytes":""#;
+    const MIDDLE: &[u8] = br#""},"wrap_info":null,"warnings":"#;
+    const TAIL: &[u8] = br#","auth":null,"mount_type":""}"#;
+    // Sized exactly: a buffer that grew would leave a copy of the output behind, unwiped.
+    let capacity = HEAD.len() + encoded.len() + MIDDLE.len() + warnings.len() + TAIL.len();
+    let mut body = Vec::with_capacity(capacity);
+    for piece in [HEAD, &encoded, MIDDLE, warnings, TAIL] {
+        body.extend_from_slice(piece);
+    }
+    debug_assert_eq!(body.capacity(), capacity, "never reallocated");
     drop(zeroize::Zeroizing::new(encoded));
     let response = super::response(super::wiped(body), "application/json");
     Ok(served(response, req.alg(), req.n_bits()))
@@ -215,8 +228,12 @@ mod tests {
         assert_eq!(read("/v1/transit/random/64", "{}"), p(64, false, false));
         assert_eq!(read("/v1/sys/tools/random/seal", r#"{"bytes": 8}"#), p(8, false, true));
         assert_eq!(read("/v1/sys/tools/random/all/24", r#"{"format": "hex"}"#), p(24, true, false));
-        assert_eq!(read(sys, r#"{"source": "seal", "unknown": 1}"#), p(32, false, true));
+        // As Vault: the body's `source` is never read (the path's capture, "" when absent,
+        // is set over it), and unknown fields are ignored.
+        assert_eq!(read(sys, r#"{"source": "seal", "unknown": 1}"#), p(32, false, false));
+        assert_eq!(read(sys, r#"{"source": "hsm"}"#), p(32, false, false));
         assert_eq!(read(sys, r#"{"bytes": 131072}"#), p(131_072, false, false));
+        assert_eq!(read(sys, r#"{"bytes": 16.0}"#), p(16, false, false));
         for (path, body, message) in [
             (sys, r#"{"bytes": 0}"#, "\"bytes\" cannot be less than 1"),
             (sys, r#"{"bytes": 131073}"#, "\"bytes\" should be less than 131072"),
@@ -225,15 +242,15 @@ mod tests {
                 r#"{"format": "base32"}"#,
                 "unsupported encoding format \"base32\"; must be \"hex\" or \"base64\"",
             ),
-            // As Vault: a `source` that is none is read as a byte count (its `d.Raw` merges the
-            // body's fields with the path's).
-            (sys, r#"{"source": "hsm"}"#, "error parsing url-set byte count"),
             ("/v1/sys/tools/random/hsm/8", "", "unsupported entropy source \"hsm\""),
             ("/v1/sys/tools/random/x", "", "error parsing url-set byte count"),
             ("/v1/sys/tools/random/all/x", "", "error parsing url-set byte count"),
             (sys, r#"{"bytes": 1.5}"#, "error converting input 1.5 for field \"bytes\""),
             (sys, r#"{"bytes": "x"}"#, "error converting input x for field \"bytes\""),
             (sys, "[", "failed to parse JSON input"),
+            (sys, r#"{"format": null}"#, "error converting input null for field \"format\""),
+            (sys, "[1]", "failed to parse JSON input"),
+            (sys, r#"{"format": 1}"#, "error converting input 1 for field \"format\""),
         ] {
             let error = read(path, body).unwrap_err();
             assert!(error.starts_with(message), "{path} {body}: {error}");

@@ -56,7 +56,8 @@ fn verify(
     };
     let secret = SigningSecret::new(zeroize::Zeroizing::new(secret.to_owned()));
     let auth = signed.authorization().map_err(|e| e.code().to_owned())?;
-    signed.verify(&auth, &secret, body.as_bytes(), now).map_err(|e| e.code().to_owned())
+    let regions = ["us-east-1".to_owned(), "eu-west-3".to_owned()];
+    signed.verify(&auth, &regions, &secret, body.as_bytes(), now).map_err(|e| e.code().to_owned())
 }
 
 #[test]
@@ -85,6 +86,16 @@ fn botocore_signatures_verify_and_nothing_else_does() {
             });
             assert!(tampered.is_err(), "{name} changed");
         }
+        // A region this server does not serve.
+        let elsewhere = verify(request, SECRET, now, |h, _| {
+            let auth = h["authorization"]
+                .to_str()
+                .unwrap()
+                .replace("/us-east-1/", "/ap-south-1/")
+                .replace("/eu-west-3/", "/ap-south-1/");
+            h.insert("authorization", auth.parse().unwrap());
+        });
+        assert_eq!(elsewhere, invalid);
         // A header it did not sign may change (proxies add and rewrite those).
         let unsigned = verify(request, SECRET, now, |h, _| {
             h.insert("user-agent", "curl/8".parse().unwrap());
@@ -101,7 +112,14 @@ fn botocore_signatures_verify_and_nothing_else_does() {
 }
 
 /// Headers of a `GenerateRandom` call to `url` signed by the AWS Rust SDK's signer at `at`.
-fn sign(url: &str, body: &str, key_id: &str, secret: &str, at: SystemTime) -> Vec<(String, String)> {
+fn sign(
+    url: &str,
+    target: &str,
+    body: &str,
+    key_id: &str,
+    secret: &str,
+    at: SystemTime,
+) -> Vec<(String, String)> {
     use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
     let identity = aws_credential_types::Credentials::new(key_id, secret, None, None, "test").into();
     let params = aws_sigv4::sign::v4::SigningParams::builder()
@@ -113,7 +131,7 @@ fn sign(url: &str, body: &str, key_id: &str, secret: &str, at: SystemTime) -> Ve
         .build()
         .unwrap()
         .into();
-    let headers = [("content-type", JSON), ("x-amz-target", TARGET)];
+    let headers = [("content-type", JSON), ("x-amz-target", target)];
     let signable =
         SignableRequest::new("POST", url, headers.into_iter(), SignableBody::Bytes(body.as_bytes())).unwrap();
     let (instructions, _) = sign(signable, &params).unwrap().into_parts();
@@ -134,9 +152,20 @@ async fn call_at(
     secret: &str,
     at: SystemTime,
 ) -> (u16, Value, http::HeaderMap) {
+    call_target(api, TARGET, body, key_id, secret, at).await
+}
+
+async fn call_target(
+    api: &str,
+    target: &str,
+    body: &str,
+    key_id: &str,
+    secret: &str,
+    at: SystemTime,
+) -> (u16, Value, http::HeaderMap) {
     let url = format!("{api}/");
     let mut request = reqwest::Client::new().post(&url).body(body.to_owned());
-    for (name, value) in sign(&url, body, key_id, secret, at) {
+    for (name, value) in sign(&url, target, body, key_id, secret, at) {
         request = request.header(name, value);
     }
     let response = request.send().await.unwrap();
@@ -215,17 +244,9 @@ async fn generate_random_answers_as_kms_and_refuses_as_kms() {
         .unwrap();
     let (status, headers) = (unsigned.status().as_u16(), unsigned.headers().clone());
     refused("MissingAuthenticationTokenException")((status, unsigned.json().await.unwrap(), headers));
-    let other_op = app
-        .client
-        .post(format!("{}/", app.api))
-        .header("content-type", JSON)
-        .header("x-amz-target", "TrentService.Encrypt")
-        .body("{}")
-        .send()
-        .await
-        .unwrap();
-    let (status, headers) = (other_op.status().as_u16(), other_op.headers().clone());
-    refused("UnknownOperationException")((status, other_op.json().await.unwrap(), headers));
+    let other_op =
+        call_target(&app.api, "TrentService.Encrypt", "{}", KEY_ID, SECRET, SystemTime::now()).await;
+    refused("UnknownOperationException")(other_op);
 
     // The caller's quota: a burst of 3 was spent above by its own signed calls (a request
     // another key or a bad signature made cost it nothing); now it is throttled.

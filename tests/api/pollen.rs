@@ -170,3 +170,53 @@ async fn with_auth_on_anonymous_callers_may_seed_when_allowed() {
     assert_problem(response, 401, "unauthorized").await;
     assert_eq!(post(&app.api, "challenge=ab").await.status(), 200, "a named caller as before");
 }
+
+/// Requests without credentials that `[pollen] anonymous` lets in take public places and a
+/// public body deadline, never the places of callers with credentials: heads whose bodies never
+/// come, more than the server's whole cap, leave a keyed caller served.
+#[tokio::test]
+async fn anonymous_seeds_take_no_place_a_keyed_caller_needs() {
+    use tokio::io::AsyncWriteExt;
+    let mut settings = test_settings();
+    settings.pollen.enabled = true;
+    settings.pollen.anonymous = true;
+    settings.auth.enabled = true;
+    settings.server.concurrency_limit = 4;
+    let digest = hex(&Sha256::digest(b"pollen-test-key"));
+    settings.callers.insert(
+        "batch".into(),
+        drbgd::callers::settings::CallerSettings { key_sha256: vec![digest], ..Default::default() },
+    );
+    let app = spawn_with(settings, Arc::new(OsEntropy)).await;
+    let addr = app.api.trim_start_matches("http://").to_owned();
+    let mut held = Vec::new();
+    for _ in 0..6 {
+        let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        let head = "POST /pollen HTTP/1.1\r\nhost: x\r\ncontent-type: application/x-www-form-urlencoded\r\n\
+                    content-length: 200\r\n\r\nchallenge=";
+        stream.write_all(head.as_bytes()).await.unwrap();
+        held.push(stream);
+    }
+    // The heads are in: as many as the public cap (4, the server's cap here) hold their places,
+    // the others were refused at once.
+    let in_flight = || async {
+        let metrics = reqwest::get(format!("{}/metrics", app.admin)).await.unwrap().text().await.unwrap();
+        let line = metrics.lines().find(|l| l.starts_with("drbgd_requests_in_flight ")).unwrap().to_owned();
+        line.rsplit(' ').next().unwrap().parse::<i64>().unwrap()
+    };
+    for _ in 0..500 {
+        if in_flight().await >= 4 {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert!(in_flight().await >= 4);
+    let response = reqwest::Client::new()
+        .get(format!("{}/token", app.api))
+        .header("authorization", "Bearer pollen-test-key")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200, "the keyed caller has its places");
+    drop(held);
+}
