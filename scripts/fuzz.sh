@@ -2,7 +2,7 @@
 # Runs every fuzz target (fuzz/fuzz_targets/) in turn for SECONDS each, with cargo-fuzz, new
 # inputs kept in fuzz/corpus-local/<target> (not committed) beside the committed seeds in
 # fuzz/corpus/<target>; prints each target's executions, coverage and crashes. The hour the
-# hostile-clients work asks for: `scripts/fuzz.sh 450` (8 targets).
+# hostile-clients work asks for: `scripts/fuzz.sh 450` (9 targets).
 #
 # Usage: scripts/fuzz.sh [seconds=60] [target...]
 # Env:   SANITIZER=none (default; works on the stable toolchain) or address (ASan: nightly,
