@@ -224,8 +224,11 @@ impl<S> Front<S> {
                 let client = request.extensions().get::<Arc<ClientIdentity>>().map(|c| &**c);
                 // A request without credentials on a route open to them (`[pollen] anonymous`)
                 // is as unauthenticated as a public one: it takes a public place.
-                let open =
-                    key.is_none() && client.is_none() && route.is_some_and(|r| callers.open_to_anonymous(r));
+                // (Auth is fixed for the process: with it off, no route is open, all are.)
+                let open = self.shared.state.settings.auth.enabled
+                    && key.is_none()
+                    && client.is_none()
+                    && route.is_some_and(|r| callers.open_to_anonymous(r));
                 (
                     Some(callers.authorize(key, client, route)?),
                     if open { Class::Public } else { Class::Caller },
