@@ -216,18 +216,22 @@ impl App {
             watched.push(tls.watched());
         }
         let settings = &self.state.settings;
-        let files: Vec<_> = self
+        let fixed: Vec<_> = self
             .source
             .as_ref()
             .and_then(|s| s.file.clone())
             .into_iter()
             .chain(settings.api_keys_file())
-            .chain(settings.aws_secret_files())
             .collect();
+        // The secret files of the callers in force: a reload may add, move or drop them.
+        let callers = self.state.clone();
+        let files: crate::reload::FilesFn = Arc::new(move || {
+            fixed.iter().cloned().chain(callers.callers.registry().secret_files().iter().cloned()).collect()
+        });
         let (state, source) = (self.state.clone(), self.source.clone());
         watched.push(Watched {
             what: "callers",
-            loaded: crate::reload::fingerprint(&files),
+            loaded: crate::reload::fingerprint(&files()),
             files,
             reload: Arc::new(move || {
                 // Read inside the reload lock: see `Callers::reload_from`.

@@ -309,8 +309,9 @@ impl Callers {
         self.registry().open_to_anonymous(route)
     }
 
-    /// A refusal of a request whose credentials name no caller, counted.
-    fn unknown(&self, error: ApiError) -> Denied {
+    /// A refusal of a request whose credentials name no caller (or are not yet read), counted
+    /// as `unknown`'s.
+    pub fn unknown(&self, error: ApiError) -> Denied {
         self.unknown_requests.inc();
         self.metrics.caller_denials.with_label_values(&[registry::UNKNOWN, error.code()]).inc();
         Denied { caller: None, error, at: Instant::now() }

@@ -551,6 +551,18 @@ impl Settings {
                 "must be at least 64 while pollen.enabled (a Pollen answer is 64 bytes)",
             );
         }
+        if self.kms.enabled && !(1..=2).contains(&self.kms.regions.len())
+            || self
+                .kms
+                .regions
+                .iter()
+                .any(|r| r.is_empty() || !r.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'))
+        {
+            return invalid(
+                "kms.regions",
+                "one or two region names (as us-east-1) while kms.enabled: a signing key is kept per day and region",
+            );
+        }
         self.tracing.validate()?;
         self.quota.validate()
     }
@@ -585,15 +597,6 @@ impl Settings {
             Route::Kms => self.kms.enabled,
             _ => true,
         }
-    }
-
-    /// The AWS secret access key files the callers name (read only while `[kms]` is on).
-    pub fn aws_secret_files(&self) -> Vec<PathBuf> {
-        if !self.kms.enabled {
-            return Vec::new();
-        }
-        let keys = self.callers.values().flat_map(|c| &c.aws_access_keys);
-        keys.map(|k| k.secret_file.clone()).collect()
     }
 
     /// The file of API key digests, if configured (`auth.api_keys_file`).
@@ -713,6 +716,14 @@ mod tests {
 
     #[test]
     fn invalid_values_name_their_key() {
+        let mut s = Settings::defaults();
+        s.kms.enabled = true;
+        s.kms.regions = Vec::new();
+        assert!(s.validate().unwrap_err().to_string().contains("kms.regions"));
+        s.kms.regions = vec!["us-east-1".into(), "eu-west-3".into(), "ap-south-1".into()];
+        assert!(s.validate().unwrap_err().to_string().contains("kms.regions"), "a key per region is kept");
+        s.kms.regions = vec!["us-east-1".into()];
+        assert!(s.validate().is_ok());
         let mut s = Settings::defaults();
         s.drbg.policies[Algorithm::ChaCha20].rekey_after_bytes = 10;
         let e = s.validate().unwrap_err().to_string();

@@ -26,14 +26,17 @@ use sha2::{Digest, Sha256};
 pub struct Watched {
     /// Label for logs and the `what` label of `drbgd_reloads_total` (`tls`, `callers`).
     pub what: &'static str,
-    /// The files.
-    pub files: Vec<PathBuf>,
+    /// The files, as of now (the callers' secret files change with a reload).
+    pub files: FilesFn,
     /// Their [`fingerprint`] taken *before* the owner last read them, so a change made
     /// between that read and the watcher's start is still seen.
     pub loaded: [u8; 32],
     /// Re-reads them; an error keeps the previous state.
     pub reload: ReloadFn,
 }
+
+/// The files of a [`Watched`].
+pub type FilesFn = Arc<dyn Fn() -> Vec<PathBuf> + Send + Sync>;
 
 /// A reload action.
 pub type ReloadFn = Arc<dyn Fn() -> anyhow::Result<()> + Send + Sync>;
@@ -93,7 +96,7 @@ pub async fn watch(watched: Vec<Watched>, interval: Duration, reloads: IntCounte
     loop {
         ticker.tick().await;
         for (w, track) in watched.iter().zip(tracks.iter_mut()) {
-            let now = fingerprint(&w.files);
+            let now = fingerprint(&(w.files)());
             if track.due(now, Instant::now()) {
                 let ok = run(w.what, &w.reload, &reloads, "file change");
                 track.done(now, ok, Instant::now());

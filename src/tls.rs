@@ -74,7 +74,10 @@ impl ReloadableAcceptor {
         let this = self.clone();
         crate::reload::Watched {
             what: "tls",
-            files: files(&self.settings),
+            files: {
+                let files = files(&self.settings);
+                Arc::new(move || files.clone())
+            },
             loaded: self.loaded,
             reload: Arc::new(move || this.reload()),
         }

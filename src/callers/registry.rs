@@ -181,6 +181,8 @@ pub struct Registry {
     aws_keys: HashMap<String, (u32, SigningSecret)>,
     /// The regions signed KMS requests may be scoped to (`[kms] regions`).
     kms_regions: Vec<String>,
+    /// The files the secrets of `aws_keys` were read from (watched for changes).
+    secret_files: Vec<std::path::PathBuf>,
     callers: Vec<Arc<Caller>>,
     anonymous: Arc<Caller>,
     store: Option<Arc<Store>>,
@@ -312,6 +314,7 @@ impl Registry {
             identities: HashMap::new(),
             aws_keys: HashMap::new(),
             kms_regions: settings.kms.regions.clone(),
+            secret_files: Vec::new(),
             callers: Vec::new(),
             anonymous: Arc::new(Caller {
                 name: ANONYMOUS.into(),
@@ -329,6 +332,7 @@ impl Registry {
             store: store.clone(),
         };
         let mut claimed: HashMap<[u8; 32], String> = HashMap::new();
+        let mut aws_owners: HashMap<String, u32> = HashMap::new();
         for (name, table) in &tables {
             let key = |field: &str| format!("callers.{name}.{field}");
             ensure!(
@@ -383,17 +387,13 @@ impl Registry {
                     bail!("{}: {id:?} is listed for both {other:?} and {name:?}", key("identities"));
                 }
             }
-            // The secrets stay unread (and out of memory) while the KMS front-end is off.
-            for aws in table.aws_access_keys.iter().filter(|_| settings.kms.enabled) {
-                let secret = read_secret(&aws.secret_file, &mut warnings).with_context(|| {
-                    format!("{}: secret_file {}", key("aws_access_keys"), aws.secret_file.display())
-                })?;
+            for aws in &table.aws_access_keys {
                 ensure!(
                     (16..=128).contains(&aws.id.len()) && aws.id.bytes().all(|b| b.is_ascii_alphanumeric()),
                     "{}: an id is 16-128 letters and digits (AKIA…)",
                     key("aws_access_keys")
                 );
-                if let Some((other, _)) = registry.aws_keys.insert(aws.id.clone(), (index, secret)) {
+                if let Some(other) = aws_owners.insert(aws.id.clone(), index) {
                     ensure!(other != index, "{}: {:?} is listed twice", key("aws_access_keys"), aws.id);
                     let other = registry.callers[other as usize].name();
                     bail!(
@@ -402,11 +402,36 @@ impl Registry {
                         aws.id
                     );
                 }
+                // The secrets stay unread (and out of memory) while the KMS front-end is off.
+                if !settings.kms.enabled {
+                    continue;
+                }
+                let secret = match read_secret(&aws.secret_file, &mut warnings) {
+                    Ok(secret) => secret,
+                    // After start-up a secret that cannot be read revokes its key alone (fail
+                    // closed), not the whole reload: the other callers' changes still apply.
+                    Err(e) if previous.is_some() => {
+                        warnings.push(format!(
+                            "{}: secret_file {} cannot be read ({e:#}): access key {:?} is refused until it can",
+                            key("aws_access_keys"),
+                            aws.secret_file.display(),
+                            aws.id
+                        ));
+                        continue;
+                    }
+                    Err(e) => {
+                        return Err(e).with_context(|| {
+                            format!("{}: secret_file {}", key("aws_access_keys"), aws.secret_file.display())
+                        });
+                    }
+                };
+                registry.aws_keys.insert(aws.id.clone(), (index, secret));
+                registry.secret_files.push(aws.secret_file.clone());
             }
             if settings.auth.enabled
                 && table.key_sha256.is_empty()
                 && table.identities.is_empty()
-                && table.aws_access_keys.is_empty()
+                && (table.aws_access_keys.is_empty() || !settings.kms.enabled)
             {
                 warnings.push(format!("callers.{name} has no key and no identity: no request can be it"));
             }
@@ -429,6 +454,15 @@ impl Registry {
         }
         if settings.pollen.anonymous && !registry.open_to_anonymous(super::policy::Route::Pollen) {
             warnings.push("pollen.anonymous has no effect: it needs pollen.enabled and auth.enabled".into());
+        }
+        if registry.open_to_anonymous(super::policy::Route::Pollen)
+            && registry.anonymous.policy.check_route(super::policy::Route::Pollen).is_err()
+        {
+            warnings.push(
+                "pollen.anonymous is on but [callers.anonymous.policy] routes leave out /pollen: every \
+                 request without credentials is refused"
+                    .into(),
+            );
         }
         let anonymous = &registry.anonymous.quota;
         if registry.open_to_anonymous(super::policy::Route::Pollen)
@@ -504,6 +538,11 @@ impl Registry {
     /// Whether bearer keys are required.
     pub fn auth(&self) -> bool {
         self.auth
+    }
+
+    /// The files the AWS secrets in force were read from.
+    pub fn secret_files(&self) -> &[std::path::PathBuf] {
+        &self.secret_files
     }
 
     /// Whether requests without credentials reach `route` as `anonymous` with auth on.

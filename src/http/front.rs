@@ -77,6 +77,8 @@ struct Shared {
     public_stream_cap: Arc<Cap>,
     /// See [`SIGNED_CONCURRENCY`].
     signed_cap: Arc<Cap>,
+    /// See [`OPEN_CONCURRENCY`].
+    open_cap: Arc<Cap>,
     /// Time from the call to the response's headers.
     timeout: Duration,
     /// Time from the call to the request body's end.
@@ -106,6 +108,7 @@ impl FrontLayer {
             public_cap: cap(limit.min(PUBLIC_CONCURRENCY)),
             public_stream_cap: cap(limit.min(PUBLIC_STREAMS)),
             signed_cap: cap(limit.min(SIGNED_CONCURRENCY)),
+            open_cap: cap(limit.min(OPEN_CONCURRENCY)),
             timeout: Duration::from_millis(server.request_timeout_ms),
             body_timeout: Duration::from_millis(server.body_read_timeout_ms),
             stream_lifetime,
@@ -133,6 +136,9 @@ pub const PUBLIC_CONCURRENCY: usize = 64;
 /// cap of their own, as public requests have, held until the body is read (its deadline is
 /// [`PUBLIC_BODY_TIMEOUT`]); the endpoint then admits the caller the signature names.
 pub const SIGNED_CONCURRENCY: usize = 64;
+/// Requests of `anonymous` on a route open to requests without credentials (`[pollen]
+/// anonymous`) in progress at once, at most: a cap of their own, as public requests have.
+pub const OPEN_CONCURRENCY: usize = 64;
 /// The body deadline of a public request (the configured one if shorter): a health check's
 /// message comes at once.
 pub const PUBLIC_BODY_TIMEOUT: Duration = Duration::from_secs(2);
@@ -201,6 +207,8 @@ impl<S> Front<S> {
         let callers = &self.shared.state.callers;
         let (authorized, class) = match guard {
             Guard::Public => (None, if stream { Class::PublicStream } else { Class::Public }),
+            // Only a POST is a signed call: the rest goes to the router's 405 as a public request.
+            Guard::Signed(_) if request.method() != Method::POST => (None, Class::Public),
             Guard::Signed(_) => {
                 // What the head shows is checked before a place is taken; the signature, which
                 // covers the body, by the endpoint.
@@ -229,10 +237,7 @@ impl<S> Front<S> {
                     && key.is_none()
                     && client.is_none()
                     && route.is_some_and(|r| callers.open_to_anonymous(r));
-                (
-                    Some(callers.authorize(key, client, route)?),
-                    if open { Class::Public } else { Class::Caller },
-                )
+                (Some(callers.authorize(key, client, route)?), if open { Class::Open } else { Class::Caller })
             }
         };
         let (caller, at) = authorized.as_ref().map_or((None, now), |a| (Some(a.caller.clone()), a.at));
@@ -240,6 +245,7 @@ impl<S> Front<S> {
             Class::Caller => &self.shared.cap,
             Class::Signed => &self.shared.signed_cap,
             Class::Public => &self.shared.public_cap,
+            Class::Open => &self.shared.open_cap,
             Class::PublicStream => &self.shared.public_stream_cap,
         };
         let Some(slot) = cap.enter() else {
@@ -255,9 +261,12 @@ impl<S> Front<S> {
 enum Class {
     /// A caller named by its credentials: the server's cap, the configured body deadline.
     Caller,
-    /// No credentials (a public route, `anonymous` on a route open to it): the public cap,
-    /// the place given back with the body, which is due within [`PUBLIC_BODY_TIMEOUT`].
+    /// A public route: the public cap, the place given back with the body, which is due
+    /// within [`PUBLIC_BODY_TIMEOUT`].
     Public,
+    /// `anonymous` without credentials on a route open to it (`[pollen] anonymous`): as
+    /// `Public`, under a cap of its own (health checks keep theirs).
+    Open,
     /// A signed request before its signature is checked: as `Public`, under a cap of its own.
     Signed,
     /// A public stream: its own cap, held for the stream's lifetime.
@@ -324,7 +333,7 @@ where
                     // public stream's with its response, for its lifetime (PUBLIC_STREAMS).
                     let (body_timeout, slot, body_slot) = match class {
                         Class::Caller => (self.shared.body_timeout, Some(slot), None),
-                        Class::Public | Class::Signed => {
+                        Class::Public | Class::Open | Class::Signed => {
                             (self.shared.body_timeout.min(PUBLIC_BODY_TIMEOUT), None, Some(slot))
                         }
                         Class::PublicStream => (self.shared.stream_lifetime, Some(slot), None),

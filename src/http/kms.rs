@@ -42,12 +42,14 @@ const CONTENT_TYPE: &str = "application/x-amz-json-1.1";
 pub async fn post(State(state): State<AppState>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     let target = parts.headers.get("x-amz-target").and_then(|v| v.to_str().ok());
+    // Refusals before the signature is checked are `unknown`'s, as the front layer's are.
+    let refuse = |error: ApiError| answer_error(&state.callers.unknown(error).error, None);
     if target != Some(TARGET) {
-        return answer_error(&unknown_operation(), None);
+        return refuse(unknown_operation());
     }
     let body = match axum::body::to_bytes(body, MAX_BODY).await {
         Ok(body) => body,
-        Err(e) => return answer_error(&super::random::body_error(&e, MAX_BODY), None),
+        Err(e) => return refuse(super::random::body_error(&e, MAX_BODY)),
     };
     let signed = signed_request(&parts.method, &parts.uri, &parts.headers);
     let client = parts.extensions.get::<Arc<ClientIdentity>>().map(|c| &**c);

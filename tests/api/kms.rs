@@ -174,11 +174,18 @@ async fn call_target(
 }
 
 fn kms_settings(dir: &std::path::Path) -> drbgd::config::Settings {
+    kms_settings_with(dir, true)
+}
+
+/// The test's callers; `write`: the secret files written first.
+fn kms_settings_with(dir: &std::path::Path, write: bool) -> drbgd::config::Settings {
     let mut settings = test_settings();
     settings.kms.enabled = true;
     settings.auth.enabled = true;
     let secret_file = dir.join("kms.secret");
-    std::fs::write(&secret_file, format!("{SECRET}\n")).unwrap();
+    if write {
+        std::fs::write(&secret_file, format!("{SECRET}\n")).unwrap();
+    }
     let aws_access_keys = vec![drbgd::config::callers::AwsAccessKey { id: KEY_ID.into(), secret_file }];
     let mut app = drbgd::callers::settings::CallerSettings { aws_access_keys, ..Default::default() };
     app.policy.routes = Some(vec![drbgd::callers::Route::Kms]);
@@ -187,7 +194,9 @@ fn kms_settings(dir: &std::path::Path) -> drbgd::config::Settings {
     settings.callers.insert("kms-app".into(), app);
     let mut other = drbgd::callers::settings::CallerSettings::default();
     let other_secret = dir.join("other.secret");
-    std::fs::write(&other_secret, "other-secret\n").unwrap();
+    if write {
+        std::fs::write(&other_secret, "other-secret\n").unwrap();
+    }
     other.aws_access_keys = vec![drbgd::config::callers::AwsAccessKey {
         id: "AKIAEXAMPLEDRBGD0002".into(),
         secret_file: other_secret,
@@ -259,6 +268,23 @@ async fn generate_random_answers_as_kms_and_refuses_as_kms() {
     let kms_app =
         app.state.callers.registry().callers().iter().find(|c| c.name() == "kms-app").cloned().unwrap();
     assert_eq!(kms_app.requests(), 3 + 4, "only the requests its key signed: {codes:?}");
+
+    // A rotated secret applies at the next reload; one that cannot be read revokes its key alone.
+    std::fs::write(dir.join("kms.secret"), "rotated-secret\n").unwrap();
+    let settings = kms_settings_with(&dir, false);
+    app.state.callers.reload(&settings).unwrap();
+    assert_eq!(app.state.callers.registry().secret_files().len(), 2, "both files watched");
+    let (status, body, _) = call(&app.api, r#"{"NumberOfBytes": 8}"#, KEY_ID, "rotated-secret").await;
+    assert!(status == 200 || body["__type"] == "ThrottlingException", "{body}");
+    let (_, body, _) = call(&app.api, r#"{"NumberOfBytes": 8}"#, KEY_ID, SECRET).await;
+    assert_eq!(body["__type"], "InvalidSignatureException");
+    std::fs::remove_file(dir.join("kms.secret")).unwrap();
+    app.state.callers.reload(&settings).unwrap();
+    let (_, body, _) = call(&app.api, r#"{"NumberOfBytes": 8}"#, KEY_ID, "rotated-secret").await;
+    assert_eq!(body["__type"], "UnrecognizedClientException", "revoked while its file is gone");
+    let (_, body, _) =
+        call(&app.api, r#"{"NumberOfBytes": 8}"#, "AKIAEXAMPLEDRBGD0002", "other-secret").await;
+    assert_eq!(body["__type"], "AccessDeniedException", "the other key still names its caller");
     std::fs::remove_dir_all(&dir).ok();
 }
 
