@@ -8,7 +8,7 @@
 //!   standard, strength and mechanism type, in one place (`drbg/algorithm.rs`).
 //! - [`ctr_drbg`]: NIST SP 800-90A CTR_DRBG (AES, with and without the derivation function).
 //! - [`chacha20`] and [`blake3_xof`]: keystream generators behind the shared
-//!   fast-key-erasure buffer of [`fke`].
+//!   fast-key-erasure buffer of [`fast_key_erasure`].
 //! - [`reseed`]: thresholds (bytes with arc4random-style jitter, age), prediction resistance,
 //!   fork detection and the continuous health test around any [`Drbg`].
 //! - [`fork`]: the fork generation counter (`unsafe`, with `randen::aesni` and `secret_mem`).
@@ -28,7 +28,7 @@ pub mod blake3_xof;
 pub mod chacha20;
 pub mod ctr_drbg;
 pub mod entropy;
-pub mod fke;
+pub mod fast_key_erasure;
 pub mod fork;
 pub mod pool;
 pub mod randen;

@@ -209,7 +209,7 @@ fn wire_format(format: SecretFormat) -> i32 {
 }
 
 /// proto3 numbers default to 0: 0 means "the default".
-fn given(n: u32) -> Option<u64> {
+fn nonzero(n: u32) -> Option<u64> {
     (n != 0).then_some(u64::from(n))
 }
 
@@ -288,9 +288,9 @@ impl Randomness for RandomnessAdapter {
         };
         let mut response: Response<ChunkStream> =
             Response::new(Box::pin(futures_util::stream::unfold(stream, ChunkStreamState::next)));
-        let served = crate::http::Served { alg, n_bits: n };
+        let served = crate::http::ServedOutput { alg, n_bits: n };
         let outcome =
-            crate::http::Outcome { served: Some(served), recorded_at_end: true, ..Default::default() };
+            crate::http::Record { served: Some(served), recorded_at_end: true, ..Default::default() };
         response.extensions_mut().insert(outcome);
         Ok(response)
     }
@@ -299,7 +299,7 @@ impl Randomness for RandomnessAdapter {
         self.unary(request, "GetToken", |caller, r| {
             let alg = alg_name(r.alg)?;
             let rules = self.state.service.rules();
-            let req = TokenRequest::new(rules, given(r.bytes), secret_format(r.format)?, alg.as_deref())?;
+            let req = TokenRequest::new(rules, nonzero(r.bytes), secret_format(r.format)?, alg.as_deref())?;
             let Secret { mut value, format, alg, bytes } = self.state.service.token(caller, req)?;
             // Moved into the message, which tonic encodes and drops unwiped (docs/security.md).
             let token = std::mem::take(&mut *value);
@@ -312,7 +312,7 @@ impl Randomness for RandomnessAdapter {
         self.unary(request, "GetNonce", |caller, r| {
             let alg = alg_name(r.alg)?;
             let rules = self.state.service.rules();
-            let req = NonceRequest::new(rules, given(r.bytes), secret_format(r.format)?, alg.as_deref())?;
+            let req = NonceRequest::new(rules, nonzero(r.bytes), secret_format(r.format)?, alg.as_deref())?;
             let Secret { mut value, format, alg, bytes } = self.state.service.nonce(caller, req)?;
             let nonce = std::mem::take(&mut *value);
             let reply = pb::GetNonceResponse { nonce, format: wire_format(format), alg: wire_alg(alg) };
@@ -324,7 +324,7 @@ impl Randomness for RandomnessAdapter {
         self.unary(request, "GetUuids", |caller, r| {
             let alg = alg_name(r.alg)?;
             let rules = self.state.service.rules();
-            let req = UuidRequest::new(rules, given(r.count), given(r.version), alg.as_deref())?;
+            let req = UuidRequest::new(rules, nonzero(r.count), nonzero(r.version), alg.as_deref())?;
             let out = self.state.service.uuids(caller, req)?;
             let n = out.uuids.len() as u64 * 122;
             let uuids = out.uuids.iter().map(ToString::to_string).collect();
@@ -338,7 +338,7 @@ impl Randomness for RandomnessAdapter {
         self.unary(request, "GetInts", |caller, r| {
             let alg = alg_name(r.alg)?;
             let rules = self.state.service.rules();
-            let req = IntRequest::new(rules, Some(r.min), Some(r.max), given(r.count), alg.as_deref())?;
+            let req = IntRequest::new(rules, Some(r.min), Some(r.max), nonzero(r.count), alg.as_deref())?;
             let out = self.state.service.ints(caller, req)?;
             Ok((pb::GetIntsResponse { values: out.values, alg: wire_alg(out.alg) }, out.alg, 0))
         })
@@ -391,8 +391,8 @@ fn admission<T>(request: &Request<T>) -> Result<Admission, Status> {
 
 /// `response`, with what it serves recorded for the front layer's access and audit lines.
 fn served<T>(mut response: Response<T>, alg: Algorithm, n_bits: u64) -> Response<T> {
-    let served = crate::http::Served { alg, n_bits };
-    let outcome = crate::http::Outcome { served: Some(served), ..crate::http::Outcome::default() };
+    let served = crate::http::ServedOutput { alg, n_bits };
+    let outcome = crate::http::Record { served: Some(served), ..crate::http::Record::default() };
     response.extensions_mut().insert(outcome);
     response
 }

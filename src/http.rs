@@ -87,21 +87,23 @@ async fn method_not_allowed() -> ApiError {
 
 /// What a response served, for the metrics and the access log.
 #[derive(Debug, Clone, Copy)]
-pub struct Served {
+pub struct ServedOutput {
     /// The generator.
     pub alg: Algorithm,
     /// Random bits served (0 where the count is not a number of bits, as for `/int`).
     pub n_bits: u64,
 }
 
-/// What the front layer records of a response: what was served, the error's code. Endpoints hand it over beside their response ([`Answer`]); anything else that answers
+/// What the front layer records of a response (metrics, access and audit lines): what was
+/// served, the error's code. Endpoints hand it over beside their response
+/// ([`RecordedResponse`]); anything else that answers
 /// (the router's HEAD and POST routes and its fallbacks, an error rendered below the front
 /// layer, the front layer's own refusals) leaves it in the response's extensions. Never read
 /// back from the headers.
 #[derive(Debug, Clone, Default)]
-pub struct Outcome {
+pub struct Record {
     /// What was served (`None`: nothing generated).
-    pub served: Option<Served>,
+    pub served: Option<ServedOutput>,
     /// The response's owner writes its access and audit lines when it ends (a gRPC stream,
     /// whose status is known only then), not the front layer at its headers.
     pub recorded_at_end: bool,
@@ -112,44 +114,44 @@ pub struct Outcome {
     pub named: Option<(std::sync::Arc<crate::callers::Caller>, tokio::time::Instant)>,
 }
 
-impl Outcome {
-    /// The outcome of `response`, added if it has none yet.
-    pub fn of<B>(response: &mut axum::http::Response<B>) -> &mut Outcome {
+impl Record {
+    /// The record of `response`, added if it has none yet.
+    pub fn of<B>(response: &mut axum::http::Response<B>) -> &mut Record {
         response.extensions_mut().get_or_insert_default()
     }
 }
 
-/// An endpoint's response and its [`Outcome`], side by side: the front layer takes the outcome
+/// An endpoint's response and its [`Record`], side by side: the front layer takes the record
 /// of an endpoint it calls directly as it is, without a type map for it in the response
 /// (measured: about 700 instructions a request); through the router, it goes into the
 /// response's extensions.
 #[derive(Debug)]
-pub struct Answer {
+pub struct RecordedResponse {
     /// The response.
     pub response: Response,
     /// What it records.
-    pub outcome: Outcome,
+    pub record: Record,
 }
 
-impl From<Response> for Answer {
+impl From<Response> for RecordedResponse {
     fn from(response: Response) -> Self {
-        Answer { response, outcome: Outcome::default() }
+        RecordedResponse { response, record: Record::default() }
     }
 }
 
-impl From<ApiError> for Answer {
+impl From<ApiError> for RecordedResponse {
     fn from(error: ApiError) -> Self {
-        Answer {
-            outcome: Outcome { code: Some(error.code()), ..Outcome::default() },
+        RecordedResponse {
+            record: Record { code: Some(error.code()), ..Record::default() },
             response: error.render(),
         }
     }
 }
 
-impl axum::response::IntoResponse for Answer {
+impl axum::response::IntoResponse for RecordedResponse {
     fn into_response(self) -> Response {
         let mut response = self.response;
-        response.extensions_mut().insert(self.outcome);
+        response.extensions_mut().insert(self.record);
         response
     }
 }
@@ -199,13 +201,16 @@ fn bits_value(n_bits: u64) -> HeaderValue {
 
 /// The answer of a response that served `n_bits` from `alg`: the `X-Drbg-Alg` / `X-Drbg-Bits`
 /// headers set, what was served recorded.
-pub fn served(mut response: Response, alg: Algorithm, n_bits: u64) -> Answer {
+pub fn served(mut response: Response, alg: Algorithm, n_bits: u64) -> RecordedResponse {
     let h = response.headers_mut();
     h.insert(X_DRBG_ALG, HeaderValue::from_static(alg.name()));
     if n_bits > 0 {
         h.insert(X_DRBG_BITS, bits_value(n_bits));
     }
-    Answer { response, outcome: Outcome { served: Some(Served { alg, n_bits }), ..Outcome::default() } }
+    RecordedResponse {
+        response,
+        record: Record { served: Some(ServedOutput { alg, n_bits }), ..Record::default() },
+    }
 }
 
 #[cfg(test)]

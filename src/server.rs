@@ -156,18 +156,18 @@ struct ConnState {
 
 /// A response in progress, from its request's call to the end (or drop) of its body: counted
 /// in [`ConnState::open`], and as activity when it starts and ends.
-struct Open(Arc<ConnState>);
+struct ResponseInProgress(Arc<ConnState>);
 
-impl Open {
-    fn start(state: &Arc<ConnState>) -> Open {
+impl ResponseInProgress {
+    fn start(state: &Arc<ConnState>) -> ResponseInProgress {
         state.open.fetch_add(1, Ordering::Relaxed);
         state.activity.fetch_add(1, Ordering::Relaxed);
         state.streams.fetch_add(1, Ordering::Relaxed);
-        Open(state.clone())
+        ResponseInProgress(state.clone())
     }
 }
 
-impl Drop for Open {
+impl Drop for ResponseInProgress {
     fn drop(&mut self) {
         self.0.activity.fetch_add(1, Ordering::Relaxed);
         self.0.progress.fetch_add(1, Ordering::Relaxed);
@@ -209,16 +209,17 @@ impl Drop for BodyUnderWay {
 }
 
 pin_project! {
-    /// A response body that holds its [`Open`] until it is all handed to hyper (or dropped).
-    struct Tracked<B> {
+    /// A response body that holds its [`ResponseInProgress`] until it is all handed to hyper
+    /// (or dropped).
+    struct InProgressBody<B> {
         #[pin]
         body: B,
-        open: Open,
+        open: ResponseInProgress,
         under_way: BodyUnderWay,
     }
 }
 
-impl<B: hyper::body::Body> hyper::body::Body for Tracked<B> {
+impl<B: hyper::body::Body> hyper::body::Body for InProgressBody<B> {
     type Data = B::Data;
     type Error = B::Error;
 
@@ -249,12 +250,12 @@ impl<B: hyper::body::Body> hyper::body::Body for Tracked<B> {
 /// buffers for a slow reader is work, not idleness. Reads do not count (a trickled request head
 /// must not keep a connection alive), nor do writes before any request (handshakes, HTTP/2
 /// SETTINGS and PING acknowledgements must not keep a connection that never asks anything).
-struct Counted<T> {
+struct ActivityIo<T> {
     io: T,
     state: Arc<ConnState>,
 }
 
-impl<T: AsyncRead + Unpin> AsyncRead for Counted<T> {
+impl<T: AsyncRead + Unpin> AsyncRead for ActivityIo<T> {
     fn poll_read(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -269,7 +270,7 @@ impl<T: AsyncRead + Unpin> AsyncRead for Counted<T> {
 /// so a client cannot keep a stalled response alive by pinging.
 const DATA_WRITE: usize = 64;
 
-impl<T: AsyncWrite + Unpin> Counted<T> {
+impl<T: AsyncWrite + Unpin> ActivityIo<T> {
     fn wrote(&self, result: Poll<std::io::Result<usize>>) -> Poll<std::io::Result<usize>> {
         if let Poll::Ready(Ok(n)) = result
             && n > 0
@@ -285,7 +286,7 @@ impl<T: AsyncWrite + Unpin> Counted<T> {
     }
 }
 
-impl<T: AsyncWrite + Unpin> AsyncWrite for Counted<T> {
+impl<T: AsyncWrite + Unpin> AsyncWrite for ActivityIo<T> {
     fn poll_write(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -318,20 +319,20 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Counted<T> {
 }
 
 /// The header-read deadline of one connection (see the module documentation).
-struct Idle {
+struct HeaderReadDeadline {
     interval: tokio::time::Interval,
     period: Duration,
     /// [`ConnState::activity`] at the last check.
     seen: u64,
 }
 
-impl Idle {
-    fn new(period: Duration) -> Idle {
+impl HeaderReadDeadline {
+    fn new(period: Duration) -> HeaderReadDeadline {
         let start = tokio::time::Instant::now();
         let first = start.checked_add(period).unwrap_or(start + Duration::from_secs(86_400));
         let mut interval = tokio::time::interval_at(first, period.max(Duration::from_millis(1)));
         interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        Idle { interval, period, seen: 0 }
+        HeaderReadDeadline { interval, period, seen: 0 }
     }
 
     /// Completes at the first check that finds the connection idle since the one before: no
@@ -449,7 +450,7 @@ where
     let spawn = |stream: TcpStream, permit: OwnedSemaphorePermit| {
         let _ = stream.set_nodelay(true);
         let state = Arc::new(ConnState::default());
-        let stream = Counted { io: stream, state: state.clone() };
+        let stream = ActivityIo { io: stream, state: state.clone() };
         let max_age =
             options.max_connection_age.map(|age| jitter(age, sequence.fetch_add(1, Ordering::Relaxed)));
         let connection =
@@ -522,7 +523,7 @@ where
 {
     let (_phase, serving) = watch::channel(Phase::Serving);
     let state = Arc::new(ConnState::default());
-    let io = Counted { io, state: state.clone() };
+    let io = ActivityIo { io, state: state.clone() };
     let connection =
         Connection::new(service, builder(&options), serving, &options, options.max_connection_age, state);
     connection.run(io).await;
@@ -646,7 +647,7 @@ impl<S: HttpService> Connection<S> {
 
     /// [`Connection::run`] over TLS, once the handshake is done (within the header-read
     /// timeout), with the verified client certificate's identity if one was presented.
-    async fn run_tls(self, stream: Counted<TcpStream>, acceptor: tokio_rustls::TlsAcceptor) {
+    async fn run_tls(self, stream: ActivityIo<TcpStream>, acceptor: tokio_rustls::TlsAcceptor) {
         match tokio::time::timeout(self.header_read_timeout, acceptor.accept(stream)).await {
             Ok(Ok(stream)) => {
                 // Verified by rustls against tls.client_ca_file, when presented.
@@ -696,7 +697,7 @@ impl<S: HttpService> Connection<S> {
                 request
             })
             .map_future(move |future: S::Future| {
-                let open = Open::start(&tracked);
+                let open = ResponseInProgress::start(&tracked);
                 async move {
                     let Ok(mut response) = future.await;
                     // HTTP/1: the client will not reuse this connection (hyper strips the
@@ -705,7 +706,11 @@ impl<S: HttpService> Connection<S> {
                         response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
                     }
                     let under_way = BodyUnderWay::start(&open.0);
-                    Ok::<_, std::convert::Infallible>(response.map(|body| Tracked { body, open, under_way }))
+                    Ok::<_, std::convert::Infallible>(response.map(|body| InProgressBody {
+                        body,
+                        open,
+                        under_way,
+                    }))
                 }
             })
             .service(service);
@@ -715,7 +720,7 @@ impl<S: HttpService> Connection<S> {
         let mut aged = Box::pin(sleep_or_never(max_age));
         let mut age_passed = false;
         let mut goaway_sent = false;
-        let mut idle = Idle::new(header_read_timeout);
+        let mut idle = HeaderReadDeadline::new(header_read_timeout);
         let mut quiet = Quiet::new(write_timeout, http2_idle_timeout);
         loop {
             let now = *phase.borrow_and_update();

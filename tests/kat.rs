@@ -10,7 +10,7 @@
 use std::fs;
 
 use drbgd::drbg::ctr_drbg::CtrDrbg;
-use drbgd::drbg::fke::KEY_LEN;
+use drbgd::drbg::fast_key_erasure::KEY_LEN;
 use drbgd::drbg::{blake3_xof::Blake3Drbg, chacha20::ChaCha20Drbg};
 use rand_core::{Rng, SeedableRng};
 use serde_json::Value;

@@ -5,7 +5,7 @@ use blake3::{Hasher, OutputReader};
 use zeroize::Zeroize;
 
 use super::Algorithm;
-use super::fke::{FastKeyErasure, KEY_LEN, KeystreamCore};
+use super::fast_key_erasure::{FastKeyErasure, KEY_LEN, KeystreamCore};
 
 /// The `blake3` generator.
 pub type Blake3Drbg = FastKeyErasure<Blake3Core>;

@@ -21,7 +21,7 @@ use chacha20::cipher::{KeyIvInit, StreamCipherCore};
 use zeroize::Zeroize;
 
 use super::Algorithm;
-use super::fke::{FastKeyErasure, KEY_LEN, KeystreamCore};
+use super::fast_key_erasure::{FastKeyErasure, KEY_LEN, KeystreamCore};
 
 #[cfg(target_arch = "x86_64")]
 pub mod avx2;
@@ -37,7 +37,7 @@ const BLOCK: usize = 64;
 ///
 /// # Security
 /// `new` takes the key by reference into the crate's state; the callers' own key buffers are
-/// wiped (`fke.rs`). Register spills are the residue Rust cannot reach, as in every zeroizing
+/// wiped (`fast_key_erasure.rs`). Register spills are the residue Rust cannot reach, as in every zeroizing
 /// RustCrypto type.
 pub struct ChaChaCore {
     core: ChaCha20LegacyCore,

@@ -209,8 +209,8 @@ mod tests {
     }
 
     /// Counts live instances, to check every element is dropped exactly once.
-    struct Counted(Arc<AtomicUsize>);
-    impl Drop for Counted {
+    struct DropCounter(Arc<AtomicUsize>);
+    impl Drop for DropCounter {
         fn drop(&mut self) {
             self.0.fetch_sub(1, Ordering::SeqCst);
         }
@@ -224,7 +224,7 @@ mod tests {
                 return Err("refused");
             }
             live.fetch_add(1, Ordering::SeqCst);
-            Ok(Counted(live.clone()))
+            Ok(DropCounter(live.clone()))
         };
         let s = SecretSlice::try_from_fn(5, |i| make(i, usize::MAX)).unwrap();
         assert_eq!((s.len(), live.load(Ordering::SeqCst)), (5, 5));

@@ -117,8 +117,9 @@ pub(super) fn chacha20_known_answer() -> bool {
     let mut out = [0u8; 64];
     // The production generator's first key is used as-is for its first keystream batch,
     // whose first 32 bytes become the next key; the rest is output.
-    let mut core = <super::chacha20::ChaChaCore as super::fke::KeystreamCore>::from_key(&[0u8; 32]);
-    super::fke::KeystreamCore::keystream(&mut core, &mut out);
+    let mut core =
+        <super::chacha20::ChaChaCore as super::fast_key_erasure::KeystreamCore>::from_key(&[0u8; 32]);
+    super::fast_key_erasure::KeystreamCore::keystream(&mut core, &mut out);
     let mut drbg = ChaCha20Drbg::new(&[0u8; 32]);
     let mut first = [0u8; 32];
     drbg.fill_bytes(&mut first);

@@ -15,7 +15,7 @@ use axum::http::request::Parts;
 use axum::response::IntoResponse;
 use axum::routing::{MethodRouter, get, post};
 
-use super::{Answer, kms, meta, openapi, pollen, random, values, vault};
+use super::{RecordedResponse, kms, meta, openapi, pollen, random, values, vault};
 use crate::callers::{Admission, Route};
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -196,7 +196,7 @@ impl Endpoint {
 
     /// The response to a GET of this endpoint (errors as problem+json), for a caller
     /// admitted as [`Endpoint::guard`] says (`None` only for a public endpoint).
-    pub fn answer(self, state: &AppState, admission: Option<&Admission>, parts: &Parts) -> Answer {
+    pub fn answer(self, state: &AppState, admission: Option<&Admission>, parts: &Parts) -> RecordedResponse {
         if self.guard() == Guard::Public {
             return openapi::get(state).into();
         }
@@ -218,7 +218,7 @@ impl Endpoint {
             Endpoint::Usage => Ok(meta::usage(admission).into()),
             Endpoint::OpenApi => Ok(openapi::get(state).into()),
         };
-        answer.unwrap_or_else(Answer::from)
+        answer.unwrap_or_else(RecordedResponse::from)
     }
 
     /// The endpoint as the router's method router for its path (`POST /bits` added; `/pollen`

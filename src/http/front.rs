@@ -50,7 +50,7 @@ use tower::{Layer, Service};
 
 use super::deadline::{Lifetime, ReadDeadline};
 use super::endpoint::{Dialect, Guard, grpc_guard, public_stream};
-use super::{Answer, Endpoint, Outcome, ROUTES};
+use super::{Endpoint, ROUTES, Record, RecordedResponse};
 use crate::callers::headers::{RATELIMIT, RATELIMIT_POLICY, current_field};
 use crate::callers::{Admission, Authorized, Caller, ClientIdentity, Denied, Key, Route};
 use crate::error::ApiError;
@@ -419,7 +419,7 @@ where
                     own_answer(error, dialect)
                 }
                 Ok(Poll::Ready(Ok(mut response))) => {
-                    let outcome = response.extensions_mut().remove::<Outcome>().unwrap_or_default();
+                    let outcome = response.extensions_mut().remove::<Record>().unwrap_or_default();
                     (response, false, outcome)
                 }
                 Err(_) => own_answer(panicked(), dialect),
@@ -428,7 +428,7 @@ where
                 (Some(parts), Some(Observe { state, .. })) => {
                     let admission = this.admission.as_ref();
                     match catch_unwind(AssertUnwindSafe(|| endpoint.answer(state, admission, &parts))) {
-                        Ok(Answer { response, outcome }) => (response, false, outcome),
+                        Ok(RecordedResponse { response, record }) => (response, false, record),
                         Err(_) => own_answer(panicked(), dialect),
                     }
                 }
@@ -490,8 +490,8 @@ fn unnamed(error: ApiError, at: Instant) -> Denied {
 /// sees `UNAUTHENTICATED`, `RESOURCE_EXHAUSTED` or `DEADLINE_EXCEEDED` with `retry-after`, not
 /// an HTTP status it cannot read), on a drop-in front-end's route the error as its service
 /// writes it; with the error's code for the records.
-fn own_answer(error: ApiError, dialect: Dialect) -> (Response, bool, Outcome) {
-    let outcome = Outcome { code: Some(error.code()), ..Outcome::default() };
+fn own_answer(error: ApiError, dialect: Dialect) -> (Response, bool, Record) {
+    let outcome = Record { code: Some(error.code()), ..Record::default() };
     (dialect.render(&error), true, outcome)
 }
 
@@ -608,7 +608,7 @@ impl Observe {
 
     /// Records the response: metrics, the access line, the audit line. Never logs output
     /// bytes, keys, certificates or the query string's values beyond n/alg.
-    fn finish(&mut self, response: &Response, outcome: &Outcome, own: bool) {
+    fn finish(&mut self, response: &Response, outcome: &Record, own: bool) {
         self.done = true;
         let metrics = &self.state.metrics;
         let served = outcome.served;

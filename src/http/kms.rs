@@ -19,7 +19,7 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use super::{Answer, served};
+use super::{RecordedResponse, served};
 use crate::callers::sigv4::SignedRequest;
 use crate::callers::{Authorized, ClientIdentity, Denied, Route};
 use crate::error::ApiError;
@@ -77,9 +77,9 @@ pub async fn post(State(state): State<AppState>, request: Request) -> Response {
     out.extend_from_slice(br#"{"Plaintext":""#);
     out.extend_from_slice(&encoded);
     out.extend_from_slice(br#""}"#);
-    let mut answer: Answer =
+    let mut answer: RecordedResponse =
         served(super::response(super::wiped(out), CONTENT_TYPE), req.alg(), req.n_bits());
-    answer.outcome.named = named;
+    answer.record.named = named;
     answer.into_response()
 }
 
@@ -208,7 +208,7 @@ fn answer_error(
     named: Option<(std::sync::Arc<crate::callers::Caller>, tokio::time::Instant)>,
 ) -> Response {
     let mut response = error_response(error);
-    let outcome = super::Outcome::of(&mut response);
+    let outcome = super::Record::of(&mut response);
     outcome.code = Some(error.code());
     outcome.named = named;
     response

@@ -11,7 +11,7 @@ use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha512};
 
-use super::{Answer, served};
+use super::{RecordedResponse, served};
 use crate::callers::Admission;
 use crate::error::ApiError;
 use crate::service::{SecretFormat, TokenRequest};
@@ -30,13 +30,13 @@ const MAX_BODY: usize = 4 * MAX_CHALLENGE;
 pub async fn post(State(state): State<AppState>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     let Some(admission) = parts.extensions.get::<Admission>().cloned() else {
-        return Answer::from(ApiError::Internal).into_response();
+        return RecordedResponse::from(ApiError::Internal).into_response();
     };
     let answer = match axum::body::to_bytes(body, MAX_BODY).await {
         Err(e) => Err(super::random::body_error(&e, MAX_BODY)),
         Ok(bytes) => challenge(&bytes).and_then(|challenge| answer(&state, &admission, &challenge)),
     };
-    answer.unwrap_or_else(Answer::from).into_response()
+    answer.unwrap_or_else(RecordedResponse::from).into_response()
 }
 
 /// The challenge of a form body, as Pollen's server reads it (`r.FormValue("challenge")`):
@@ -61,7 +61,7 @@ fn challenge(body: &[u8]) -> Result<String, ApiError> {
     Ok(challenge.into_owned())
 }
 
-fn answer(state: &AppState, admission: &Admission, challenge: &str) -> Result<Answer, ApiError> {
+fn answer(state: &AppState, admission: &Admission, challenge: &str) -> Result<RecordedResponse, ApiError> {
     let req = TokenRequest::new(state.service.rules(), Some(SEED_BYTES), Some(SecretFormat::Hex), None)?;
     let seed = state.service.token(&admission.caller, req)?;
     let proof = Sha512::digest(challenge.as_bytes());

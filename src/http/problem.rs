@@ -8,10 +8,10 @@ use axum::response::{IntoResponse, Response};
 use crate::error::ApiError;
 
 impl IntoResponse for ApiError {
-    /// [`ApiError::render`], its code recorded for the front layer (see [`super::Outcome`]).
+    /// [`ApiError::render`], its code recorded for the front layer (see [`super::Record`]).
     fn into_response(self) -> Response {
         let mut response = self.render();
-        super::Outcome::of(&mut response).code = Some(self.code());
+        super::Record::of(&mut response).code = Some(self.code());
         response
     }
 }
@@ -52,7 +52,7 @@ impl serde::Serialize for Problem<'_> {
         let (error, status) = (self.error, self.status);
         let mut map = serializer.serialize_map(None)?;
         map.serialize_entry("code", error.code())?;
-        map.serialize_entry("detail", &Collected(format_args!("{error}")))?;
+        map.serialize_entry("detail", &DisplayAsString(format_args!("{error}")))?;
         if let Some(param) = error.param() {
             map.serialize_entry("param", param)?;
         }
@@ -60,16 +60,16 @@ impl serde::Serialize for Problem<'_> {
         map.serialize_entry("title", status.canonical_reason().unwrap_or("error"))?;
         map.serialize_entry(
             "type",
-            &Collected(format_args!("https://drbgd.invalid/problems/{}", error.code())),
+            &DisplayAsString(format_args!("https://drbgd.invalid/problems/{}", error.code())),
         )?;
         map.end()
     }
 }
 
 /// A `Display` value serialized as a JSON string without a `String` in between.
-struct Collected<'a>(std::fmt::Arguments<'a>);
+struct DisplayAsString<'a>(std::fmt::Arguments<'a>);
 
-impl serde::Serialize for Collected<'_> {
+impl serde::Serialize for DisplayAsString<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.collect_str(&self.0)
     }

@@ -14,7 +14,7 @@ use http_body::{Frame, SizeHint};
 use serde_json::Value;
 
 use super::params::{Accept, Params, choose_format};
-use super::{Answer, served};
+use super::{RecordedResponse, served};
 use crate::callers::Admission;
 use crate::error::ApiError;
 use crate::service::{BitsOutput, BitsRequest, BytesRequest, Chunks};
@@ -25,7 +25,11 @@ const PARAMS: &[&str] = &["n", "alg", "format", "pr"];
 const SERVER_TIMING: axum::http::HeaderName = axum::http::HeaderName::from_static("server-timing");
 
 /// `GET /bits?n=&alg=&format=&pr=`.
-pub fn get_bits(state: &AppState, admission: &Admission, parts: &Parts) -> Result<Answer, ApiError> {
+pub fn get_bits(
+    state: &AppState,
+    admission: &Admission,
+    parts: &Parts,
+) -> Result<RecordedResponse, ApiError> {
     respond(state, admission, bits_request(state, Accept::of(&parts.headers), &Params::of(parts)?)?)
 }
 
@@ -38,7 +42,7 @@ const MAX_JSON_BODY: usize = 4096;
 pub async fn post_bits(State(state): State<AppState>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     let Some(admission) = parts.extensions.get::<Admission>().cloned() else {
-        return Answer::from(ApiError::Internal).into_response();
+        return RecordedResponse::from(ApiError::Internal).into_response();
     };
     let accept = parts.headers.get(header::ACCEPT).cloned();
     let answer = match axum::body::to_bytes(body, MAX_JSON_BODY).await {
@@ -48,7 +52,7 @@ pub async fn post_bits(State(state): State<AppState>, request: Request) -> Respo
             .and_then(|body| bits_request(&state, Accept::from(accept.as_ref()), &Params::from_json(&body)?)),
     }
     .and_then(|req| respond(&state, &admission, req));
-    answer.unwrap_or_else(Answer::from).into_response()
+    answer.unwrap_or_else(RecordedResponse::from).into_response()
 }
 
 /// The error of a body that could not be read: too large (over `limit` bytes), or not
@@ -83,7 +87,11 @@ fn client_went_away(error: &axum::Error) -> bool {
 }
 
 /// `GET /bytes?n=&alg=&format=&pr=`: the same, counted in bytes.
-pub fn get_bytes(state: &AppState, admission: &Admission, parts: &Parts) -> Result<Answer, ApiError> {
+pub fn get_bytes(
+    state: &AppState,
+    admission: &Admission,
+    parts: &Parts,
+) -> Result<RecordedResponse, ApiError> {
     let params = Params::of(parts)?;
     params.allow(PARAMS)?;
     let format = choose_format(params.get("format"), Accept::of(&parts.headers))?;
@@ -99,7 +107,7 @@ fn bits_request(state: &AppState, accept: Accept<'_>, params: &Params<'_>) -> Re
     BitsRequest::new(state.service.rules(), n, alg, format, pr)
 }
 
-fn respond(state: &AppState, admission: &Admission, req: BitsRequest) -> Result<Answer, ApiError> {
+fn respond(state: &AppState, admission: &Admission, req: BitsRequest) -> Result<RecordedResponse, ApiError> {
     let content_type = req.format().content_type();
     let response = match state.service.bits(&admission.caller, req)? {
         BitsOutput::Whole(generated) => {

@@ -8,14 +8,14 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use super::params::{Accept, Params, wants_json};
-use super::{Answer, served};
+use super::{RecordedResponse, served};
 use crate::callers::Admission;
 use crate::error::ApiError;
 use crate::service::{IntRequest, NonceRequest, Secret, SecretFormat, TokenRequest, UuidRequest};
 use crate::state::AppState;
 
 /// `GET /token?bytes=32&format=base64url|hex|base32|base64&alg=`.
-pub fn token(state: &AppState, admission: &Admission, parts: &Parts) -> Result<Answer, ApiError> {
+pub fn token(state: &AppState, admission: &Admission, parts: &Parts) -> Result<RecordedResponse, ApiError> {
     let params = Params::of(parts)?;
     params.allow(&["bytes", "format", "alg"])?;
     let req = TokenRequest::new(
@@ -28,7 +28,7 @@ pub fn token(state: &AppState, admission: &Admission, parts: &Parts) -> Result<A
 }
 
 /// `GET /nonce?bytes=12&format=hex|base64|base64url|base32&alg=`.
-pub fn nonce(state: &AppState, admission: &Admission, parts: &Parts) -> Result<Answer, ApiError> {
+pub fn nonce(state: &AppState, admission: &Admission, parts: &Parts) -> Result<RecordedResponse, ApiError> {
     let params = Params::of(parts)?;
     params.allow(&["bytes", "format", "alg"])?;
     let req = NonceRequest::new(
@@ -56,7 +56,7 @@ fn secret_format(params: &Params) -> Result<Option<SecretFormat>, ApiError> {
         .transpose()
 }
 
-fn secret(accept: Accept<'_>, secret: Secret) -> Answer {
+fn secret(accept: Accept<'_>, secret: Secret) -> RecordedResponse {
     let (alg, bits) = (secret.alg, secret.bytes * 8);
     let body = if wants_json(accept) {
         let Secret { value, bytes, format, alg } = secret;
@@ -83,7 +83,7 @@ struct SecretJson<'a> {
 }
 
 /// `GET /uuid?count=1&version=4|7&alg=`.
-pub fn uuid(state: &AppState, admission: &Admission, parts: &Parts) -> Result<Answer, ApiError> {
+pub fn uuid(state: &AppState, admission: &Admission, parts: &Parts) -> Result<RecordedResponse, ApiError> {
     let params = Params::of(parts)?;
     params.allow(&["count", "version", "alg"])?;
     let req = UuidRequest::new(
@@ -104,7 +104,7 @@ pub fn uuid(state: &AppState, admission: &Admission, parts: &Parts) -> Result<An
 }
 
 /// `GET /int?min=&max=&count=&alg=`: uniform integers in `[min, max]`.
-pub fn int(state: &AppState, admission: &Admission, parts: &Parts) -> Result<Answer, ApiError> {
+pub fn int(state: &AppState, admission: &Admission, parts: &Parts) -> Result<RecordedResponse, ApiError> {
     let params = Params::of(parts)?;
     params.allow(&["min", "max", "count", "alg"])?;
     let req = IntRequest::new(

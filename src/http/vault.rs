@@ -18,7 +18,7 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use super::{Answer, served};
+use super::{RecordedResponse, served};
 use crate::callers::Admission;
 use crate::error::ApiError;
 use crate::service::{BytesRequest, Encoding};
@@ -153,7 +153,7 @@ fn valid_source(s: &str) -> bool {
     matches!(s, "" | "platform" | "seal" | "all")
 }
 
-fn answer(state: &AppState, admission: &Admission, params: &Params) -> Result<Answer, ApiError> {
+fn answer(state: &AppState, admission: &Admission, params: &Params) -> Result<RecordedResponse, ApiError> {
     let format = if params.hex { Encoding::Hex } else { Encoding::Base64 };
     let req = BytesRequest::new(state.service.rules(), Some(params.bytes), None, format, false)?.into_bits();
     let generated = state.service.whole(&admission.caller, &req)?;
@@ -206,7 +206,7 @@ pub fn error_response(error: &ApiError) -> Response {
 /// [`error_response`] with its code recorded for the front layer.
 fn answer_error(error: &ApiError) -> Response {
     let mut response = error_response(error);
-    super::Outcome::of(&mut response).code = Some(error.code());
+    super::Record::of(&mut response).code = Some(error.code());
     response
 }
 

@@ -68,7 +68,7 @@ fn access_line(line: &mut String, a: &super::Access<'_>) -> fmt::Result {
         quote(line, value)
     }
     /// A string of ours (a route template, an algorithm's name, an error code): plain.
-    fn ours(line: &mut String, name: &str, value: &'static str) {
+    fn known_value(line: &mut String, name: &str, value: &'static str) {
         debug_assert!(plain(value), "{value:?}");
         line.push(' ');
         line.push_str(name);
@@ -92,11 +92,11 @@ fn access_line(line: &mut String, a: &super::Access<'_>) -> fmt::Result {
     }
     quoted(line, "caller", a.caller)?;
     quoted(line, "method", a.method)?;
-    ours(line, "route", a.route);
-    ours(line, "alg", a.alg);
+    known_value(line, "route", a.route);
+    known_value(line, "alg", a.alg);
     number(line, "n", a.n);
     number(line, "status", u64::from(a.status));
-    ours(line, "code", a.code);
+    known_value(line, "code", a.code);
     number(line, "latency_us", a.latency_us);
     line.push('\n');
     Ok(())
