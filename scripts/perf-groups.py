@@ -12,7 +12,7 @@ GROUPS = [
     ("kernel: TCP, syscalls, scheduling", r"^\[k\]"),
     ("logging (tracing-subscriber format + write)", r"drbgd::telemetry|itoa|tracing_subscriber|tracing_appender|nu_ansi_term|tracing_core|core::fmt|fmt::Write|write_str|write_fmt|Formatter|<.*as core::fmt::Display>"),
     ("metrics (prometheus)", r"prometheus"),
-    ("generators (ChaCha, AES, BLAKE3, Randen)", r"chacha20|aes::|aes_|blake3|randen|drbgd::drbg|ctr_drbg|fke"),
+    ("generators (ChaCha, AES, BLAKE3, Randen)", r"chacha20|aes::|aes_|blake3|randen|drbgd::drbg|ctr_drbg|fast_key_erasure"),
     ("drbgd service + handlers", r"drbgd::(service|http|grpc|error|state)"),
     ("drbgd connection loop", r"drbgd::server"),
     ("tower / tower-http layers", r"tower_http|tower::|tower_layer"),

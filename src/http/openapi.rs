@@ -24,6 +24,7 @@ use utoipa::openapi::{
 };
 use utoipa::{PartialSchema, ToSchema};
 
+use super::params::{self, Param};
 use crate::route::Route;
 use crate::service::request::{
     DEFAULT_COUNT, DEFAULT_NONCE_BYTES, DEFAULT_TOKEN_BYTES, DEFAULT_UUID_VERSION,
@@ -112,18 +113,6 @@ pub struct IntsJson {
 /// front-ends' paths for the routes `serves`.
 pub fn document(rules: &Rules, auth: bool, serves: impl Fn(Route) -> bool) -> OpenApi {
     let d = Describe { rules, auth };
-    let bits_params = |n_max: u64, n_doc: &str| {
-        vec![
-            d.integer_param("n", true, n_doc, 1, n_max, None),
-            d.alg_param(),
-            d.enum_param(
-                "format",
-                "Output encoding; absent: chosen from Accept, else hex.",
-                Encoding::ALL.map(Encoding::name).to_vec(),
-            ),
-            d.bool_param("pr", "Prediction resistance: reseed from the OS before generating."),
-        ]
-    };
     let bits_responses = |op: OperationBuilder| {
         let ok = ResponseBuilder::new()
             .description("OK; streamed above the configured threshold")
@@ -132,10 +121,11 @@ pub fn document(rules: &Rules, auth: bool, serves: impl Fn(Route) -> bool) -> Op
             .content("application/json", content(Ref::from_schema_name("BitsJson").into()));
         d.errors(op.response("200", ok.build()), &["400", "403", "429", "503"])
     };
-    let get_bits = bits_responses(
-        d.op("getBits", "n random bits (packed MSB-first)")
-            .parameters(Some(bits_params(rules.max_bits, "Number of bits."))),
-    );
+    let get_bits =
+        bits_responses(d.op("getBits", "n random bits (packed MSB-first)").parameters(Some(d.query(
+            params::BITS,
+            &Context { n: Some((rules.max_bits, "Number of bits.")), ..Context::default() },
+        ))));
     let post_bits = bits_responses(
         d.op("postBits", "n random bits, parameters in a JSON body").request_body(Some(
             RequestBodyBuilder::new()
@@ -144,58 +134,24 @@ pub fn document(rules: &Rules, auth: bool, serves: impl Fn(Route) -> bool) -> Op
                 .build(),
         )),
     );
-    let get_bytes = bits_responses(
-        d.op("getBytes", "n random bytes")
-            .parameters(Some(bits_params(rules.max_bits / 8, "Number of bytes."))),
-    );
+    let get_bytes = bits_responses(d.op("getBytes", "n random bytes").parameters(Some(d.query(
+        params::BITS,
+        &Context { n: Some((rules.max_bits / 8, "Number of bytes.")), ..Context::default() },
+    ))));
     let secret = |id: &str, summary: &str, default_bytes: u64, default_format: SecretFormat| {
-        let mut formats = SecretFormat::ALL.map(SecretFormat::name).to_vec();
-        formats.sort_by_key(|f| *f != default_format.name());
-        let op = d.op(id, summary).parameters(Some(vec![
-            d.integer_param("bytes", false, "Random bytes.", 1, rules.max_token_bytes, Some(default_bytes)),
-            d.enum_param("format", &format!("Encoding (default {}).", default_format.name()), formats),
-            d.alg_param(),
-        ]));
+        let context = Context { secret: Some((default_bytes, default_format)), ..Context::default() };
+        let op = d.op(id, summary).parameters(Some(d.query(params::SECRET, &context)));
         d.errors(op.response("200", d.text_or_json("SecretJson")), &["400", "403", "429", "503"])
     };
     let uuid = d.errors(
         d.op("getUuids", "RFC 9562 UUIDs")
-            .parameters(Some(vec![
-                d.integer_param("count", false, "How many.", 1, rules.max_count, Some(DEFAULT_COUNT)),
-                d.param(
-                    "version",
-                    false,
-                    "4 (random) or 7 (Unix time + random).",
-                    ObjectBuilder::new()
-                        .schema_type(Type::Integer)
-                        .enum_values(Some([4, 7]))
-                        .default(Some(DEFAULT_UUID_VERSION.into()))
-                        .into(),
-                ),
-                d.alg_param(),
-            ]))
+            .parameters(Some(d.query(params::UUID, &Context::default())))
             .response("200", d.text_or_json("UuidsJson")),
         &["400", "403", "429", "503"],
     );
-    let int64 = || -> Schema {
-        ObjectBuilder::new()
-            .schema_type(Type::Integer)
-            .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))
-            .into()
-    };
     let int = d.errors(
         d.op("getInts", "Uniform integers in [min, max] without modulo bias")
-            .parameters(Some(vec![
-                d.param("min", true, "Lower bound (inclusive).", int64()),
-                d.param(
-                    "max",
-                    true,
-                    "Upper bound (inclusive); at least min (else 400 invalid_range).",
-                    int64(),
-                ),
-                d.integer_param("count", false, "How many.", 1, rules.max_count, Some(DEFAULT_COUNT)),
-                d.alg_param(),
-            ]))
+            .parameters(Some(d.query(params::INT, &Context::default())))
             .response("200", d.text_or_json("IntsJson")),
         &["400", "403", "429", "503"],
     );
@@ -365,6 +321,14 @@ pub fn get(state: &crate::state::AppState) -> Response {
     response
 }
 
+/// What a route's parameters are described with: `n`'s maximum and sentence (`/bits`,
+/// `/bytes`), a secret's default size and format (`/token`, `/nonce`).
+#[derive(Default)]
+struct Context {
+    n: Option<(u64, &'static str)>,
+    secret: Option<(u64, SecretFormat)>,
+}
+
 /// Builds operations for one configuration.
 struct Describe<'a> {
     rules: &'a Rules,
@@ -460,34 +424,93 @@ impl Describe<'_> {
         names
     }
 
+    /// The query parameters of a route, `list` (its handler's own), described for `context`.
+    fn query(&self, list: &[Param], context: &Context) -> Vec<utoipa::openapi::path::Parameter> {
+        list.iter().map(|&p| self.describe(p, context)).collect()
+    }
+
+    fn describe(&self, param: Param, context: &Context) -> utoipa::openapi::path::Parameter {
+        let (name, rules) = (param.name(), self.rules);
+        let int64 = || -> Schema {
+            ObjectBuilder::new()
+                .schema_type(Type::Integer)
+                .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))
+                .into()
+        };
+        match (param, context.secret) {
+            (Param::N, _) => {
+                let (max, doc) = context.n.unwrap_or((rules.max_bits, "Number of bits."));
+                self.integer_param(name, true, doc, 1, max, None)
+            }
+            (Param::Alg, _) => self.alg_param(),
+            (Param::Format, None) => self.enum_param(
+                name,
+                "Output encoding; absent: chosen from Accept, else hex.",
+                Encoding::ALL.map(Encoding::name).to_vec(),
+            ),
+            (Param::Format, Some((_, default))) => {
+                let mut formats = SecretFormat::ALL.map(SecretFormat::name).to_vec();
+                formats.sort_by_key(|f| *f != default.name());
+                self.enum_param(name, &format!("Encoding (default {}).", default.name()), formats)
+            }
+            (Param::Pr, _) => {
+                self.bool_param(name, "Prediction resistance: reseed from the OS before generating.")
+            }
+            (Param::Bytes, secret) => {
+                let default = secret.map(|(bytes, _)| bytes);
+                self.integer_param(name, false, "Random bytes.", 1, rules.max_token_bytes, default)
+            }
+            (Param::Count, _) => {
+                self.integer_param(name, false, "How many.", 1, rules.max_count, Some(DEFAULT_COUNT))
+            }
+            (Param::Version, _) => self.param(
+                name,
+                false,
+                "4 (random) or 7 (Unix time + random).",
+                ObjectBuilder::new()
+                    .schema_type(Type::Integer)
+                    .enum_values(Some([4, 7]))
+                    .default(Some(DEFAULT_UUID_VERSION.into()))
+                    .into(),
+            ),
+            (Param::Min, _) => self.param(name, true, "Lower bound (inclusive).", int64()),
+            (Param::Max, _) => self.param(
+                name,
+                true,
+                "Upper bound (inclusive); at least min (else 400 invalid_range).",
+                int64(),
+            ),
+        }
+    }
+
     fn alg_param(&self) -> utoipa::openapi::path::Parameter {
         let description = format!("Generator (any case); default {}.", self.rules.default_alg.name());
         let schema = ObjectBuilder::new().schema_type(Type::String).enum_values(Some(self.alg_names()));
-        self.param("alg", false, &description, schema.into())
+        self.param(Param::Alg.name(), false, &description, schema.into())
     }
 
+    /// `POST /bits`'s body: the members of [`params::BITS`].
     fn bits_body(&self) -> Schema {
-        ObjectBuilder::new()
-            .schema_type(Type::Object)
-            .property(
-                "n",
-                ObjectBuilder::new()
+        let mut body = ObjectBuilder::new().schema_type(Type::Object);
+        for &param in params::BITS {
+            let schema: Schema = match param {
+                Param::N => ObjectBuilder::new()
                     .schema_type(Type::Integer)
                     .minimum(Some(1.0))
-                    .maximum(Some(self.rules.max_bits as f64)),
-            )
-            .required("n")
-            .property(
-                "alg",
-                ObjectBuilder::new().schema_type(Type::String).enum_values(Some(self.alg_names())),
-            )
-            .property(
-                "format",
-                ObjectBuilder::new()
+                    .maximum(Some(self.rules.max_bits as f64))
+                    .into(),
+                Param::Alg => {
+                    ObjectBuilder::new().schema_type(Type::String).enum_values(Some(self.alg_names())).into()
+                }
+                Param::Format => ObjectBuilder::new()
                     .schema_type(Type::String)
-                    .enum_values(Some(Encoding::ALL.map(Encoding::name))),
-            )
-            .property("pr", ObjectBuilder::new().schema_type(Type::Boolean))
+                    .enum_values(Some(Encoding::ALL.map(Encoding::name)))
+                    .into(),
+                _ => ObjectBuilder::new().schema_type(Type::Boolean).into(),
+            };
+            body = body.property(param.name(), schema);
+        }
+        body.required(Param::N.name())
             .additional_properties(Some(utoipa::openapi::schema::AdditionalProperties::FreeForm(false)))
             .into()
     }

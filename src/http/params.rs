@@ -1,5 +1,7 @@
 //! Strict query parsing: unknown or repeated parameters are errors, numbers must be numbers,
-//! and every failure names the parameter and a stable code.
+//! and every failure names the parameter and a stable code. The parameters themselves are
+//! written once, here ([`Param`] and each route's list), for the handlers that read them and
+//! the OpenAPI document that describes them.
 
 use std::borrow::Cow;
 
@@ -8,6 +10,67 @@ use axum::http::{HeaderMap, HeaderValue};
 
 use crate::error::ApiError;
 use crate::service::Encoding;
+
+/// A query parameter of the API (and a member of `POST /bits`'s body).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Param {
+    /// How many bits (`/bits`) or bytes (`/bytes`).
+    N,
+    /// The generator.
+    Alg,
+    /// The output encoding.
+    Format,
+    /// Prediction resistance.
+    Pr,
+    /// How many random bytes in a token or nonce.
+    Bytes,
+    /// How many UUIDs or integers.
+    Count,
+    /// The UUID version.
+    Version,
+    /// The integers' lower bound.
+    Min,
+    /// The integers' upper bound.
+    Max,
+}
+
+impl Param {
+    /// Its name in the query.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Param::N => "n",
+            Param::Alg => "alg",
+            Param::Format => "format",
+            Param::Pr => "pr",
+            Param::Bytes => "bytes",
+            Param::Count => "count",
+            Param::Version => "version",
+            Param::Min => "min",
+            Param::Max => "max",
+        }
+    }
+
+    /// The error code of a value that is not a number of the right kind.
+    const fn invalid_code(self) -> &'static str {
+        match self {
+            Param::N => "invalid_n",
+            Param::Bytes => "invalid_bytes",
+            Param::Count => "invalid_count",
+            Param::Version => "invalid_version",
+            Param::Pr => "invalid_boolean",
+            Param::Min | Param::Max | Param::Alg | Param::Format => "invalid_integer",
+        }
+    }
+}
+
+/// The parameters of `/bits` and `/bytes` (and the members of `POST /bits`'s body).
+pub const BITS: &[Param] = &[Param::N, Param::Alg, Param::Format, Param::Pr];
+/// The parameters of `/token` and `/nonce`.
+pub const SECRET: &[Param] = &[Param::Bytes, Param::Format, Param::Alg];
+/// The parameters of `/uuid`.
+pub const UUID: &[Param] = &[Param::Count, Param::Version, Param::Alg];
+/// The parameters of `/int`.
+pub const INT: &[Param] = &[Param::Min, Param::Max, Param::Count, Param::Alg];
 
 /// The most query parameters a request may give.
 pub const MAX_PARAMS: usize = 16;
@@ -35,7 +98,7 @@ impl<'a> Params<'a> {
                     format!("at most {MAX_PARAMS} query parameters"),
                 ));
             }
-            if params.get(&key).is_some() {
+            if params.value(&key).is_some() {
                 return Err(ApiError::invalid(
                     "duplicate_parameter",
                     &key,
@@ -62,20 +125,24 @@ impl Params<'_> {
             .ok_or_else(|| ApiError::invalid("invalid_body", "body", "the body must be a JSON object"))?;
         let mut params = Vec::with_capacity(object.len());
         for (key, value) in object {
+            let (n, pr) = (Param::N.name(), Param::Pr.name());
             let text = match (key.as_str(), value) {
-                ("n", Value::Number(n)) if n.is_u64() => n.to_string(),
+                (k, Value::Number(v)) if k == n && v.is_u64() => v.to_string(),
                 // JSON has one number type: 1116.0 is the integer 1116 (as JSON Schema says).
-                ("n", Value::Number(n))
-                    if n.as_f64().is_some_and(|f| {
-                        f.fract() == 0.0 && (0.0..9.007_199_254_740_992e15).contains(&f)
-                    }) =>
+                (k, Value::Number(v))
+                    if k == n
+                        && v.as_f64().is_some_and(|f| {
+                            f.fract() == 0.0 && (0.0..9.007_199_254_740_992e15).contains(&f)
+                        }) =>
                 {
-                    (n.as_f64().unwrap_or_default() as u64).to_string()
+                    (v.as_f64().unwrap_or_default() as u64).to_string()
                 }
-                ("n", _) => return Err(ApiError::invalid("invalid_n", "n", "n must be a positive integer")),
-                ("pr", Value::Bool(b)) => b.to_string(),
-                ("pr", _) => {
-                    return Err(ApiError::invalid("invalid_boolean", "pr", "pr must be true or false"));
+                (k, _) if k == n => {
+                    return Err(ApiError::invalid("invalid_n", n, "n must be a positive integer"));
+                }
+                (k, Value::Bool(b)) if k == pr => b.to_string(),
+                (k, _) if k == pr => {
+                    return Err(ApiError::invalid("invalid_boolean", pr, "pr must be true or false"));
                 }
                 (_, Value::String(s)) => s.clone(),
                 _ => return Err(ApiError::invalid("invalid_body", key, format!("{key} must be a string"))),
@@ -90,31 +157,44 @@ impl Params<'_> {
     /// # Errors
     /// `unknown_parameter`, naming the first unknown one in alphabetical order (the same
     /// for a query and a JSON body).
-    pub fn allow(&self, allowed: &[&str]) -> Result<&Self, ApiError> {
-        match self.0.iter().map(|(k, _)| k).filter(|k| !allowed.contains(&k.as_ref())).min() {
-            Some(k) => Err(ApiError::invalid(
-                "unknown_parameter",
-                k,
-                format!("unknown parameter {k:?}; expected one of {}", allowed.join(", ")),
-            )),
+    pub fn allow(&self, allowed: &[Param]) -> Result<&Self, ApiError> {
+        let known = |k: &str| allowed.iter().any(|p| p.name() == k);
+        match self.0.iter().map(|(k, _)| k).filter(|k| !known(k)).min() {
+            Some(k) => {
+                let names: Vec<&str> = allowed.iter().map(|p| p.name()).collect();
+                Err(ApiError::invalid(
+                    "unknown_parameter",
+                    k,
+                    format!("unknown parameter {k:?}; expected one of {}", names.join(", ")),
+                ))
+            }
             None => Ok(self),
         }
     }
 
-    /// The raw value.
-    pub fn get(&self, key: &str) -> Option<&str> {
+    /// The raw value of `param`.
+    pub fn get(&self, param: Param) -> Option<&str> {
+        self.value(param.name())
+    }
+
+    fn value(&self, key: &str) -> Option<&str> {
         self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_ref())
     }
 
     /// An unsigned integer, if present.
     ///
     /// # Errors
-    /// `code` when present but not a non-negative integer.
-    pub fn u64(&self, key: &str, code: &'static str) -> Result<Option<u64>, ApiError> {
-        self.get(key)
+    /// The parameter's `invalid_*` code when present but not a non-negative integer.
+    pub fn u64(&self, param: Param) -> Result<Option<u64>, ApiError> {
+        let key = param.name();
+        self.get(param)
             .map(|v| {
                 v.trim().parse::<u64>().map_err(|_| {
-                    ApiError::invalid(code, key, format!("{key} must be a positive integer, got {v:?}"))
+                    ApiError::invalid(
+                        param.invalid_code(),
+                        key,
+                        format!("{key} must be a positive integer, got {v:?}"),
+                    )
                 })
             })
             .transpose()
@@ -124,8 +204,9 @@ impl Params<'_> {
     ///
     /// # Errors
     /// `invalid_integer` when present but not an i64.
-    pub fn i64(&self, key: &str) -> Result<Option<i64>, ApiError> {
-        self.get(key)
+    pub fn i64(&self, param: Param) -> Result<Option<i64>, ApiError> {
+        let key = param.name();
+        self.get(param)
             .map(|v| {
                 v.trim().parse::<i64>().map_err(|_| {
                     ApiError::invalid(
@@ -142,8 +223,9 @@ impl Params<'_> {
     ///
     /// # Errors
     /// `invalid_boolean` for anything else, the empty string included.
-    pub fn flag(&self, key: &str) -> Result<bool, ApiError> {
-        match self.get(key) {
+    pub fn flag(&self, param: Param) -> Result<bool, ApiError> {
+        let key = param.name();
+        match self.get(param) {
             None | Some("false") => Ok(false),
             Some("true") => Ok(true),
             Some(_) => Err(ApiError::invalid("invalid_boolean", key, format!("{key} must be true or false"))),
@@ -247,12 +329,15 @@ mod tests {
     #[test]
     fn json_bodies_become_typed_parameters() {
         let p = Params::from_json(&serde_json::json!({"n": 8, "pr": true, "alg": "aes"})).unwrap();
-        assert_eq!((p.get("n"), p.flag("pr").unwrap(), p.get("alg")), (Some("8"), true, Some("aes")));
+        assert_eq!(
+            (p.get(Param::N), p.flag(Param::Pr).unwrap(), p.get(Param::Alg)),
+            (Some("8"), true, Some("aes"))
+        );
         let bad = |v| Params::from_json(&v).unwrap_err().code();
         assert_eq!(bad(serde_json::json!([1])), "invalid_body");
         assert_eq!(bad(serde_json::json!({"n": -1})), "invalid_n");
         assert_eq!(bad(serde_json::json!({"n": 1.5})), "invalid_n");
-        assert_eq!(Params::from_json(&serde_json::json!({"n": 1116.0})).unwrap().get("n"), Some("1116"));
+        assert_eq!(Params::from_json(&serde_json::json!({"n": 1116.0})).unwrap().get(Param::N), Some("1116"));
         assert_eq!(bad(serde_json::json!({"pr": "yes"})), "invalid_boolean");
         assert_eq!(bad(serde_json::json!({"alg": 3})), "invalid_body");
     }

@@ -13,14 +13,12 @@ use bytes::Bytes;
 use http_body::{Frame, SizeHint};
 use serde_json::Value;
 
-use super::params::{Accept, Params, choose_format};
+use super::params::{self, Accept, Param, Params, choose_format};
 use super::{RecordedResponse, served};
 use crate::callers::Admission;
 use crate::error::ApiError;
 use crate::service::{BitsOutput, BitsRequest, BytesRequest, Chunks};
 use crate::state::AppState;
-
-const PARAMS: &[&str] = &["n", "alg", "format", "pr"];
 
 const SERVER_TIMING: axum::http::HeaderName = axum::http::HeaderName::from_static("server-timing");
 
@@ -93,17 +91,17 @@ pub fn get_bytes(
     parts: &Parts,
 ) -> Result<RecordedResponse, ApiError> {
     let params = Params::of(parts)?;
-    params.allow(PARAMS)?;
-    let format = choose_format(params.get("format"), Accept::of(&parts.headers))?;
-    let (n, alg, pr) = (params.u64("n", "invalid_n")?, params.get("alg"), params.flag("pr")?);
+    params.allow(params::BITS)?;
+    let format = choose_format(params.get(Param::Format), Accept::of(&parts.headers))?;
+    let (n, alg, pr) = (params.u64(Param::N)?, params.get(Param::Alg), params.flag(Param::Pr)?);
     respond(state, admission, BytesRequest::new(state.service.rules(), n, alg, format, pr)?.into_bits())
 }
 
 /// The bits request of a query string or JSON body.
 fn bits_request(state: &AppState, accept: Accept<'_>, params: &Params<'_>) -> Result<BitsRequest, ApiError> {
-    params.allow(PARAMS)?;
-    let format = choose_format(params.get("format"), accept)?;
-    let (n, alg, pr) = (params.u64("n", "invalid_n")?, params.get("alg"), params.flag("pr")?);
+    params.allow(params::BITS)?;
+    let format = choose_format(params.get(Param::Format), accept)?;
+    let (n, alg, pr) = (params.u64(Param::N)?, params.get(Param::Alg), params.flag(Param::Pr)?);
     BitsRequest::new(state.service.rules(), n, alg, format, pr)
 }
 

@@ -7,7 +7,7 @@ use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
-use super::params::{Accept, Params, wants_json};
+use super::params::{self, Accept, Param, Params, wants_json};
 use super::{RecordedResponse, served};
 use crate::callers::Admission;
 use crate::error::ApiError;
@@ -17,12 +17,12 @@ use crate::state::AppState;
 /// `GET /token?bytes=32&format=base64url|hex|base32|base64&alg=`.
 pub fn token(state: &AppState, admission: &Admission, parts: &Parts) -> Result<RecordedResponse, ApiError> {
     let params = Params::of(parts)?;
-    params.allow(&["bytes", "format", "alg"])?;
+    params.allow(params::SECRET)?;
     let req = TokenRequest::new(
         state.service.rules(),
-        params.u64("bytes", "invalid_bytes")?,
+        params.u64(Param::Bytes)?,
         secret_format(&params)?,
-        params.get("alg"),
+        params.get(Param::Alg),
     )?;
     Ok(secret(Accept::of(&parts.headers), state.service.token(&admission.caller, req)?))
 }
@@ -30,19 +30,19 @@ pub fn token(state: &AppState, admission: &Admission, parts: &Parts) -> Result<R
 /// `GET /nonce?bytes=12&format=hex|base64|base64url|base32&alg=`.
 pub fn nonce(state: &AppState, admission: &Admission, parts: &Parts) -> Result<RecordedResponse, ApiError> {
     let params = Params::of(parts)?;
-    params.allow(&["bytes", "format", "alg"])?;
+    params.allow(params::SECRET)?;
     let req = NonceRequest::new(
         state.service.rules(),
-        params.u64("bytes", "invalid_bytes")?,
+        params.u64(Param::Bytes)?,
         secret_format(&params)?,
-        params.get("alg"),
+        params.get(Param::Alg),
     )?;
     Ok(secret(Accept::of(&parts.headers), state.service.nonce(&admission.caller, req)?))
 }
 
 fn secret_format(params: &Params) -> Result<Option<SecretFormat>, ApiError> {
     params
-        .get("format")
+        .get(Param::Format)
         .map(|name| {
             SecretFormat::parse(name).ok_or_else(|| {
                 let names: Vec<&str> = SecretFormat::ALL.iter().map(|f| f.name()).collect();
@@ -85,12 +85,12 @@ struct SecretJson<'a> {
 /// `GET /uuid?count=1&version=4|7&alg=`.
 pub fn uuid(state: &AppState, admission: &Admission, parts: &Parts) -> Result<RecordedResponse, ApiError> {
     let params = Params::of(parts)?;
-    params.allow(&["count", "version", "alg"])?;
+    params.allow(params::UUID)?;
     let req = UuidRequest::new(
         state.service.rules(),
-        params.u64("count", "invalid_count")?,
-        params.u64("version", "invalid_version")?,
-        params.get("alg"),
+        params.u64(Param::Count)?,
+        params.u64(Param::Version)?,
+        params.get(Param::Alg),
     )?;
     let out = state.service.uuids(&admission.caller, req)?;
     let bits = out.uuids.len() as u64 * 122;
@@ -106,13 +106,13 @@ pub fn uuid(state: &AppState, admission: &Admission, parts: &Parts) -> Result<Re
 /// `GET /int?min=&max=&count=&alg=`: uniform integers in `[min, max]`.
 pub fn int(state: &AppState, admission: &Admission, parts: &Parts) -> Result<RecordedResponse, ApiError> {
     let params = Params::of(parts)?;
-    params.allow(&["min", "max", "count", "alg"])?;
+    params.allow(params::INT)?;
     let req = IntRequest::new(
         state.service.rules(),
-        params.i64("min")?,
-        params.i64("max")?,
-        params.u64("count", "invalid_count")?,
-        params.get("alg"),
+        params.i64(Param::Min)?,
+        params.i64(Param::Max)?,
+        params.u64(Param::Count)?,
+        params.get(Param::Alg),
     )?;
     let out = state.service.ints(&admission.caller, req)?;
     let body = if wants_json(Accept::of(&parts.headers)) {
