@@ -16,7 +16,7 @@
 //! Deadlines and caps, each with its default in `config/default.toml`:
 //! - **Header read** (`header_read_timeout_ms`, HTTP/1 and a connection's first bytes): the
 //!   connection's own, not hyper's (hyper's arms a new timer for every request it reads: an
-//!   allocation, a timer-wheel insert and removal, about 1,500 instructions of a `/token`
+//!   allocation, a timer-wheel insert and removal, about 1,400 instructions of a `/token`
 //!   request, benches/README.md). One interval per connection checks, every
 //!   `header_read_timeout`, whether the connection did anything since the last check (started
 //!   a request, finished a response, wrote to the socket after its first request) or is still
