@@ -449,7 +449,7 @@ async fn a_store_over_tls_with_a_private_ca() {
     if Redis::start().is_none() {
         return;
     }
-    let ca = crate::callers::Ca::new("store");
+    let ca = crate::callers_mtls::Ca::new("store");
     let (_, _, cert, key) = ca.leaf(&["localhost"], &[], "redis");
     let dir = std::env::temp_dir().join(format!("drbgd-redis-tls-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

@@ -2,6 +2,8 @@
 
 mod admin;
 mod callers;
+mod callers_config;
+mod callers_mtls;
 mod fleet;
 mod grpc;
 mod helpers;
