@@ -4,14 +4,16 @@
 //! - [`drbg`]: the generators, their seeding, reseeding, fork safety and the shard pool. No
 //!   I/O except the OS entropy source; knows nothing of HTTP.
 //! - [`service`]: a validated request becomes output (shared by HTTP and gRPC).
-//! - [`http`]: the HTTP API (router, the tower stack, handlers per resource).
+//! - [`http`]: the HTTP API (router, the call pipeline, handlers per resource, the drop-in
+//!   front-ends for Vault, AWS KMS and Pollen clients).
 //! - [`grpc`]: the gRPC API, health and reflection, on the API port.
 //! - [`admin`]: `/metrics`, `/livez`, `/readyz` on their own listener.
 //! - [`metrics`]: the Prometheus series as one typed struct.
 //! - [`memory`]: gives freed heap memory back to the OS after a burst.
 //! - [`error`]: the API error enum and its HTTP / gRPC mappings.
 //! - [`route`]: the routes as names (policies, metric labels), below everything that uses them.
-//! - [`callers`]: who is asking (bearer key or client certificate), their policy and quota.
+//! - [`callers`]: who is asking (bearer key, client certificate or AWS SigV4 signature), their
+//!   policy and quota.
 //! - [`config`]: layered, validated settings.
 //! - [`app`], [`server`], [`shutdown`], [`state`]: wiring, the connection loop, signals, shared
 //!   state.

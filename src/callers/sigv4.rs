@@ -300,7 +300,7 @@ fn parse_amz_date(s: &str) -> Option<SystemTime> {
 
 /// An access key's secret, held in memory that is wiped when it goes (a reload, the end), and
 /// the signing keys last derived from it (one a day per region, as AWS's are; the last
-/// [`DERIVED`] kept, for requests either side of midnight and a few regions), so a request
+/// `DERIVED` kept, for requests either side of midnight and a few regions), so a request
 /// costs one HMAC and the secret is copied only when a day starts: `aws-sigv4` formats
 /// `"AWS4" + secret` into a string of its own, which is not wiped.
 pub struct SigningSecret {
