@@ -304,11 +304,6 @@ impl Callers {
         self.registry().check_signed_head(request, now).map_err(|error| self.unknown(error))
     }
 
-    /// Whether requests without credentials reach `route` as `anonymous` with auth on.
-    pub fn open_to_anonymous(&self, route: Route) -> bool {
-        self.registry().open_to_anonymous(route)
-    }
-
     /// A refusal of a request whose credentials name no caller (or are not yet read), counted
     /// as `unknown`'s.
     pub fn unknown(&self, error: ApiError) -> Denied {

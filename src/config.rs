@@ -551,13 +551,10 @@ impl Settings {
                 "must be at least 64 while pollen.enabled (a Pollen answer is 64 bytes)",
             );
         }
-        if self.kms.enabled && !(1..=2).contains(&self.kms.regions.len())
-            || self
-                .kms
-                .regions
-                .iter()
-                .any(|r| r.is_empty() || !r.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'))
-        {
+        let region_name =
+            |r: &String| !r.is_empty() && r.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
+        let one_or_two = (1..=2).contains(&self.kms.regions.len()) || !self.kms.enabled;
+        if !one_or_two || !self.kms.regions.iter().all(region_name) {
             return invalid(
                 "kms.regions",
                 "one or two region names (as us-east-1) while kms.enabled: a signing key is kept per day and region",

@@ -182,6 +182,17 @@ pub fn wiped(output: impl AsRef<[u8]> + Send + 'static + zeroize::Zeroize) -> ax
     axum::body::Body::from(bytes::Bytes::from_owner(zeroize::Zeroizing::new(output)))
 }
 
+/// A body of `pieces` joined, holding random output, in a buffer sized exactly (one that grew
+/// would leave a copy of the output behind, unwiped) and wiped as [`wiped`] says: the JSON
+/// envelopes of the drop-in front-ends around their encoded output.
+pub fn wiped_joined(pieces: &[&[u8]]) -> axum::body::Body {
+    let mut joined = Vec::with_capacity(pieces.iter().map(|p| p.len()).sum());
+    for piece in pieces {
+        joined.extend_from_slice(piece);
+    }
+    wiped(joined)
+}
+
 /// The content type of plain-text values.
 pub const TEXT: &str = "text/plain; charset=utf-8";
 

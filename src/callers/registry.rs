@@ -452,22 +452,19 @@ impl Registry {
                     .into(),
             );
         }
-        if settings.pollen.anonymous && !registry.open_to_anonymous(super::policy::Route::Pollen) {
+        let open = registry.open_to_anonymous(super::policy::Route::Pollen);
+        let anonymous = &registry.anonymous;
+        if settings.pollen.anonymous && !open {
             warnings.push("pollen.anonymous has no effect: it needs pollen.enabled and auth.enabled".into());
         }
-        if registry.open_to_anonymous(super::policy::Route::Pollen)
-            && registry.anonymous.policy.check_route(super::policy::Route::Pollen).is_err()
-        {
+        if open && anonymous.policy.check_route(super::policy::Route::Pollen).is_err() {
             warnings.push(
                 "pollen.anonymous is on but [callers.anonymous.policy] routes leave out /pollen: every \
                  request without credentials is refused"
                     .into(),
             );
         }
-        let anonymous = &registry.anonymous.quota;
-        if registry.open_to_anonymous(super::policy::Route::Pollen)
-            && (anonymous.requests.is_none() || anonymous.max_in_flight.is_none())
-        {
+        if open && (anonymous.quota.requests.is_none() || anonymous.quota.max_in_flight.is_none()) {
             warnings.push(
                 "pollen.anonymous serves requests without credentials as `anonymous`, whose quota has no \
                  requests_per_second or no max_in_flight: set both in [callers.anonymous.quota], so that \
@@ -590,15 +587,7 @@ impl Registry {
         client: Option<&ClientIdentity>,
     ) -> Result<Arc<Caller>, ApiError> {
         // The callers a certificate names, most specific name first.
-        let named = |client: &ClientIdentity| {
-            client
-                .names()
-                .iter()
-                .filter_map(|n| self.identities.get(n))
-                .map(|&i| &self.callers[i as usize])
-                .collect::<Vec<_>>()
-        };
-        let by_certificate = client.map(named).unwrap_or_default();
+        let by_certificate = self.named_by(client);
         if !self.auth {
             return Ok(by_certificate.first().copied().unwrap_or(&self.anonymous).clone());
         }
@@ -618,13 +607,7 @@ impl Registry {
             Key::Raw(_) => return Err(ApiError::Unauthorized),
         };
         let by_key = self.find_key(token).map(|i| &self.callers[i]).ok_or(ApiError::Unauthorized)?;
-        if !by_certificate.is_empty() && !by_certificate.iter().any(|c| Arc::ptr_eq(c, by_key)) {
-            return Err(ApiError::forbidden(
-                "credentials_conflict",
-                "the bearer key and the client certificate name different callers".to_string(),
-            ));
-        }
-        Ok(by_key.clone())
+        agreeing(by_key, &by_certificate, "bearer key")
     }
 
     /// What a signed request's head can show before its body is read: a well-formed
@@ -662,29 +645,25 @@ impl Registry {
         body: &[u8],
         now: std::time::SystemTime,
     ) -> Result<Arc<Caller>, ApiError> {
-        let by_certificate: Vec<&Arc<Caller>> = client
-            .map(|c| {
-                c.names()
-                    .iter()
-                    .filter_map(|n| self.identities.get(n))
-                    .map(|&i| &self.callers[i as usize])
-                    .collect()
-            })
-            .unwrap_or_default();
+        let by_certificate = self.named_by(client);
         if !self.auth {
             return Ok(by_certificate.first().copied().unwrap_or(&self.anonymous).clone());
         }
         let auth = request.authorization()?;
         let (owner, secret) = self.signer(auth.key_id)?;
         request.verify(&auth, &self.kms_regions, secret, body, now)?;
-        let by_key = &self.callers[owner as usize];
-        if !by_certificate.is_empty() && !by_certificate.iter().any(|c| Arc::ptr_eq(c, by_key)) {
-            return Err(ApiError::forbidden(
-                "credentials_conflict",
-                "the signing access key and the client certificate name different callers".to_string(),
-            ));
-        }
-        Ok(by_key.clone())
+        agreeing(&self.callers[owner as usize], &by_certificate, "signing access key")
+    }
+
+    /// The callers a client certificate names, most specific name first.
+    fn named_by(&self, client: Option<&ClientIdentity>) -> Vec<&Arc<Caller>> {
+        let Some(client) = client else { return Vec::new() };
+        client
+            .names()
+            .iter()
+            .filter_map(|n| self.identities.get(n))
+            .map(|&i| &self.callers[i as usize])
+            .collect()
     }
 
     /// The owner and secret of access key `key_id`.
@@ -717,6 +696,22 @@ impl Registry {
     pub fn anonymous(&self) -> &Arc<Caller> {
         &self.anonymous
     }
+}
+
+/// The caller a credential (`what`) names, unless a client certificate names callers and not
+/// that one: 403 `credentials_conflict`.
+fn agreeing(
+    by_key: &Arc<Caller>,
+    by_certificate: &[&Arc<Caller>],
+    what: &str,
+) -> Result<Arc<Caller>, ApiError> {
+    if !by_certificate.is_empty() && !by_certificate.iter().any(|c| Arc::ptr_eq(c, by_key)) {
+        return Err(ApiError::forbidden(
+            "credentials_conflict",
+            format!("the {what} and the client certificate name different callers"),
+        ));
+    }
+    Ok(by_key.clone())
 }
 
 /// A secret access key: the first line of `path`, trimmed, in memory wiped when dropped. A file

@@ -85,6 +85,17 @@ fn refused(code: &'static str, detail: impl Into<String>) -> ApiError {
 }
 
 impl<'a> SignedRequest<'a> {
+    /// The signed parts of a request's head.
+    pub fn of(method: &'a axum::http::Method, uri: &'a axum::http::Uri, headers: &'a HeaderMap) -> Self {
+        SignedRequest {
+            method: method.as_str(),
+            path: uri.path(),
+            query: uri.query().unwrap_or(""),
+            authority: uri.authority().map(|a| a.as_str()),
+            headers,
+        }
+    }
+
     /// The `Authorization` header's parts, checked for form (not yet for the signature).
     ///
     /// # Errors
@@ -192,7 +203,7 @@ impl<'a> SignedRequest<'a> {
             auth.service,
             data_encoding::HEXLOWER.encode(&Sha256::digest(canonical.as_bytes()))
         );
-        let expected = secret.sign(at, auth.region, string_to_sign.as_bytes());
+        let expected = secret.sign(at, auth.date, auth.region, string_to_sign.as_bytes());
         if expected.as_bytes().ct_eq(auth.signature.as_bytes()).into() {
             Ok(())
         } else {
@@ -329,11 +340,10 @@ impl SigningSecret {
         SigningSecret { secret, derived: Mutex::new(Vec::with_capacity(DERIVED)) }
     }
 
-    /// The hex signature of `string_to_sign` for a request dated `at` in `region`.
-    fn sign(&self, at: SystemTime, region: &str, string_to_sign: &[u8]) -> Zeroizing<String> {
+    /// The hex signature of `string_to_sign` for a request dated `at` (`date`, its day as the
+    /// scope names it, checked equal) in `region`.
+    fn sign(&self, at: SystemTime, date: &str, region: &str, string_to_sign: &[u8]) -> Zeroizing<String> {
         use aws_sigv4::sign::v4::{calculate_signature, generate_signing_key};
-        let date = time::OffsetDateTime::from(at).date();
-        let date = format!("{:04}{:02}{:02}", date.year(), u8::from(date.month()), date.day());
         let mut derived = self.derived.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let i = match derived.iter().position(|d| d.date == date && d.region == region) {
             Some(i) => i,
@@ -343,7 +353,7 @@ impl SigningSecret {
                 }
                 let key =
                     Zeroizing::new(generate_signing_key(&self.secret, at, region, "kms").as_ref().to_vec());
-                derived.push(Derived { date, region: region.to_string(), key });
+                derived.push(Derived { date: date.to_string(), region: region.to_string(), key });
                 derived.len() - 1
             }
         };

@@ -158,13 +158,11 @@ impl Endpoint {
         if let Some(i) = ROUTES.iter().position(|r| *r == path) {
             return Endpoint::at(i);
         }
-        let under = |prefix: &str| path.strip_prefix(prefix).is_some_and(|rest| rest.starts_with('/'));
-        match path {
-            "/" => Some(Endpoint::Kms),
-            _ if under("/v1/sys/tools/random") => Some(Endpoint::Vault),
-            _ if under("/v1/transit/random") => Some(Endpoint::VaultTransit),
-            _ => None,
+        if path == "/" {
+            return Some(Endpoint::Kms);
         }
+        let under = |e: &Endpoint| path.strip_prefix(e.label()).is_some_and(|rest| rest.starts_with('/'));
+        [Endpoint::Vault, Endpoint::VaultTransit].into_iter().find(under)
     }
 
     /// How its errors are written.

@@ -52,6 +52,7 @@ use super::deadline::{Lifetime, ReadDeadline};
 use super::endpoint::{Dialect, Guard, grpc_guard, public_stream};
 use super::{Endpoint, ROUTES, Record, RecordedResponse};
 use crate::callers::headers::{RATELIMIT, RATELIMIT_POLICY, current_field};
+use crate::callers::sigv4::SignedRequest;
 use crate::callers::{Admission, Authorized, Caller, ClientIdentity, Denied, Key, Route};
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -212,7 +213,7 @@ impl<S> Front<S> {
             Guard::Signed(_) => {
                 // What the head shows is checked before a place is taken; the signature, which
                 // covers the body, by the endpoint.
-                let signed = super::kms::signed_request(request.method(), request.uri(), request.headers());
+                let signed = SignedRequest::of(request.method(), request.uri(), request.headers());
                 callers.check_signed_head(&signed, std::time::SystemTime::now())?;
                 (None, Class::Signed)
             }
@@ -230,13 +231,10 @@ impl<S> Front<S> {
                     None => headers.get(header::AUTHORIZATION).map(|v| Key::Bearer(v.as_bytes())),
                 };
                 let client = request.extensions().get::<Arc<ClientIdentity>>().map(|c| &**c);
-                // A request without credentials on a route open to them (`[pollen] anonymous`)
-                // is as unauthenticated as a public one: it takes a public place.
-                // (Auth is fixed for the process: with it off, no route is open, all are.)
-                let open = self.shared.state.settings.auth.enabled
-                    && key.is_none()
-                    && client.is_none()
-                    && route.is_some_and(|r| callers.open_to_anonymous(r));
+                // With auth on, a request without credentials is admitted only as `anonymous` on
+                // a route open to it (`[pollen] anonymous`): as unauthenticated as a public one,
+                // it takes a place of its own kind. (Auth is fixed for the process.)
+                let open = self.shared.state.settings.auth.enabled && key.is_none() && client.is_none();
                 (Some(callers.authorize(key, client, route)?), if open { Class::Open } else { Class::Caller })
             }
         };
@@ -326,7 +324,7 @@ where
                     }
                     // gRPC reads the id from the metadata for its records; REST handlers never
                     // do, and the request's header map would grow for it.
-                    if observe.grpc {
+                    if observe.grpc() {
                         request.headers_mut().insert(X_REQUEST_ID, observe.id.clone());
                     }
                     // A public request's place goes with its body (see PUBLIC_CONCURRENCY); a
@@ -526,10 +524,8 @@ struct Observe {
     /// The route's label in the access line: a REST route template, a gRPC method of the
     /// randomness service, `grpc.health`, `grpc.reflection`, or `unmatched`.
     label: &'static str,
-    /// A gRPC call (by its content type, on no REST route): answered with gRPC statuses,
-    /// observed per method.
-    grpc: bool,
-    /// How the front layer's own answers are written.
+    /// How the front layer's own answers are written: [`Dialect::Grpc`] for a gRPC call (by
+    /// its content type, on no REST route), which is also observed per method.
     dialect: Dialect,
     method: Method,
     start: Clock,
@@ -548,6 +544,11 @@ struct Observe {
 }
 
 impl Observe {
+    /// A gRPC call: answered with gRPC statuses, observed per method.
+    fn grpc(&self) -> bool {
+        self.dialect == Dialect::Grpc
+    }
+
     /// Starts observing. A gRPC call is decided by the path as well as the content type, so
     /// a REST request that claims `application/grpc` is still answered as REST, and a call of
     /// a gRPC method (which tonic serves whatever the content type) is answered as gRPC.
@@ -593,7 +594,6 @@ impl Observe {
             route_index,
             grpc_method,
             label,
-            grpc,
             dialect,
             method,
             start,
@@ -614,7 +614,7 @@ impl Observe {
         let served = outcome.served;
         let alg = served.map_or("none", |s| s.alg.name());
         let elapsed = self.start.elapsed();
-        let (status, code) = if self.grpc {
+        let (status, code) = if self.grpc() {
             let status = grpc_status(response);
             let code = outcome.code.or_else(|| grpc_error_code(response, status));
             (status, code)
@@ -623,11 +623,11 @@ impl Observe {
         };
         // Errors the gRPC service answered are counted there, with their latency.
         if let Some(code) = code
-            && (!self.grpc || own)
+            && (!self.grpc() || own)
         {
             metrics.errors.with_label_values(&[code]).inc();
         }
-        if self.grpc {
+        if self.grpc() {
             if own {
                 let code_name = crate::error::grpc_code_name(tonic::Code::from(i32::from(status)));
                 let method = self.grpc_method.map_or("other", |(name, _)| name);
@@ -657,7 +657,7 @@ impl Observe {
             None if self.public || code.is_empty() => "",
             None => crate::callers::registry::UNKNOWN,
         };
-        crate::telemetry::trace::record_end(&self.span, caller, alg, n, status, code, self.grpc);
+        crate::telemetry::trace::record_end(&self.span, caller, alg, n, status, code, self.grpc());
         let trace_id = crate::telemetry::trace::trace_id(&self.span);
         let access = crate::telemetry::Access {
             request_id: self.id.to_str().unwrap_or(""),
@@ -676,25 +676,25 @@ impl Observe {
         // line would only add to the backlog (and without bound, under a flood): it leaves
         // its access line (which may be dropped) and its count in drbgd_errors_total.
         if self.state.settings.log.audit && code != ApiError::AuditUnavailable.code() {
-            access.audit(if self.grpc { "grpc" } else { "http" }).log();
+            access.audit(if self.grpc() { "grpc" } else { "http" }).log();
         }
     }
 }
 
 impl Drop for Observe {
     fn drop(&mut self) {
-        if !self.grpc {
+        if !self.grpc() {
             self.state.metrics.in_flight.dec();
         }
         if !self.done {
             // The client went away before the response's headers: one line all the same.
             let error = ApiError::ClientClosed;
-            let (status, code) = if self.grpc {
+            let (status, code) = if self.grpc() {
                 (error.grpc_code() as u16, "cancelled")
             } else {
                 (error.status().as_u16(), error.code())
             };
-            if !self.grpc {
+            if !self.grpc() {
                 let seconds = self.start.elapsed().as_secs_f64();
                 self.state.metrics.observe_http(self.route_index, None, error.status(), seconds);
             }

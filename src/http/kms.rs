@@ -51,7 +51,7 @@ pub async fn post(State(state): State<AppState>, request: Request) -> Response {
         Ok(body) => body,
         Err(e) => return refuse(super::random::body_error(&e, MAX_BODY)),
     };
-    let signed = signed_request(&parts.method, &parts.uri, &parts.headers);
+    let signed = SignedRequest::of(&parts.method, &parts.uri, &parts.headers);
     let client = parts.extensions.get::<Arc<ClientIdentity>>().map(|c| &**c);
     let admitted = state
         .callers
@@ -73,29 +73,10 @@ pub async fn post(State(state): State<AppState>, request: Request) -> Response {
         Err(error) => return answer_error(&error, named),
     };
     let encoded = zeroize::Zeroizing::new(generated.render(&req));
-    let mut out = Vec::with_capacity(encoded.len() + 16);
-    out.extend_from_slice(br#"{"Plaintext":""#);
-    out.extend_from_slice(&encoded);
-    out.extend_from_slice(br#""}"#);
-    let mut answer: RecordedResponse =
-        served(super::response(super::wiped(out), CONTENT_TYPE), req.alg(), req.n_bits());
+    let body = super::wiped_joined(&[br#"{"Plaintext":""#, &encoded, br#""}"#]);
+    let mut answer: RecordedResponse = served(super::response(body, CONTENT_TYPE), req.alg(), req.n_bits());
     answer.record.named = named;
     answer.into_response()
-}
-
-/// The signed parts of a request.
-pub fn signed_request<'a>(
-    method: &'a axum::http::Method,
-    uri: &'a axum::http::Uri,
-    headers: &'a axum::http::HeaderMap,
-) -> SignedRequest<'a> {
-    SignedRequest {
-        method: method.as_str(),
-        path: uri.path(),
-        query: uri.query().unwrap_or(""),
-        authority: uri.authority().map(|a| a.as_str()),
-        headers,
-    }
 }
 
 /// 405 for the other methods, with `Allow`.

@@ -547,9 +547,14 @@ fn with_rate_limit_fields(mut response: utoipa::openapi::Response) -> utoipa::op
 }
 
 fn problem(description: &str) -> utoipa::openapi::Response {
+    json_response(description, "application/problem+json", "Problem")
+}
+
+/// A response of `media`, its body the component schema named `schema`.
+fn json_response(description: &str, media: &str, schema: &str) -> utoipa::openapi::Response {
     ResponseBuilder::new()
         .description(description)
-        .content("application/problem+json", content(Ref::from_schema_name("Problem").into()))
+        .content(media, content(Ref::from_schema_name(schema).into()))
         .build()
 }
 

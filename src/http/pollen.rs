@@ -64,16 +64,9 @@ fn challenge(body: &[u8]) -> Result<String, ApiError> {
 fn answer(state: &AppState, admission: &Admission, challenge: &str) -> Result<RecordedResponse, ApiError> {
     let req = TokenRequest::new(state.service.rules(), Some(SEED_BYTES), Some(SecretFormat::Hex), None)?;
     let seed = state.service.token(&admission.caller, req)?;
-    let proof = Sha512::digest(challenge.as_bytes());
-    let mut body = String::with_capacity(2 * 64 + seed.value.len() + 2);
-    for byte in proof {
-        body.push(char::from(b"0123456789abcdef"[usize::from(byte >> 4)]));
-        body.push(char::from(b"0123456789abcdef"[usize::from(byte & 15)]));
-    }
-    body.push('\n');
-    body.push_str(&seed.value);
-    body.push('\n');
-    let response = super::response(super::wiped(body.into_bytes()), super::TEXT);
+    let proof = data_encoding::HEXLOWER.encode(&Sha512::digest(challenge.as_bytes()));
+    let body = super::wiped_joined(&[proof.as_bytes(), b"\n", seed.value.as_bytes(), b"\n"]);
+    let response = super::response(body, super::TEXT);
     Ok(served(response, seed.alg, seed.bytes * 8))
 }
 

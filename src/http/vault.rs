@@ -18,7 +18,7 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use super::{RecordedResponse, served};
+use super::{Endpoint, RecordedResponse, served};
 use crate::callers::Admission;
 use crate::error::ApiError;
 use crate::service::{BytesRequest, Encoding};
@@ -84,9 +84,9 @@ impl Params {
         } else {
             serde_json::from_slice(body).map_err(|e| bad(format!("failed to parse JSON input: {e}")))?
         };
-        let rest = ["/v1/sys/tools/random", "/v1/transit/random"]
+        let rest = [Endpoint::Vault, Endpoint::VaultTransit]
             .into_iter()
-            .find_map(|p| path.strip_prefix(p))
+            .find_map(|e| path.strip_prefix(e.label()))
             .unwrap_or_default();
         let mut segments = rest.split('/').skip(1);
         let (path_source, url_bytes) = (segments.next(), segments.next());
@@ -157,25 +157,20 @@ fn answer(state: &AppState, admission: &Admission, params: &Params) -> Result<Re
     let format = if params.hex { Encoding::Hex } else { Encoding::Base64 };
     let req = BytesRequest::new(state.service.rules(), Some(params.bytes), None, format, false)?.into_bits();
     let generated = state.service.whole(&admission.caller, &req)?;
-    let encoded = generated.render(&req);
+    let encoded = zeroize::Zeroizing::new(generated.render(&req));
     let warnings: &[u8] = if params.seal {
         br#"["no seal/entropy augmentation available, using platform entropy source"]"#
     } else {
         b"null"
     };
-    const HEAD: &[u8] =
-        br#"{"request_id":"","lease_id":"","renewable":false,"lease_duration":0,"data":{"random_bytes":""#;
-    const MIDDLE: &[u8] = br#""},"wrap_info":null,"warnings":"#;
-    const TAIL: &[u8] = br#","auth":null,"mount_type":""}"#;
-    // Sized exactly: a buffer that grew would leave a copy of the output behind, unwiped.
-    let capacity = HEAD.len() + encoded.len() + MIDDLE.len() + warnings.len() + TAIL.len();
-    let mut body = Vec::with_capacity(capacity);
-    for piece in [HEAD, &encoded, MIDDLE, warnings, TAIL] {
-        body.extend_from_slice(piece);
-    }
-    debug_assert_eq!(body.capacity(), capacity, "never reallocated");
-    drop(zeroize::Zeroizing::new(encoded));
-    let response = super::response(super::wiped(body), "application/json");
+    let body = super::wiped_joined(&[
+        br#"{"request_id":"","lease_id":"","renewable":false,"lease_duration":0,"data":{"random_bytes":""#,
+        &encoded,
+        br#""},"wrap_info":null,"warnings":"#,
+        warnings,
+        br#","auth":null,"mount_type":""}"#,
+    ]);
+    let response = super::response(body, "application/json");
     Ok(served(response, req.alg(), req.n_bits()))
 }
 

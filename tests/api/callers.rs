@@ -241,12 +241,7 @@ async fn a_rest_request_claiming_grpc_is_still_observed() {
     assert_eq!(r.status(), 200);
     let metrics =
         app.client.get(format!("{}/metrics", app.admin)).send().await.unwrap().text().await.unwrap();
-    let observed = metrics.lines().any(|l| {
-        l.starts_with("drbgd_http_request_duration_seconds_count{")
-            && l.contains("route=\"/token\"")
-            && l.ends_with(" 1")
-    });
-    assert!(observed, "{metrics}");
+    assert_eq!(crate::helpers::http_requests(&metrics, "/token", None), 1, "{metrics}");
 }
 
 pub(crate) fn with_key<T>(key: &str, msg: T) -> tonic::Request<T> {

@@ -63,6 +63,18 @@ pub fn run(app: App) -> TestApp {
     TestApp { api, admin, client: reqwest::Client::new(), state, stop: Some(tx), handle: Some(handle) }
 }
 
+/// Requests of REST route `route` (answered `status`, if given) in
+/// `drbgd_http_request_duration_seconds`, summed over its other labels.
+pub fn http_requests(metrics: &str, route: &str, status: Option<&str>) -> u64 {
+    let (route, status) = (format!("route=\"{route}\""), status.map(|s| format!("status=\"{s}\"")));
+    metrics
+        .lines()
+        .filter(|l| l.starts_with("drbgd_http_request_duration_seconds_count{") && l.contains(&route))
+        .filter(|l| status.as_ref().is_none_or(|s| l.contains(s.as_str())))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum()
+}
+
 /// Checks an RFC 9457 body and its code.
 pub async fn assert_problem(response: reqwest::Response, status: u16, code: &str) -> serde_json::Value {
     assert_eq!(response.status().as_u16(), status, "status for {code}");

@@ -71,13 +71,7 @@ async fn answers_the_challenge_and_a_fresh_seed_as_pollen_does() {
 
     // Recorded under its own route label, and described in the contract.
     let metrics = reqwest::get(format!("{}/metrics", app.admin)).await.unwrap().text().await.unwrap();
-    assert!(
-        metrics.lines().any(|l| l.starts_with("drbgd_http_request_duration_seconds_count{")
-            && l.contains("route=\"/pollen\"")
-            && l.contains("status=\"200\"")
-            && l.ends_with(" 4")),
-        "{metrics}"
-    );
+    assert_eq!(crate::helpers::http_requests(&metrics, "/pollen", Some("200")), 4, "{metrics}");
     let doc: serde_json::Value = app.get("/openapi.json").await.json().await.unwrap();
     assert_eq!(doc["paths"]["/pollen"]["post"]["operationId"], "postPollen");
 }
@@ -132,8 +126,9 @@ async fn the_callers_policy_and_credentials_apply() {
     assert_eq!(response.status(), 401);
 }
 
-#[tokio::test]
-async fn with_auth_on_anonymous_callers_may_seed_when_allowed() {
+/// Auth on, `/pollen` open to requests without credentials, and a keyed caller `batch`
+/// (`pollen-test-key`).
+fn anonymous_seeding() -> drbgd::config::Settings {
     let mut settings = test_settings();
     settings.pollen.enabled = true;
     settings.pollen.anonymous = true;
@@ -143,6 +138,12 @@ async fn with_auth_on_anonymous_callers_may_seed_when_allowed() {
         "batch".into(),
         drbgd::callers::settings::CallerSettings { key_sha256: vec![digest], ..Default::default() },
     );
+    settings
+}
+
+#[tokio::test]
+async fn with_auth_on_anonymous_callers_may_seed_when_allowed() {
+    let mut settings = anonymous_seeding();
     let mut anonymous = drbgd::callers::settings::CallerSettings::default();
     anonymous.quota.requests_per_second = 1;
     anonymous.quota.burst = 2;
@@ -177,16 +178,8 @@ async fn with_auth_on_anonymous_callers_may_seed_when_allowed() {
 #[tokio::test]
 async fn anonymous_seeds_take_no_place_a_keyed_caller_needs() {
     use tokio::io::AsyncWriteExt;
-    let mut settings = test_settings();
-    settings.pollen.enabled = true;
-    settings.pollen.anonymous = true;
-    settings.auth.enabled = true;
+    let mut settings = anonymous_seeding();
     settings.server.concurrency_limit = 4;
-    let digest = hex(&Sha256::digest(b"pollen-test-key"));
-    settings.callers.insert(
-        "batch".into(),
-        drbgd::callers::settings::CallerSettings { key_sha256: vec![digest], ..Default::default() },
-    );
     let app = spawn_with(settings, Arc::new(OsEntropy)).await;
     let addr = app.api.trim_start_matches("http://").to_owned();
     let mut held = Vec::new();

@@ -7,20 +7,13 @@ use utoipa::openapi::path::{HttpMethod, OperationBuilder, ParameterBuilder, Para
 use utoipa::openapi::request_body::RequestBodyBuilder;
 use utoipa::openapi::schema::{ObjectBuilder, Type};
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityRequirement, SecurityScheme};
-use utoipa::openapi::{ComponentsBuilder, PathItem, PathsBuilder, Ref, Required, ResponseBuilder};
+use utoipa::openapi::{ComponentsBuilder, PathItem, PathsBuilder, Required};
 
-use super::content;
+use super::{content, json_response};
 use crate::http::{kms, vault};
 
 fn string(description: &str) -> ObjectBuilder {
     ObjectBuilder::new().schema_type(Type::String).description(Some(description))
-}
-
-fn json_response(description: &str, media: &str, schema: &str) -> utoipa::openapi::Response {
-    ResponseBuilder::new()
-        .description(description)
-        .content(media, content(Ref::from_schema_name(schema).into()))
-        .build()
 }
 
 /// Vault's two paths, `POST` and `PUT` each.
