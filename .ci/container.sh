@@ -153,6 +153,23 @@ nice -n 19 podman build --pull=never --format docker --network host "${build_mou
   -t "$image" . >"$work/build.log" 2>&1 || { tail -50 "$work/build.log"; fail "podman build of the Dockerfile"; }
 grep -E '^\[[0-9]/[0-9]\] STEP|Using cache|Finished' "$work/build.log" | sed 's/^/  /' | cut -c1-120
 proved "podman build --pull=never --format docker of the Dockerfile as it is: $image ($((SECONDS - t0)) s)"
+# The layer cache, bounded to one build: every untagged image this build neither made nor took
+# from the cache (earlier builds' layers, ~3 GB each) is removed.
+used=$(grep -oE '^--> (Using cache )?[0-9a-f]{12,64}' "$work/build.log" | grep -oE '[0-9a-f]{12,64}$' | cut -c1-12 | sort -u)
+# Removing a leaf can leave its parent a leaf: repeat until a pass removes nothing.
+prune_unused() {
+  local pruned=0 before=-1 id
+  while [ "$pruned" -ne "$before" ]; do
+    before=$pruned
+    for id in $(podman images -a -q --no-trunc --filter dangling=true | sed 's/^sha256://' | cut -c1-12 | sort -u); do
+      grep -qx "$id" <<<"$used" && continue
+      podman rmi "$id" >/dev/null 2>&1 && pruned=$((pruned + 1))
+    done
+  done
+  echo "$pruned"
+}
+pruned=$(prune_unused)
+echo "layer cache: $(wc -l <<<"$used") images of this build kept, $pruned older ones removed"
 
 size=$(podman image inspect --format '{{.Size}}' "$image")
 echo "image size: $size bytes ($((size / 1024 / 1024)) MiB)"
