@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use zeroize::{Zeroize, Zeroizing};
 
 pub use encoding::{Encoding, SecretFormat};
-pub use output::{BitsOutput, Chunk, Chunks, Generated, Ints, Secret, Uuids};
+pub use output::{BitsOutput, Chunk, Chunks, Generated, Ints, Rendered, Secret, Uuids};
 pub use request::{
     BitsRequest, BytesRequest, IntRequest, NonceRequest, Rules, SecretRequest, TokenRequest, UuidRequest,
 };
@@ -87,7 +87,7 @@ impl Service {
     pub fn bits(&self, caller: &Arc<Caller>, req: BitsRequest) -> Result<BitsOutput, ApiError> {
         caller.permit(req.alg(), req.n_bits(), req.pr(), req.byte_len())?;
         if req.byte_len() <= self.0.rules.stream_threshold_bytes {
-            return self.generate_whole(caller, &req).map(BitsOutput::Whole);
+            return self.render_whole(caller, &req).map(BitsOutput::Whole);
         }
         let mut rest = self.open_stream(caller, req, self.0.rules.stream_chunk_bytes)?;
         let first = rest.next_chunk()?.map(|c| c.encoded).unwrap_or_default();
@@ -105,12 +105,35 @@ impl Service {
 
     fn generate_whole(&self, caller: &Caller, req: &BitsRequest) -> Result<Generated, ApiError> {
         let mut data = zeroed(req.byte_len() as usize);
-        let generate_time = self.fill(req.alg(), &mut data, req.pr())?;
-        bits::mask_tail(&mut data, req.n_bits());
-        let ones = bits::count_ones(&data);
+        let (generate_time, ones) = self.generate_bits(caller, req, &mut data)?;
+        Ok(Generated { data, ones, generate_time })
+    }
+
+    /// [`Service::generate_whole`], encoded here: the raw bytes stay in this call, on the stack
+    /// when they are few (no allocation), and are wiped once encoded.
+    fn render_whole(&self, caller: &Caller, req: &BitsRequest) -> Result<Rendered, ApiError> {
+        with_raw(req.byte_len() as usize, |raw| {
+            let (generate_time, ones) = self.generate_bits(caller, req, raw)?;
+            let start = Instant::now();
+            let body = output::render(raw, ones, req);
+            Ok(Rendered { body, ones, generate_time, encode_time: start.elapsed() })
+        })
+    }
+
+    /// Fills `data` with `req`'s bits (unused tail bits zero) and counts them: the time in
+    /// the generator, and the ones.
+    fn generate_bits(
+        &self,
+        caller: &Caller,
+        req: &BitsRequest,
+        data: &mut [u8],
+    ) -> Result<(Duration, u64), ApiError> {
+        let generate_time = self.fill(req.alg(), data, req.pr())?;
+        bits::mask_tail(data, req.n_bits());
+        let ones = bits::count_ones(data);
         self.observe_bias(req.alg(), req.n_bits(), ones);
         caller.count_output(req.byte_len());
-        Ok(Generated { data, ones, generate_time })
+        Ok((generate_time, ones))
     }
 
     /// A chunk stream of `chunk_bytes` raw bytes per chunk (rounded down to a multiple of 3,
@@ -179,20 +202,17 @@ impl Service {
 
     fn secret(&self, caller: &Caller, req: &SecretRequest) -> Result<Secret, ApiError> {
         caller.permit(req.alg(), req.bytes() * 8, false, req.bytes())?;
-        // Most secrets fit on the stack, without an allocation; either way the raw bytes are
-        // wiped when they go out of scope, on the error path too.
-        let n = req.bytes() as usize;
-        let (mut small, mut large) = (Zeroizing::new([0u8; 64]), Zeroizing::new(Vec::new()));
-        let raw = if n <= small.len() {
-            &mut small[..n]
-        } else {
-            large.resize(n, 0);
-            &mut large[..]
-        };
-        self.fill(req.alg(), raw, false)?;
-        let value = encode_span(req.bytes()).in_scope(|| req.format().encode(raw));
-        self.count_output(caller, req.alg(), req.bytes());
-        Ok(Secret { value: Zeroizing::new(value), bytes: req.bytes(), format: req.format(), alg: req.alg() })
+        with_raw(req.bytes() as usize, |raw| {
+            self.fill(req.alg(), raw, false)?;
+            let value = encode_span(req.bytes()).in_scope(|| req.format().encode(raw));
+            self.count_output(caller, req.alg(), req.bytes());
+            Ok(Secret {
+                value: Zeroizing::new(value),
+                bytes: req.bytes(),
+                format: req.format(),
+                alg: req.alg(),
+            })
+        })
     }
 
     /// RFC 9562 UUIDs: version 4 from 122 random bits, version 7 from the Unix time in
@@ -317,6 +337,16 @@ impl Service {
 /// The span of encoding `bytes` raw bytes into a response's format.
 fn encode_span(bytes: u64) -> tracing::Span {
     tracing::info_span!(target: crate::telemetry::trace::TRACE_TARGET, "encode", drbgd.bytes = bytes)
+}
+
+/// Calls `f` with `len` zero bytes for raw output, on the stack when they are few (most
+/// secrets and small `/bits`: no allocation), and wipes them after, on the error path too.
+fn with_raw<T>(len: usize, f: impl FnOnce(&mut [u8]) -> T) -> T {
+    let mut small = Zeroizing::new([0u8; 64]);
+    if let Some(raw) = small.get_mut(..len) {
+        return f(raw);
+    }
+    f(&mut Zeroizing::new(zeroed(len)))
 }
 
 /// `len` zero bytes. Small buffers (most requests') as `malloc` + `memset`: `vec![0; len]`

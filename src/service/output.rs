@@ -32,24 +32,48 @@ impl Drop for Generated {
 impl Generated {
     /// The whole output in `req`'s format.
     pub fn render(&self, req: &BitsRequest) -> Vec<u8> {
-        let format = req.format();
-        let mut out = Vec::with_capacity(self.data.len() * format.expansion() + 96);
-        if format == Encoding::Json {
-            out.extend_from_slice(json_prefix(req.alg().name(), req.n_bits()).as_bytes());
-        }
-        format.encode_into(&self.data, req.n_bits(), &mut out);
-        if format == Encoding::Json {
-            out.extend_from_slice(json_suffix(self.ones).as_bytes());
-        }
-        out
+        render(&self.data, self.ones, req)
+    }
+}
+
+/// `data` (`ceil(n/8)` bytes with `ones` ones) in `req`'s format, in a buffer of its own.
+pub(super) fn render(data: &[u8], ones: u64, req: &BitsRequest) -> Vec<u8> {
+    let format = req.format();
+    let mut out = Vec::with_capacity(data.len() * format.expansion() + 96);
+    if format == Encoding::Json {
+        out.extend_from_slice(json_prefix(req.alg().name(), req.n_bits()).as_bytes());
+    }
+    format.encode_into(data, req.n_bits(), &mut out);
+    if format == Encoding::Json {
+        out.extend_from_slice(json_suffix(ones).as_bytes());
+    }
+    out
+}
+
+/// Random bits generated in one piece and already encoded: the raw bytes never left the
+/// service (on its stack when small), and were wiped once encoded.
+pub struct Rendered {
+    /// The encoded output (wiped on drop unless taken).
+    pub body: Vec<u8>,
+    /// Ones among the n bits.
+    pub ones: u64,
+    /// Time spent in the generator.
+    pub generate_time: Duration,
+    /// Time spent encoding.
+    pub encode_time: Duration,
+}
+
+impl Drop for Rendered {
+    fn drop(&mut self) {
+        self.body.zeroize();
     }
 }
 
 /// The answer to a [`BitsRequest`]: whole, or a stream whose first chunk is already generated
 /// (so a generator that refuses is an error before anything is sent).
 pub enum BitsOutput {
-    /// At most `stream_threshold_bytes`: one piece.
-    Whole(Generated),
+    /// At most `stream_threshold_bytes`: one piece, encoded.
+    Whole(Rendered),
     /// A stream: the first encoded chunk, then the rest.
     Stream {
         /// The first encoded chunk.
@@ -64,7 +88,7 @@ impl std::fmt::Debug for BitsOutput {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             BitsOutput::Whole(g) => {
-                f.debug_struct("Whole").field("bytes", &g.data.len()).finish_non_exhaustive()
+                f.debug_struct("Whole").field("encoded_bytes", &g.body.len()).finish_non_exhaustive()
             }
             BitsOutput::Stream { rest, .. } => {
                 f.debug_struct("Stream").field("request", &rest.req).finish_non_exhaustive()

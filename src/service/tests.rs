@@ -74,9 +74,16 @@ fn small_outputs_are_whole_and_large_ones_stream_with_the_same_bits_semantics() 
     let s = service();
     let small = BitsRequest::new(s.rules(), Some(8 * 1024 - 3), None, Encoding::Binary, false).unwrap();
     let BitsOutput::Whole(g) = s.bits(&anyone(), small).unwrap() else { panic!("1 KiB must be whole") };
-    assert_eq!(g.data.len(), 1024);
-    assert_eq!(g.data[1023] & 0b111, 0, "unused tail bits are zero");
-    assert_eq!(g.ones, bits::count_ones(&g.data));
+    assert_eq!(g.body.len(), 1024);
+    assert_eq!(g.body[1023] & 0b111, 0, "unused tail bits are zero");
+    assert_eq!(g.ones, bits::count_ones(&g.body));
+    // On the stack (64 bytes and fewer) as on the heap, the same semantics.
+    let tiny = BitsRequest::new(s.rules(), Some(8 * 64 - 1), None, Encoding::Binary, false).unwrap();
+    let BitsOutput::Whole(g) = s.bits(&anyone(), tiny).unwrap() else { panic!("64 B must be whole") };
+    assert_eq!(g.body.len(), 64);
+    assert_eq!(g.body[63] & 1, 0, "the unused tail bit is zero");
+    assert_eq!(g.ones, bits::count_ones(&g.body));
+    assert_ne!(&g.body[..], &[0u8; 64][..], "the stack buffer was filled");
 
     let n = 8 * 5000 + 5;
     let large = BitsRequest::new(s.rules(), Some(n), None, Encoding::Json, false).unwrap();
