@@ -97,8 +97,25 @@ async fn headers_on_success_and_error() {
     assert_eq!(r.headers()["cache-control"], "no-store");
     assert_eq!(r.headers()["pragma"], "no-cache");
     assert_eq!(r.headers()["x-request-id"], "abc-123");
-    let timing = r.headers()["server-timing"].to_str().unwrap();
-    assert!(timing.starts_with("gen;dur=") && timing.contains("enc;dur="), "{timing}");
+    let timing = r.headers()["server-timing"].to_str().unwrap().to_owned();
+    assert!(timing.starts_with("gen;dur=") && timing.ends_with("desc=\"encode\""), "{timing}");
+    // The header's text shares the body's buffer: the body is the output alone.
+    let body = r.text().await.unwrap();
+    assert!(body.len() == 64 && body.bytes().all(|b| b.is_ascii_hexdigit()), "{body}");
+    for (query, format) in
+        [("n=7&format=bits", "bits"), ("n=4000&format=json", "json"), ("n=1000&format=base64", "base64")]
+    {
+        let r = app.get(&format!("/bits?{query}")).await;
+        let timing = r.headers()["server-timing"].to_str().unwrap().to_owned();
+        assert!(timing.starts_with("gen;dur=") && timing.ends_with("desc=\"encode\""), "{format}: {timing}");
+        let body = r.text().await.unwrap();
+        assert!(!body.contains("dur="), "{format}: {body}");
+        match format {
+            "bits" => assert!(body.len() == 7 && body.bytes().all(|b| b == b'0' || b == b'1'), "{body}"),
+            "json" => assert_eq!(serde_json::from_str::<serde_json::Value>(&body).unwrap()["n"], 4000),
+            _ => assert_eq!(body.len(), 168, "{body}"),
+        }
+    }
     let r = app.get("/bits?n=0").await;
     assert!(r.headers().contains_key("x-request-id"));
     assert_eq!(r.headers()["pragma"], "no-cache");
