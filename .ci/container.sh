@@ -155,8 +155,10 @@ grep -E '^\[[0-9]/[0-9]\] STEP|Using cache|Finished' "$work/build.log" | sed 's/
 proved "podman build --pull=never --format docker of the Dockerfile as it is: $image ($((SECONDS - t0)) s)"
 # The layer cache, bounded to one build: every untagged image this build neither made nor took
 # from the cache (earlier builds' layers, ~3 GB each) is removed.
-used=$(grep -oE '^--> (Using cache )?[0-9a-f]{12,64}' "$work/build.log" | grep -oE '[0-9a-f]{12,64}$' | cut -c1-12 | sort -u)
-# Removing a leaf can leave its parent a leaf: repeat until a pass removes nothing.
+used=$(grep -oE '^--> (Using cache )?[0-9a-f]{12,64}' "$work/build.log" | grep -oE '[0-9a-f]{12,64}$' | cut -c1-12 | sort -u || true)
+# Removing a leaf can leave its parent a leaf: repeat until a pass removes nothing. (podman rmi
+# also takes an untagged parent left without children, so a used layer whose only children
+# were old leaves goes too: the next build remakes it. Tagged images always stay.)
 prune_unused() {
   local pruned=0 before=-1 id
   while [ "$pruned" -ne "$before" ]; do
