@@ -281,10 +281,13 @@ fn generate(args: &GenerateArgs) -> anyhow::Result<()> {
 fn write_encoded(out: &mut impl Write, chunk: &[u8], n_bits: u64, format: Format) -> io::Result<()> {
     match format {
         Format::Raw => out.write_all(chunk),
-        Format::Hex => out.write_all(data_encoding::HEXLOWER.encode(chunk).as_bytes()),
-        Format::Base64 => out.write_all(data_encoding::BASE64.encode(chunk).as_bytes()),
+        // The encoded output is wiped once written, as the raw bytes are.
+        Format::Hex => out.write_all(zeroize::Zeroizing::new(const_hex::encode(chunk)).as_bytes()),
+        Format::Base64 => {
+            out.write_all(zeroize::Zeroizing::new(data_encoding::BASE64.encode(chunk)).as_bytes())
+        }
         Format::Bits => {
-            let mut ascii = vec![0u8; n_bits as usize];
+            let mut ascii = zeroize::Zeroizing::new(vec![0u8; n_bits as usize]);
             bits::write_ascii_bits(chunk, n_bits as usize, &mut ascii);
             out.write_all(&ascii)
         }

@@ -111,7 +111,8 @@ impl Encoding {
                 let start = out.len();
                 out.resize(start + 2 * raw.len(), 0);
                 // (the output is exactly twice the input: the only error cannot happen)
-                let _ = const_hex::encode_to_slice(raw, &mut out[start..]);
+                let encoded = const_hex::encode_to_slice(raw, &mut out[start..]);
+                debug_assert!(encoded.is_ok());
                 return;
             }
             Encoding::Base64 => &data_encoding::BASE64,
@@ -127,6 +128,9 @@ impl Encoding {
 pub fn json_prefix(alg: &str, n_bits: u64) -> String {
     format!("{{\"alg\":\"{alg}\",\"n\":{n_bits},\"encoding\":\"hex\",\"data\":\"")
 }
+
+/// The most bytes [`json_suffix`] writes (`","ones":` and 20 digits, `}`).
+pub const JSON_SUFFIX_MAX: usize = 30;
 
 /// The end of a JSON bits body, after the hex data.
 pub fn json_suffix(ones: u64) -> String {
@@ -197,6 +201,11 @@ mod tests {
             proptest::prop_assert_eq!(&out[6..], expected.as_bytes());
             proptest::prop_assert_eq!(SecretFormat::Hex.encode(&raw), expected);
         }
+    }
+
+    #[test]
+    fn json_suffix_fits_its_bound() {
+        assert_eq!(json_suffix(u64::MAX).len(), JSON_SUFFIX_MAX);
     }
 
     #[test]

@@ -8,7 +8,7 @@ use bytes::Bytes;
 use zeroize::Zeroize;
 
 use super::Service;
-use super::encoding::{Encoding, SecretFormat, json_prefix, json_suffix};
+use super::encoding::{Encoding, JSON_SUFFIX_MAX, SecretFormat, json_prefix, json_suffix};
 use super::request::BitsRequest;
 use crate::drbg::{Algorithm, bits};
 use crate::error::ApiError;
@@ -192,7 +192,10 @@ impl Chunks {
             self.ones += chunk_ones;
             if format != Encoding::Binary {
                 let _span = super::encode_span(len as u64).entered();
-                out.reserve(self.buf.len() * format.expansion());
+                // Room for the JSON suffix too: appending it must not grow (and so copy, and
+                // free unwiped) a buffer holding output.
+                let suffix = if format == Encoding::Json { JSON_SUFFIX_MAX } else { 0 };
+                out.reserve(self.buf.len() * format.expansion() + suffix);
                 format.encode_into(&self.buf, n_bits, &mut out);
             }
         }
