@@ -103,6 +103,16 @@ impl Service {
         self.generate_whole(caller, req)
     }
 
+    /// [`Service::whole`], encoded in `req`'s format (the drop-in front-ends, whose requests
+    /// are bounded): the raw bytes never leave the service.
+    ///
+    /// # Errors
+    /// As [`Service::bits`].
+    pub fn rendered(&self, caller: &Arc<Caller>, req: &BitsRequest) -> Result<Rendered, ApiError> {
+        caller.permit(req.alg(), req.n_bits(), req.pr(), req.byte_len())?;
+        self.render_whole(caller, req)
+    }
+
     fn generate_whole(&self, caller: &Caller, req: &BitsRequest) -> Result<Generated, ApiError> {
         let mut data = zeroed(req.byte_len() as usize);
         let (generate_time, ones) = self.generate_bits(caller, req, &mut data)?;

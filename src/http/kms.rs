@@ -62,18 +62,17 @@ pub async fn post(State(state): State<AppState>, request: Request) -> Response {
         Err(Denied { caller, error, at }) => return answer_error(&error, caller.map(|c| (c, at))),
     };
     let named = Some((admission.caller.clone(), admission.at));
-    let generated = number_of_bytes(&parts.headers, &body).and_then(|n| {
+    let rendered = number_of_bytes(&parts.headers, &body).and_then(|n| {
         let req =
             BytesRequest::new(state.service.rules(), Some(n), None, Encoding::Base64, false)?.into_bits();
-        let generated = state.service.whole(&admission.caller, &req)?;
-        Ok((req, generated))
+        let rendered = state.service.rendered(&admission.caller, &req)?;
+        Ok((req, rendered))
     });
-    let (req, generated) = match generated {
+    let (req, rendered) = match rendered {
         Ok(done) => done,
         Err(error) => return answer_error(&error, named),
     };
-    let encoded = zeroize::Zeroizing::new(generated.render(&req));
-    let body = super::wiped_joined(&[br#"{"Plaintext":""#, &encoded, br#""}"#]);
+    let body = super::wiped_joined(&[br#"{"Plaintext":""#, &rendered.body, br#""}"#]);
     let mut answer: RecordedResponse = served(super::response(body, CONTENT_TYPE), req.alg(), req.n_bits());
     answer.record.named = named;
     answer.into_response()

@@ -156,8 +156,7 @@ fn valid_source(s: &str) -> bool {
 fn answer(state: &AppState, admission: &Admission, params: &Params) -> Result<RecordedResponse, ApiError> {
     let format = if params.hex { Encoding::Hex } else { Encoding::Base64 };
     let req = BytesRequest::new(state.service.rules(), Some(params.bytes), None, format, false)?.into_bits();
-    let generated = state.service.whole(&admission.caller, &req)?;
-    let encoded = zeroize::Zeroizing::new(generated.render(&req));
+    let rendered = state.service.rendered(&admission.caller, &req)?;
     let warnings: &[u8] = if params.seal {
         br#"["no seal/entropy augmentation available, using platform entropy source"]"#
     } else {
@@ -165,7 +164,7 @@ fn answer(state: &AppState, admission: &Admission, params: &Params) -> Result<Re
     };
     let body = super::wiped_joined(&[
         br#"{"request_id":"","lease_id":"","renewable":false,"lease_duration":0,"data":{"random_bytes":""#,
-        &encoded,
+        &rendered.body,
         br#""},"wrap_info":null,"warnings":"#,
         warnings,
         br#","auth":null,"mount_type":""}"#,

@@ -29,13 +29,6 @@ impl Drop for Generated {
     }
 }
 
-impl Generated {
-    /// The whole output in `req`'s format.
-    pub fn render(&self, req: &BitsRequest) -> Vec<u8> {
-        render(&self.data, self.ones, req)
-    }
-}
-
 /// `data` (`ceil(n/8)` bytes with `ones` ones) in `req`'s format, in a buffer of its own.
 pub(super) fn render(data: &[u8], ones: u64, req: &BitsRequest) -> Vec<u8> {
     let format = req.format();
