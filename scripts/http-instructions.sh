@@ -59,7 +59,7 @@ total() { # server path n -> instructions of the whole run
   sleep 0.5
   kill -KILL "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
-  cat "$out"* | awk '/^summary:/ {s += $2} END {print s}'
+  cat "$out"* | awk '/^summary:/ {s += $2} END {printf "%.0f\n", s}'
 }
 
 per_request() { # server path
