@@ -362,24 +362,16 @@ fn block_cipher_df<C: AesCipher>(inputs: &[&[u8]], out: &mut [u8]) {
         *b = i as u8;
     }
     let bcc_cipher = C::new_from_slice(&df_key[..key_len]).expect("df key length");
-    let mut temp = [0u8; MAX_SEED_LEN];
     let temp_len = key_len + BLOCK_LEN;
-    for (i, chunk) in temp[..temp_len].chunks_mut(BLOCK_LEN).enumerate() {
-        let mut bcc = Bcc::new(&bcc_cipher);
-        let mut iv = [0u8; BLOCK_LEN];
-        iv[..4].copy_from_slice(&(i as u32).to_be_bytes());
-        bcc.absorb(&iv);
-        bcc.absorb(&(input_len as u32).to_be_bytes());
-        bcc.absorb(&(out.len() as u32).to_be_bytes());
-        for s in inputs {
-            bcc.absorb(s);
-        }
-        bcc.absorb(&[0x80]);
-        bcc.pad_to_block();
-        let mut block = bcc.finish();
-        chunk.copy_from_slice(&block[..chunk.len()]);
-        block.zeroize();
+    let mut bcc = Bcc::new(&bcc_cipher, temp_len.div_ceil(BLOCK_LEN));
+    bcc.absorb(&(input_len as u32).to_be_bytes());
+    bcc.absorb(&(out.len() as u32).to_be_bytes());
+    for s in inputs {
+        bcc.absorb(s);
     }
+    bcc.absorb(&[0x80]);
+    let mut temp = [0u8; MAX_SEED_LEN];
+    bcc.finish(&mut temp[..temp_len]);
     let cipher = C::new_from_slice(&temp[..key_len]).expect("df key length");
     let mut x = Array([0u8; BLOCK_LEN]);
     x.copy_from_slice(&temp[key_len..temp_len]);
@@ -391,41 +383,71 @@ fn block_cipher_df<C: AesCipher>(inputs: &[&[u8]], out: &mut [u8]) {
     temp.zeroize();
 }
 
-/// BCC (10.3.3), fed incrementally so the df input never has to be concatenated.
+/// The BCC chains (10.3.3) of Block_Cipher_df, fed incrementally so its input is never
+/// concatenated. The df runs BCC once per output block of `temp` (2 for AES-128, 3 for the
+/// others), and the runs differ only in their first block, the counter `i || 0`; so they run
+/// side by side, each later block of S one `encrypt_blocks` call over every chain: independent
+/// encryptions the CPU overlaps, where one run after another waits on each block's latency.
 struct Bcc<'a, C> {
     cipher: &'a C,
-    chain: Array<u8, U16>,
+    chains: [Array<u8, U16>; MAX_SEED_LEN / BLOCK_LEN],
+    runs: usize,
+    /// The next block of S, `fill` bytes of it so far.
+    pending: [u8; BLOCK_LEN],
     fill: usize,
 }
 
 impl<'a, C: AesCipher> Bcc<'a, C> {
-    fn new(cipher: &'a C) -> Self {
-        Bcc { cipher, chain: Array([0u8; BLOCK_LEN]), fill: 0 }
+    /// The chains after their first block: `E(i || 0)` for run `i` of `runs`.
+    fn new(cipher: &'a C, runs: usize) -> Self {
+        let mut chains = [Array([0u8; BLOCK_LEN]); MAX_SEED_LEN / BLOCK_LEN];
+        for (i, chain) in chains[..runs].iter_mut().enumerate() {
+            chain[..4].copy_from_slice(&(i as u32).to_be_bytes());
+        }
+        cipher.encrypt_blocks(&mut chains[..runs]);
+        Bcc { cipher, chains, runs, pending: [0u8; BLOCK_LEN], fill: 0 }
     }
 
-    fn absorb(&mut self, data: &[u8]) {
-        for b in data {
-            self.chain[self.fill] ^= b;
-            self.fill += 1;
+    fn absorb(&mut self, mut data: &[u8]) {
+        while !data.is_empty() {
+            let take = (BLOCK_LEN - self.fill).min(data.len());
+            self.pending[self.fill..self.fill + take].copy_from_slice(&data[..take]);
+            self.fill += take;
+            data = &data[take..];
             if self.fill == BLOCK_LEN {
-                self.cipher.encrypt_block(&mut self.chain);
-                self.fill = 0;
+                self.step();
             }
         }
     }
 
-    fn pad_to_block(&mut self) {
-        if self.fill != 0 {
-            // XOR with zero padding leaves the chain unchanged; only the encryption remains.
-            self.cipher.encrypt_block(&mut self.chain);
-            self.fill = 0;
+    /// Chains the pending block (zero-padded) into every run.
+    fn step(&mut self) {
+        self.pending[self.fill..].fill(0);
+        for chain in &mut self.chains[..self.runs] {
+            for (c, p) in chain.iter_mut().zip(&self.pending) {
+                *c ^= p;
+            }
         }
+        self.cipher.encrypt_blocks(&mut self.chains[..self.runs]);
+        self.fill = 0;
     }
 
-    fn finish(mut self) -> [u8; BLOCK_LEN] {
-        let out = self.chain.0;
-        self.chain.0.zeroize();
-        out
+    /// Pads S to whole blocks with zeros and writes the runs' results, in order, into `temp`.
+    fn finish(mut self, temp: &mut [u8]) {
+        if self.fill != 0 {
+            self.step();
+        }
+        let results = Array::slice_as_flattened(&self.chains[..self.runs]);
+        temp.copy_from_slice(&results[..temp.len()]);
+    }
+}
+
+impl<C> Drop for Bcc<'_, C> {
+    fn drop(&mut self) {
+        for chain in &mut self.chains {
+            chain.0.zeroize();
+        }
+        self.pending.zeroize();
     }
 }
 
