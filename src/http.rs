@@ -178,8 +178,8 @@ pub fn response_with(body: axum::body::Body, content_type: &'static str, extra: 
 /// A body of random output (or a secret) whose memory is wiped when the transport drops its
 /// last reference to it. hyper's own write buffers, TLS records and the kernel's socket
 /// buffers are copies out of reach (docs/security.md, "Where random output is wiped").
-pub fn wiped(output: impl AsRef<[u8]> + Send + 'static + zeroize::Zeroize) -> axum::body::Body {
-    axum::body::Body::from(bytes::Bytes::from_owner(zeroize::Zeroizing::new(output)))
+pub fn wiped(output: Vec<u8>) -> axum::body::Body {
+    axum::body::Body::from(bytes::Bytes::from_owner(crate::service::wiped::Wiped(output)))
 }
 
 /// A body of `pieces` joined, holding random output, in a buffer sized exactly (one that grew

@@ -9,11 +9,13 @@
 //!   `UuidRequest`, `IntRequest`, each with one validating constructor.
 //! - [`output`]: one chunk or a chunk stream, secrets, UUIDs, integers.
 //! - [`encoding`]: the output formats.
+//! - [`wiped`]: wiping buffers that held output.
 
 mod buffers;
 pub mod encoding;
 pub mod output;
 pub mod request;
+pub mod wiped;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -352,11 +354,11 @@ fn encode_span(bytes: u64) -> tracing::Span {
 /// Calls `f` with `len` zero bytes for raw output, on the stack when they are few (most
 /// secrets and small `/bits`: no allocation), and wipes them after, on the error path too.
 fn with_raw<T>(len: usize, f: impl FnOnce(&mut [u8]) -> T) -> T {
-    let mut small = Zeroizing::new([0u8; 64]);
-    if let Some(raw) = small.get_mut(..len) {
+    let mut small = wiped::WipedArray([0u8; 64]);
+    if let Some(raw) = small.0.get_mut(..len) {
         return f(raw);
     }
-    f(&mut Zeroizing::new(zeroed(len)))
+    f(&mut wiped::Wiped(zeroed(len)).0)
 }
 
 /// `len` zero bytes. Small buffers (most requests') as `malloc` + `memset`: `vec![0; len]`

@@ -433,7 +433,7 @@ impl<'a, C: AesCipher> Bcc<'a, C> {
     }
 
     /// Pads S to whole blocks with zeros and writes the runs' results, in order, into `temp`.
-    fn finish(mut self, temp: &mut [u8]) {
+    fn finish(&mut self, temp: &mut [u8]) {
         if self.fill != 0 {
             self.step();
         }
@@ -501,6 +501,72 @@ impl<C: AesCipher> rand_core::TryCryptoRng for CtrDrbg<C> {}
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Block_Cipher_df written as 10.3.2 and 10.3.3 read: S concatenated and padded, one BCC
+    /// run after another, one block at a time.
+    fn spec_df<C: AesCipher>(input: &[u8], out_len: usize) -> Vec<u8> {
+        let key_len = <C as KeySizeUser>::key_size();
+        let mut s = Vec::new();
+        s.extend_from_slice(&(input.len() as u32).to_be_bytes());
+        s.extend_from_slice(&(out_len as u32).to_be_bytes());
+        s.extend_from_slice(input);
+        s.push(0x80);
+        while s.len() % BLOCK_LEN != 0 {
+            s.push(0);
+        }
+        let df_key: Vec<u8> = (0..key_len as u8).collect();
+        let k = C::new_from_slice(&df_key).unwrap();
+        let mut temp = Vec::new();
+        for i in 0u32.. {
+            if temp.len() >= key_len + BLOCK_LEN {
+                break;
+            }
+            let mut iv = [0u8; BLOCK_LEN];
+            iv[..4].copy_from_slice(&i.to_be_bytes());
+            let mut chain = Array([0u8; BLOCK_LEN]);
+            for block in std::iter::once(&iv[..]).chain(s.chunks(BLOCK_LEN)) {
+                for (c, b) in chain.iter_mut().zip(block) {
+                    *c ^= b;
+                }
+                k.encrypt_block(&mut chain);
+            }
+            temp.extend_from_slice(&chain);
+        }
+        let cipher = C::new_from_slice(&temp[..key_len]).unwrap();
+        let mut x = Array([0u8; BLOCK_LEN]);
+        x.copy_from_slice(&temp[key_len..key_len + BLOCK_LEN]);
+        let mut out = Vec::new();
+        while out.len() < out_len {
+            cipher.encrypt_block(&mut x);
+            out.extend_from_slice(&x);
+        }
+        out.truncate(out_len);
+        out
+    }
+
+    /// Every input length from 0 to 80 bytes (so S ends on every offset in a block, 0x80 as
+    /// a block's last byte among them, which no CAVP df record reaches), split into three
+    /// pieces at several points, for every key size.
+    #[test]
+    fn df_matches_the_standard_read_literally() {
+        fn check<C: AesCipher>() {
+            let seed_len = <C as KeySizeUser>::key_size() + BLOCK_LEN;
+            let input: Vec<u8> = (0..80u8).map(|i| i.wrapping_mul(37) ^ 0x5c).collect();
+            for len in 0..=input.len() {
+                let want = spec_df::<C>(&input[..len], seed_len);
+                for (a, b) in [(0, 0), (len / 3, 2 * len / 3), (len.min(7), len.min(23)), (len, len)] {
+                    let (x, rest) = input[..len].split_at(a);
+                    let (y, z) = rest.split_at(b - a);
+                    let mut got = vec![0u8; seed_len];
+                    block_cipher_df::<C>(&[x, y, z], &mut got);
+                    assert_eq!(got, want, "input of {len} bytes split at {a}, {b}");
+                }
+            }
+        }
+        check::<aes::Aes128Enc>();
+        check::<aes::Aes192Enc>();
+        check::<aes::Aes256Enc>();
+    }
 
     #[test]
     fn debug_shows_no_state() {

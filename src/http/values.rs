@@ -68,7 +68,10 @@ fn secret(accept: Accept<'_>, secret: Secret) -> RecordedResponse {
         let _ = serde_json::to_writer(&mut body, &json);
         super::response(super::wiped(body), "application/json")
     } else {
-        super::response(super::wiped(secret.value), super::TEXT)
+        // The value's own buffer moves into the body (no copy; an empty String is left).
+        let mut secret = secret;
+        let value = std::mem::take(&mut *secret.value).into_bytes();
+        super::response(super::wiped(value), super::TEXT)
     };
     served(body, alg, bits)
 }

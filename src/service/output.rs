@@ -5,7 +5,6 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use zeroize::Zeroize;
 
 use super::Service;
 use super::encoding::{Encoding, JSON_SUFFIX_MAX, SecretFormat, json_prefix, json_suffix};
@@ -25,7 +24,7 @@ pub struct Generated {
 
 impl Drop for Generated {
     fn drop(&mut self) {
-        self.data.zeroize();
+        super::wiped::wipe(&mut self.data);
     }
 }
 
@@ -58,7 +57,7 @@ pub struct Rendered {
 
 impl Drop for Rendered {
     fn drop(&mut self) {
-        self.body.zeroize();
+        super::wiped::wipe(&mut self.body);
     }
 }
 
@@ -113,7 +112,7 @@ pub struct Chunks {
 
 impl Drop for Chunks {
     fn drop(&mut self) {
-        self.buf.zeroize();
+        super::wiped::wipe(&mut self.buf);
         self.service.release(self.shard, self.req.alg(), std::mem::take(&mut self.reserved));
     }
 }
