@@ -270,7 +270,7 @@ fn generate(args: &GenerateArgs) -> anyhow::Result<()> {
         }
         remaining = remaining.map(|r| r - bits_now);
     }
-    buf.zeroize();
+    crate::service::wiped::wipe(&mut buf);
     if !matches!(args.format, Format::Raw) {
         writeln!(out).ok();
     }

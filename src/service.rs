@@ -20,7 +20,7 @@ pub mod wiped;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use zeroize::{Zeroize, Zeroizing};
+use zeroize::Zeroizing;
 
 pub use encoding::{Encoding, SecretFormat};
 pub use output::{BitsOutput, Chunk, Chunks, Generated, Ints, Rendered, Secret, Uuids};
@@ -252,7 +252,7 @@ impl Service {
                 }
             })
             .collect();
-        random.zeroize();
+        wiped::wipe(&mut random);
         self.count_output(caller, req.alg(), bytes);
         Ok(Uuids { uuids, version: req.version(), alg: req.alg() })
     }

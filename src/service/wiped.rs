@@ -15,7 +15,6 @@ pub fn wipe(buf: &mut Vec<u8>) {
 
 /// Bytes of output (or a secret) wiped as [`wipe`] does when dropped: the owner of a response
 /// body, or of a raw buffer while it is encoded.
-#[derive(Default)]
 pub struct Wiped(pub Vec<u8>);
 
 impl Drop for Wiped {
@@ -43,6 +42,8 @@ impl<const N: usize> Drop for WipedArray<N> {
 mod tests {
     use super::*;
 
+    // What a drop wipes, and the spare capacity, cannot be read back without `unsafe` (kept to
+    // three files in this crate); they go through the same zeroize calls as the bytes here.
     #[test]
     fn wipe_zeroes_every_byte_and_keeps_the_length() {
         let mut buf = vec![0xa5u8; 1000];
@@ -50,13 +51,5 @@ mod tests {
         wipe(&mut buf);
         assert_eq!(buf.len(), 1000);
         assert!(buf.iter().all(|b| *b == 0));
-    }
-
-    #[test]
-    fn an_empty_buffer_is_wiped_without_fuss() {
-        let mut buf = Vec::new();
-        wipe(&mut buf);
-        assert!(buf.is_empty());
-        drop(Wiped::default());
     }
 }
