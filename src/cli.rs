@@ -12,6 +12,7 @@ use zeroize::Zeroize;
 use crate::config::LogFormat;
 use crate::drbg::entropy::OsEntropy;
 use crate::drbg::{Algorithm, Drbg, Pool, PoolConfig, WithMechanism, bits, selftest};
+use crate::service::wiped::{Wiped, wipe};
 
 /// Bytes generated per write when streaming: 384 KiB, a multiple of 3 so base64 chunks
 /// concatenate into one valid encoding. Large enough that the pool's per-fill work (reseed and
@@ -270,7 +271,7 @@ fn generate(args: &GenerateArgs) -> anyhow::Result<()> {
         }
         remaining = remaining.map(|r| r - bits_now);
     }
-    crate::service::wiped::wipe(&mut buf);
+    wipe(&mut buf);
     if !matches!(args.format, Format::Raw) {
         writeln!(out).ok();
     }
@@ -282,14 +283,12 @@ fn write_encoded(out: &mut impl Write, chunk: &[u8], n_bits: u64, format: Format
     match format {
         Format::Raw => out.write_all(chunk),
         // The encoded output is wiped once written, as the raw bytes are.
-        Format::Hex => out.write_all(zeroize::Zeroizing::new(const_hex::encode(chunk)).as_bytes()),
-        Format::Base64 => {
-            out.write_all(zeroize::Zeroizing::new(data_encoding::BASE64.encode(chunk)).as_bytes())
-        }
+        Format::Hex => out.write_all(Wiped(const_hex::encode(chunk).into_bytes()).as_ref()),
+        Format::Base64 => out.write_all(Wiped(data_encoding::BASE64.encode(chunk).into_bytes()).as_ref()),
         Format::Bits => {
-            let mut ascii = zeroize::Zeroizing::new(vec![0u8; n_bits as usize]);
-            bits::write_ascii_bits(chunk, n_bits as usize, &mut ascii);
-            out.write_all(&ascii)
+            let mut ascii = Wiped(vec![0u8; n_bits as usize]);
+            bits::write_ascii_bits(chunk, n_bits as usize, &mut ascii.0);
+            out.write_all(&ascii.0)
         }
     }
 }

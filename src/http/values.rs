@@ -56,7 +56,7 @@ fn secret_format(params: &Params) -> Result<Option<SecretFormat>, ApiError> {
         .transpose()
 }
 
-fn secret(accept: Accept<'_>, secret: Secret) -> RecordedResponse {
+fn secret(accept: Accept<'_>, mut secret: Secret) -> RecordedResponse {
     let (alg, bits) = (secret.alg, secret.bytes * 8);
     let body = if wants_json(accept) {
         let Secret { value, bytes, format, alg } = secret;
@@ -69,7 +69,6 @@ fn secret(accept: Accept<'_>, secret: Secret) -> RecordedResponse {
         super::response(super::wiped(body), "application/json")
     } else {
         // The value's own buffer moves into the body (no copy; an empty String is left).
-        let mut secret = secret;
         let value = std::mem::take(&mut *secret.value).into_bytes();
         super::response(super::wiped(value), super::TEXT)
     };
