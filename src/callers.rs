@@ -251,14 +251,15 @@ impl Callers {
         client: Option<&ClientIdentity>,
         route: Option<Route>,
     ) -> Result<Admission, Denied> {
-        self.authorize(bearer, client, route)?.enter()
+        self.authorize(bearer, client, route, Instant::now())?.enter()
     }
 
     /// The first step of admission, from the request's head alone: identifies the caller and
     /// checks its policy allows `route`. `None` is a metadata route (`/algorithms`, `/usage`,
     /// `GetUsage`), which every caller may call. Nothing of the caller's quota is taken yet:
     /// [`Authorized::enter`] does that once the server has room for the request, so a request
-    /// the server sheds costs the caller nothing.
+    /// the server sheds costs the caller nothing. `now` is the request's start, the time its
+    /// quota is taken at (the pipeline's own clock read, not another).
     ///
     /// # Errors
     /// [`Denied`] with 401, 403 (`unknown_client`, `credentials_conflict`,
@@ -269,8 +270,9 @@ impl Callers {
         bearer: Option<Key<'_>>,
         client: Option<&ClientIdentity>,
         route: Option<Route>,
+        now: Instant,
     ) -> Result<Authorized, Denied> {
-        self.authorize_identified(self.registry().identify_for(bearer, client, route), route)
+        self.authorize_identified(self.registry().identify_for(bearer, client, route), route, now)
     }
 
     /// [`Callers::authorize`] for a signed request (the KMS front-end's AWS SigV4), whose
@@ -288,7 +290,8 @@ impl Callers {
         now: std::time::SystemTime,
         route: Route,
     ) -> Result<Authorized, Denied> {
-        self.authorize_identified(self.registry().identify_signed(request, client, body, now), Some(route))
+        let identified = self.registry().identify_signed(request, client, body, now);
+        self.authorize_identified(identified, Some(route), Instant::now())
     }
 
     /// The checks of a signed request that its head allows ([`Registry::check_signed_head`]),
@@ -316,8 +319,8 @@ impl Callers {
         &self,
         identified: Result<Arc<Caller>, ApiError>,
         route: Option<Route>,
+        at: Instant,
     ) -> Result<Authorized, Denied> {
-        let at = Instant::now();
         let caller = match identified {
             Ok(caller) => caller,
             Err(error) => return Err(self.unknown(error)),

@@ -117,7 +117,7 @@ impl Service {
 
     fn generate_whole(&self, caller: &Caller, req: &BitsRequest) -> Result<Generated, ApiError> {
         let mut data = zeroed(req.byte_len() as usize);
-        let (generate_time, ones) = self.generate_bits(caller, req, &mut data)?;
+        let (generate_time, ones, _) = self.generate_bits(caller, req, &mut data)?;
         Ok(Generated { data, ones, generate_time })
     }
 
@@ -125,27 +125,28 @@ impl Service {
     /// when they are few (no allocation), and are wiped once encoded.
     fn render_whole(&self, caller: &Caller, req: &BitsRequest) -> Result<Rendered, ApiError> {
         with_raw(req.byte_len() as usize, |raw| {
-            let (generate_time, ones) = self.generate_bits(caller, req, raw)?;
-            let start = Instant::now();
+            let (generate_time, ones, generated) = self.generate_bits(caller, req, raw)?;
             let body = output::render(raw, ones, req);
-            Ok(Rendered { body, ones, generate_time, encode_time: start.elapsed() })
+            Ok(Rendered { body, ones, generate_time, encode_time: generated.elapsed() })
         })
     }
 
     /// Fills `data` with `req`'s bits (unused tail bits zero) and counts them: the time in
-    /// the generator, and the ones.
+    /// the generator, the ones, and when the generator finished (what follows it, the count
+    /// and the encoding, is timed from there).
     fn generate_bits(
         &self,
         caller: &Caller,
         req: &BitsRequest,
         data: &mut [u8],
-    ) -> Result<(Duration, u64), ApiError> {
-        let generate_time = self.fill(req.alg(), data, req.pr())?;
+    ) -> Result<(Duration, u64, Instant), ApiError> {
+        let shard = self.0.pool.current_shard();
+        let (generate_time, generated) = self.fill_timed(shard, req.alg(), data, req.pr(), &mut 0)?;
         bits::mask_tail(data, req.n_bits());
         let ones = bits::count_ones(data);
         self.observe_bias(req.alg(), req.n_bits(), ones);
         caller.count_output(req.byte_len());
-        Ok((generate_time, ones))
+        Ok((generate_time, ones, generated))
     }
 
     /// A chunk stream of `chunk_bytes` raw bytes per chunk (rounded down to a multiple of 3,
@@ -302,6 +303,18 @@ impl Service {
         pr: bool,
         mine: &mut u64,
     ) -> Result<Duration, ApiError> {
+        self.fill_timed(shard, alg, buf, pr, mine).map(|(elapsed, _)| elapsed)
+    }
+
+    /// [`Service::fill_reserved`], also returning when the generator finished.
+    fn fill_timed(
+        &self,
+        shard: usize,
+        alg: Algorithm,
+        buf: &mut [u8],
+        pr: bool,
+        mine: &mut u64,
+    ) -> Result<(Duration, Instant), ApiError> {
         let _span = tracing::info_span!(
             target: crate::telemetry::trace::TRACE_TARGET,
             "generate",
@@ -312,10 +325,11 @@ impl Service {
         .entered();
         let start = Instant::now();
         let result = self.0.pool.fill_reserved_on_shard(shard, alg, buf, pr, mine);
-        let elapsed = start.elapsed();
+        let end = Instant::now();
+        let elapsed = end.saturating_duration_since(start);
         self.observe_generate(alg, elapsed);
         result?;
-        Ok(elapsed)
+        Ok((elapsed, end))
     }
 
     fn observe_generate(&self, alg: Algorithm, elapsed: Duration) {

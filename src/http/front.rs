@@ -235,7 +235,10 @@ impl<S> Front<S> {
                 // a route open to it (`[pollen] anonymous`): as unauthenticated as a public one,
                 // it takes a place of its own kind. (Auth is fixed for the process.)
                 let open = self.shared.state.settings.auth.enabled && key.is_none() && client.is_none();
-                (Some(callers.authorize(key, client, route)?), if open { Class::Open } else { Class::Caller })
+                (
+                    Some(callers.authorize(key, client, route, now)?),
+                    if open { Class::Open } else { Class::Caller },
+                )
             }
         };
         let (caller, at) = authorized.as_ref().map_or((None, now), |a| (Some(a.caller.clone()), a.at));

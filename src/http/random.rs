@@ -137,8 +137,9 @@ fn respond(state: &AppState, admission: &Admission, req: BitsRequest) -> Result<
     Ok(served(response, req.alg(), req.n_bits()))
 }
 
-/// `Server-Timing: gen;dur=<ms>;desc="generate", enc;dur=<ms>;desc="encode"`, milliseconds
-/// with three decimals, written with integers into a stack buffer (no float formatting, and
+/// `Server-Timing: gen;dur=<ms>;desc="generate", enc;dur=<ms>;desc="encode"`: the time in the
+/// generator, then from its end to the encoded body (the ones counted for the bias histogram,
+/// then the encoding); milliseconds with three decimals, written with integers into a stack buffer (no float formatting, and
 /// one allocation: the header value's own).
 fn server_timing(generate: std::time::Duration, encode: std::time::Duration) -> Option<HeaderValue> {
     let mut out = StackText::<128>::default();

@@ -51,7 +51,7 @@ pub struct Rendered {
     pub ones: u64,
     /// Time spent in the generator.
     pub generate_time: Duration,
-    /// Time spent encoding.
+    /// Time from the generator's end to the encoded body: the ones counted, then the encoding.
     pub encode_time: Duration,
 }
 

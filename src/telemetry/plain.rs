@@ -51,55 +51,70 @@ fn with_line<R>(f: impl FnOnce(&mut String) -> R) -> R {
 
 /// Queues the access line `access`, formatted as [`Plain`] formats its tracing event.
 pub(super) fn write_access(writer: &super::writer::BatchWriter, access: &super::Access<'_>) {
-    with_line(|line| {
-        if access_line(line, access).is_ok() {
-            writer.push(line.as_bytes());
-        }
+    thread_local!(static LINE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) });
+    LINE.with(|cell| {
+        // Nothing below logs, so the buffer is never borrowed twice; a fresh one if it were.
+        let (mut borrowed, mut fresh) = (cell.try_borrow_mut().ok(), Vec::new());
+        let line = borrowed.as_deref_mut().unwrap_or(&mut fresh);
+        line.clear();
+        access_line(line, access);
+        writer.push(line);
     });
 }
 
 /// The access line of `a` as [`Plain`] writes the event of [`super::Access`]: the same
 /// fields in the same order, strings quoted (or in `Debug` form when they need escaping).
-fn access_line(line: &mut String, a: &super::Access<'_>) -> fmt::Result {
-    fn quoted(line: &mut String, name: &str, value: &str) -> fmt::Result {
-        line.push(' ');
-        line.push_str(name);
-        line.push('=');
-        quote(line, value)
+/// Built as bytes from pieces inlined here, so the constant ones are copied without a call.
+fn access_line(line: &mut Vec<u8>, a: &super::Access<'_>) {
+    #[inline(always)]
+    fn quoted(line: &mut Vec<u8>, name: &str, value: &str) {
+        line.extend_from_slice(b" ");
+        line.extend_from_slice(name.as_bytes());
+        line.extend_from_slice(b"=");
+        if plain(value) {
+            line.extend_from_slice(b"\"");
+            line.extend_from_slice(value.as_bytes());
+            line.extend_from_slice(b"\"");
+        } else {
+            // Writing to a Vec cannot fail.
+            let _ = std::io::Write::write_fmt(line, format_args!("{value:?}"));
+        }
     }
     /// A string of ours (a route template, an algorithm's name, an error code): plain.
-    fn known_value(line: &mut String, name: &str, value: &'static str) {
+    #[inline(always)]
+    fn known_value(line: &mut Vec<u8>, name: &str, value: &'static str) {
         debug_assert!(plain(value), "{value:?}");
-        line.push(' ');
-        line.push_str(name);
-        line.push_str("=\"");
-        line.push_str(value);
-        line.push('"');
+        line.extend_from_slice(b" ");
+        line.extend_from_slice(name.as_bytes());
+        line.extend_from_slice(b"=\"");
+        line.extend_from_slice(value.as_bytes());
+        line.extend_from_slice(b"\"");
     }
-    fn number(line: &mut String, name: &str, value: u64) {
-        line.push(' ');
-        line.push_str(name);
-        line.push('=');
-        line.push_str(itoa::Buffer::new().format(value));
+    #[inline(always)]
+    fn number(line: &mut Vec<u8>, name: &str, value: u64) {
+        line.extend_from_slice(b" ");
+        line.extend_from_slice(name.as_bytes());
+        line.extend_from_slice(b"=");
+        line.extend_from_slice(itoa::Buffer::new().format(value).as_bytes());
     }
-    write_now(line)?;
-    line.push_str(level(Level::INFO));
-    line.push_str(super::ACCESS_TARGET);
-    line.push_str(": request");
-    quoted(line, "request_id", a.request_id)?;
+    line.reserve(256);
+    push_now(line);
+    line.extend_from_slice(level(Level::INFO).as_bytes());
+    line.extend_from_slice(super::ACCESS_TARGET.as_bytes());
+    line.extend_from_slice(b": request");
+    quoted(line, "request_id", a.request_id);
     if !a.trace_id.is_empty() {
-        quoted(line, "trace_id", a.trace_id)?;
+        quoted(line, "trace_id", a.trace_id);
     }
-    quoted(line, "caller", a.caller)?;
-    quoted(line, "method", a.method)?;
+    quoted(line, "caller", a.caller);
+    quoted(line, "method", a.method);
     known_value(line, "route", a.route);
     known_value(line, "alg", a.alg);
     number(line, "n", a.n);
     number(line, "status", u64::from(a.status));
     known_value(line, "code", a.code);
     number(line, "latency_us", a.latency_us);
-    line.push('\n');
-    Ok(())
+    line.extend_from_slice(b"\n");
 }
 
 fn format_line<S, N>(ctx: &FmtContext<'_, S, N>, line: &mut String, event: &Event<'_>) -> fmt::Result
@@ -137,25 +152,41 @@ where
 /// with the date and time of day worked out once per second per thread instead of through
 /// `core::fmt` on every line (the largest part of a line's cost).
 fn write_now(writer: &mut impl Write) -> fmt::Result {
+    match now_text() {
+        Some(text) => writer.write_str(std::str::from_utf8(&text).map_err(|_| fmt::Error)?),
+        None => SystemTime.format_time(&mut Writer::new(writer)),
+    }
+}
+
+/// [`write_now`] into bytes.
+fn push_now(line: &mut Vec<u8>) {
+    match now_text() {
+        Some(text) => line.extend_from_slice(&text),
+        None => {
+            let mut text = String::new();
+            let _ = SystemTime.format_time(&mut Writer::new(&mut text));
+            line.extend_from_slice(text.as_bytes());
+        }
+    }
+}
+
+/// [`write_now`]'s text; `None` before 1970 or past year 9999, which tracing-subscriber's own
+/// `SystemTime` writes its way.
+fn now_text() -> Option<[u8; 27]> {
     use std::cell::Cell;
     thread_local! {
         /// The second last formatted on this thread, and its `YYYY-MM-DDTHH:MM:SS`.
         static SECOND: Cell<(u64, [u8; 19])> = const { Cell::new((u64::MAX, [0; 19])) };
     }
-    let Some(since) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).ok() else {
-        return SystemTime.format_time(&mut Writer::new(writer));
-    };
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).ok()?;
     let secs = since.as_secs();
     let prefix = match SECOND.get() {
         (cached, prefix) if cached == secs => prefix,
-        _ => match date_time(secs) {
-            Some(prefix) => {
-                SECOND.set((secs, prefix));
-                prefix
-            }
-            // Past year 9999: tracing-subscriber's own, which writes such years its way.
-            None => return SystemTime.format_time(&mut Writer::new(writer)),
-        },
+        _ => {
+            let prefix = date_time(secs)?;
+            SECOND.set((secs, prefix));
+            prefix
+        }
     };
     let mut line = [0u8; 27];
     line[..19].copy_from_slice(&prefix);
@@ -165,7 +196,7 @@ fn write_now(writer: &mut impl Write) -> fmt::Result {
         line[20 + i] = b'0' + (micros / place % 10) as u8;
     }
     line[26] = b'Z';
-    writer.write_str(std::str::from_utf8(&line).map_err(|_| fmt::Error)?)
+    Some(line)
 }
 
 /// `YYYY-MM-DDTHH:MM:SS` of a Unix time in seconds (UTC), `None` past year 9999. The civil
@@ -468,8 +499,9 @@ mod tests {
             },
         ];
         for (i, access) in CASES.iter().enumerate() {
-            let mut direct = String::new();
-            access_line(&mut direct, access).unwrap();
+            let mut direct = Vec::new();
+            access_line(&mut direct, access);
+            let direct = String::from_utf8(direct).unwrap();
             assert!(direct.ends_with('\n') && direct.matches('\n').count() == 1, "{direct:?}");
             let direct = direct.trim_end().split_once(' ').unwrap().1.to_owned();
             let via_tracing = match i {
