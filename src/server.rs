@@ -58,6 +58,8 @@ use tower::ServiceBuilder;
 use crate::callers::ClientIdentity;
 use crate::tls::ReloadableAcceptor;
 
+mod woken;
+
 /// HTTP/2 keep-alive: a ping after this much silence...
 const H2_PING_INTERVAL: Duration = Duration::from_secs(30);
 /// ...must be answered within this, or the connection (and its permit) is dropped: a vanished
@@ -722,6 +724,7 @@ impl<S: HttpService> Connection<S> {
         let mut goaway_sent = false;
         let mut idle = HeaderReadDeadline::new(header_read_timeout);
         let mut quiet = Quiet::new(write_timeout, http2_idle_timeout);
+        let side_flag = woken::Flag::new();
         loop {
             let now = *phase.borrow_and_update();
             if now == Phase::Stopped {
@@ -746,21 +749,38 @@ impl<S: HttpService> Connection<S> {
                 connection.as_mut().graceful_shutdown();
                 goaway_sent = true;
             }
-            tokio::select! {
+            // The side events, polled only when one of them woke the task (not on every wake
+            // of the connection: see `woken`).
+            let side = woken::OnWake::new(
+                async {
+                    tokio::select! {
+                        () = state.h2_seen_late.notified(), if !goaway_sent => Side::H2SeenLate,
+                        changed = phase.changed() => Side::Phase { sender_gone: changed.is_err() },
+                        () = idle.expired(&state) => Side::Idle,
+                        quieted = quiet.expired(&state) => Side::Quiet(quieted),
+                        () = aged.as_mut() => Side::Aged,
+                    }
+                },
+                &side_flag,
+            );
+            let side = tokio::select! {
                 _ = connection.as_mut() => return,
-                () = state.h2_seen_late.notified(), if !goaway_sent => {
+                side = side => side,
+            };
+            match side {
+                Side::H2SeenLate => {
                     connection.as_mut().graceful_shutdown();
                     goaway_sent = true;
                 }
-                changed = phase.changed() => {
-                    if changed.is_err() {
+                Side::Phase { sender_gone } => {
+                    if sender_gone {
                         // The sender is gone: nothing will say Stopped, so stop now.
                         connection.as_mut().graceful_shutdown();
                         idle.finish(connection.as_mut(), &state).await;
                         return;
                     }
                 }
-                () = idle.expired(&state) => {
+                Side::Idle => {
                     tracing::debug!("no request head within the header-read timeout; closing");
                     connection.as_mut().graceful_shutdown();
                     if tokio::time::timeout(idle.close_grace(), connection.as_mut()).await.is_err()
@@ -771,7 +791,7 @@ impl<S: HttpService> Connection<S> {
                     }
                     return;
                 }
-                quieted = quiet.expired(&state) => {
+                Side::Quiet(quieted) => {
                     connection.as_mut().graceful_shutdown();
                     if quieted == Quieted::Stalled {
                         // Its client stopped reading: the connection goes (other streams get
@@ -790,7 +810,7 @@ impl<S: HttpService> Connection<S> {
                     }
                     return;
                 }
-                () = aged.as_mut() => {
+                Side::Aged => {
                     if age_passed {
                         // Asked to move a grace period ago and still open: drop it.
                         return;
@@ -805,6 +825,20 @@ impl<S: HttpService> Connection<S> {
             }
         }
     }
+}
+
+/// What woke a connection's loop besides the connection itself.
+enum Side {
+    /// An HTTP/2 request arrived after the shutdown began: GOAWAY now.
+    H2SeenLate,
+    /// The shutdown phase changed (or its sender is gone).
+    Phase { sender_gone: bool },
+    /// No request head within the header-read timeout.
+    Idle,
+    /// A stalled response or an idle HTTP/2 connection.
+    Quiet(Quieted),
+    /// The maximum age passed (or, after it, the grace to move).
+    Aged,
 }
 
 /// Marks the connection closing (HTTP/1: `Connection: close` on the next response) and says
