@@ -342,7 +342,7 @@ where
                     let body_deadline = start.checked_add(body_timeout).unwrap_or(deadline);
                     let request = request.map(|body| ReadDeadline::new(body, body_deadline, body_slot));
                     let inner = match catch_unwind(AssertUnwindSafe(|| self.inner.call(request))) {
-                        Ok(future) => Inner::Called { future },
+                        Ok(future) => Inner::Called { future: Box::pin(future) },
                         Err(_) => Inner::Refused { denied: Some(unnamed(panicked(), start)) },
                     };
                     (inner, slot, admission)
@@ -367,9 +367,9 @@ pin_project! {
         // The caller's admission, held (with its in-flight place) until the headers are ready.
         admission: Option<Admission>,
         deadline: Clock,
-        // Armed only when the inner future is not ready on its first poll.
-        #[pin]
-        timer: Option<tokio::time::Sleep>,
+        // Armed only when the inner future is not ready on its first poll (boxed: the future
+        // is moved several times on its way to hyper, and most never need it).
+        timer: Option<Pin<Box<tokio::time::Sleep>>>,
         // A public stream's end: its response body holds its place until then.
         lifetime: Option<Clock>,
     }
@@ -378,7 +378,8 @@ pin_project! {
 pin_project! {
     #[project = InnerProj]
     enum Inner<F> {
-        Called { #[pin] future: F },
+        // Boxed: the router's future is larger than the rest, and the direct GETs never hold it.
+        Called { future: Pin<Box<F>> },
         Direct { endpoint: Endpoint, parts: Option<Parts> },
         Refused { denied: Option<Denied> },
     }
@@ -398,16 +399,18 @@ where
         // An answer of this layer's own (refused, shed, timed out, a panic below), or the
         // service's; an endpoint's comes with its outcome, the router's in its extensions.
         let (mut response, own, outcome) = match this.inner.as_mut().project() {
-            InnerProj::Called { future } => match catch_unwind(AssertUnwindSafe(|| future.poll(cx))) {
+            InnerProj::Called { future } => match catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx)))
+            {
                 Ok(Poll::Pending) => {
                     let deadline = *this.deadline;
-                    let mut timer = this.timer.as_mut();
+                    let timer = &mut *this.timer;
                     // Inside the catch too: a runtime without a time driver panics here.
                     let expired = catch_unwind(AssertUnwindSafe(|| {
-                        if timer.is_none() {
-                            timer.set(Some(tokio::time::sleep_until(deadline)));
-                        }
-                        timer.as_mut().as_pin_mut().is_some_and(|timer| timer.poll(cx).is_ready())
+                        timer
+                            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)))
+                            .as_mut()
+                            .poll(cx)
+                            .is_ready()
                     }));
                     let error = match expired {
                         Ok(false) => return Poll::Pending,
