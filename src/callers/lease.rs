@@ -164,7 +164,8 @@ impl Lease {
         }
         self.hand -= cost;
         self.spent += cost;
-        self.last_spend = now;
+        // (Requests pass their start, which may be a little older than the last spend's.)
+        self.last_spend = self.last_spend.max(now);
         let low = self.hand < 0.0 || self.hand < self.size / 2.0;
         let exchange = (low && !self.exchanging).then(|| self.begin(rate, need));
         (Spend::Spent, exchange)

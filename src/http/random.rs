@@ -139,8 +139,8 @@ fn respond(state: &AppState, admission: &Admission, req: BitsRequest) -> Result<
 
 /// `Server-Timing: gen;dur=<ms>;desc="generate", enc;dur=<ms>;desc="encode"`: the time in the
 /// generator, then from its end to the encoded body (the ones counted for the bias histogram,
-/// then the encoding); milliseconds with three decimals, written with integers into a stack buffer (no float formatting, and
-/// one allocation: the header value's own).
+/// then the encoding); milliseconds with three decimals, written with integers into a stack
+/// buffer (no float formatting, and one allocation: the header value's own).
 fn server_timing(generate: std::time::Duration, encode: std::time::Duration) -> Option<HeaderValue> {
     let mut out = StackText::<128>::default();
     for (i, (label, d, desc)) in

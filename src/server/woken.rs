@@ -99,7 +99,8 @@ mod tests {
     struct Counted(AtomicUsize);
     impl Wake for Counted {
         fn wake(self: Arc<Self>) {
-            self.0.fetch_add(1, Ordering::Relaxed);
+            // Release: a test that sees the wake sees what the waker did before it.
+            self.0.fetch_add(1, Ordering::Release);
         }
     }
 
@@ -128,6 +129,61 @@ mod tests {
         assert_eq!(task.0.load(Ordering::Relaxed), 1, "the task was woken");
         assert!(future.as_mut().poll(&mut cx).is_ready());
         assert_eq!(polls_now(&polls), 2);
+    }
+
+    /// An inner future that wakes itself while polled (as tokio's cooperative budget does):
+    /// the task is woken, and its next poll reaches the inner future again.
+    #[test]
+    fn a_wake_during_the_inner_poll_is_not_lost() {
+        let polls = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&polls);
+        let inner = std::future::poll_fn(move |cx| {
+            if counted.fetch_add(1, Ordering::Relaxed) == 0 {
+                cx.waker().wake_by_ref();
+                Poll::Pending
+            } else {
+                Poll::Ready(())
+            }
+        });
+        let mut future = Box::pin(OnWake::new(inner, &Flag::new()));
+        let task = Arc::new(Counted(AtomicUsize::new(0)));
+        let task_waker = Waker::from(Arc::clone(&task));
+        let mut cx = Context::from_waker(&task_waker);
+        assert!(future.as_mut().poll(&mut cx).is_pending());
+        assert_eq!(task.0.load(Ordering::Relaxed), 1, "the task was woken");
+        assert!(future.as_mut().poll(&mut cx).is_ready());
+        assert_eq!(polls.load(Ordering::Relaxed), 2);
+    }
+
+    /// A wake from another thread, racing the task's polls: every one is seen.
+    #[test]
+    fn wakes_from_another_thread_are_never_lost() {
+        for _ in 0..200 {
+            let (polls, inner_waker, ready) = Default::default();
+            let probe = Probe { polls, waker: Arc::clone(&inner_waker), ready: Arc::clone(&ready) };
+            let mut future = Box::pin(OnWake::new(probe, &Flag::new()));
+            let task = Arc::new(Counted(AtomicUsize::new(0)));
+            let task_waker = Waker::from(Arc::clone(&task));
+            let mut cx = Context::from_waker(&task_waker);
+            assert!(future.as_mut().poll(&mut cx).is_pending());
+            let waker = inner_waker.lock().unwrap().take().unwrap();
+            let (ready_there, task_there) = (Arc::clone(&ready), Arc::clone(&task));
+            let waking = std::thread::spawn(move || {
+                ready_there.store(true, Ordering::Relaxed);
+                waker.wake();
+            });
+            // Poll while the other thread may be waking; once the task was woken, a poll
+            // after it must reach the ready inner future.
+            loop {
+                let woken_before = task_there.0.load(Ordering::Acquire) > 0;
+                if future.as_mut().poll(&mut cx).is_ready() {
+                    break;
+                }
+                assert!(!woken_before, "a poll after the task's wake did not reach the inner future");
+                std::hint::spin_loop();
+            }
+            waking.join().unwrap();
+        }
     }
 
     #[test]
