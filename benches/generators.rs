@@ -37,13 +37,11 @@ fn pool(shards: usize) -> Pool {
     Pool::new(&PoolConfig { shards, ..PoolConfig::default() }, Arc::new(OsEntropy)).unwrap()
 }
 
+/// The raw keystream: AES-256 over counter blocks written as the DRBG writes them.
 fn raw_aes_ctr(cipher: &aes::Aes256Enc, ctr: &mut u128, out: &mut [u8]) {
     let (blocks, _) = Array::slice_as_chunks_mut(out);
     for batch in blocks.chunks_mut(64) {
-        for b in batch.iter_mut() {
-            *ctr += 1;
-            *b = Array(ctr.to_be_bytes());
-        }
+        *ctr = drbgd::drbg::ctr_drbg::counter_blocks(*ctr, batch);
         cipher.encrypt_blocks(batch);
     }
 }

@@ -282,10 +282,7 @@ impl<C: AesCipher> CtrDrbg<C> {
         }
         let (blocks, tail) = Array::<u8, U16>::slice_as_chunks_mut(out);
         for batch in blocks.chunks_mut(BATCH_BLOCKS) {
-            for block in batch.iter_mut() {
-                self.v = self.v.wrapping_add(1);
-                *block = Array(self.v.to_be_bytes());
-            }
+            self.v = counter_blocks(self.v, batch);
             self.cipher.encrypt_blocks(batch);
         }
         if !tail.is_empty() {
@@ -498,9 +495,61 @@ impl<C: AesCipher> rand_core::TryRng for CtrDrbg<C> {
 
 impl<C: AesCipher> rand_core::TryCryptoRng for CtrDrbg<C> {}
 
+/// Writes V+1, V+2, ... (big-endian, wrapping at 2^128, as SP 800-90A increments V) into
+/// `blocks` and returns the last. Where the batch does not carry into V's high half (all but
+/// one batch in 2^64 / 64), the high half is one constant store and the low half an add and a
+/// byte swap per block; otherwise block by block in 128 bits.
+#[inline]
+pub fn counter_blocks(v: u128, blocks: &mut [Array<u8, U16>]) -> u128 {
+    let n = blocks.len() as u64;
+    let (high, low) = ((v >> 64) as u64, v as u64);
+    if low.checked_add(n).is_some() {
+        let high = high.to_be_bytes();
+        for (i, block) in (1..).zip(blocks.iter_mut()) {
+            block[..8].copy_from_slice(&high);
+            block[8..].copy_from_slice(&(low + i).to_be_bytes());
+        }
+        v.wrapping_add(u128::from(n))
+    } else {
+        let mut v = v;
+        for block in blocks {
+            v = v.wrapping_add(1);
+            *block = Array(v.to_be_bytes());
+        }
+        v
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The counter blocks read as V incremented one at a time in 128 bits, across the carry
+    /// into the high half and the wrap at 2^128, for every batch length up to two batches.
+    #[test]
+    fn counter_blocks_count_in_128_bits() {
+        let starts = [
+            0,
+            1,
+            u128::from(u64::MAX) - 70,
+            u128::from(u64::MAX),
+            u128::MAX - 70,
+            u128::MAX,
+            0x0123_4567 << 64,
+        ];
+        for v in starts {
+            for len in 0..=2 * BATCH_BLOCKS {
+                let mut blocks = vec![Array([0u8; BLOCK_LEN]); len];
+                let last = counter_blocks(v, &mut blocks);
+                let mut expected = v;
+                for (i, block) in blocks.iter().enumerate() {
+                    expected = expected.wrapping_add(1);
+                    assert_eq!(block.0, expected.to_be_bytes(), "v {v:#x}, len {len}, block {i}");
+                }
+                assert_eq!(last, expected, "v {v:#x}, len {len}");
+            }
+        }
+    }
 
     /// Block_Cipher_df written as 10.3.2 and 10.3.3 read: S concatenated and padded, one BCC
     /// run after another, one block at a time.
