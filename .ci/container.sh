@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The container image, built and run for real with podman (issue 27, parts 1 and 2):
+# The container image, built and run for real with podman:
 #
 # 1. `podman build` of the Dockerfile as it is, with the registry's base images replaced by
 #    local stand-ins of the same names built from Debian packages (no registry is reachable
