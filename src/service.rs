@@ -140,8 +140,7 @@ impl Service {
         req: &BitsRequest,
         data: &mut [u8],
     ) -> Result<(Duration, u64, Instant), ApiError> {
-        let shard = self.0.pool.current_shard();
-        let (generate_time, generated) = self.fill_timed(shard, req.alg(), data, req.pr(), &mut 0)?;
+        let (generate_time, generated) = self.fill(req.alg(), data, req.pr())?;
         bits::mask_tail(data, req.n_bits());
         let ones = bits::count_ones(data);
         self.observe_bias(req.alg(), req.n_bits(), ones);
@@ -280,8 +279,9 @@ impl Service {
         Ok(Ints { values, min: req.min(), max: req.max(), alg: req.alg() })
     }
 
-    /// Fills `buf` from the calling thread's shard, timing the generator.
-    fn fill(&self, alg: Algorithm, buf: &mut [u8], pr: bool) -> Result<Duration, ApiError> {
+    /// Fills `buf` from the calling thread's shard: the time in the generator, and when it
+    /// finished.
+    fn fill(&self, alg: Algorithm, buf: &mut [u8], pr: bool) -> Result<(Duration, Instant), ApiError> {
         self.fill_reserved(self.0.pool.current_shard(), alg, buf, pr, &mut 0)
     }
 
@@ -291,23 +291,11 @@ impl Service {
     }
 
     /// Fills `buf` from `shard`, drawing down the stream reservation `mine` (0 for requests
-    /// that are not streams).
+    /// that are not streams): the time in the generator, and when it finished.
     ///
     /// # Errors
     /// 503 `entropy_unavailable` or `generator_failed`; `buf` is then zeroed.
     pub(crate) fn fill_reserved(
-        &self,
-        shard: usize,
-        alg: Algorithm,
-        buf: &mut [u8],
-        pr: bool,
-        mine: &mut u64,
-    ) -> Result<Duration, ApiError> {
-        self.fill_timed(shard, alg, buf, pr, mine).map(|(elapsed, _)| elapsed)
-    }
-
-    /// [`Service::fill_reserved`], also returning when the generator finished.
-    fn fill_timed(
         &self,
         shard: usize,
         alg: Algorithm,

@@ -251,10 +251,7 @@ impl<C: AesCipher> CtrDrbg<C> {
         let update_blocks = Self::seed_len().div_ceil(BLOCK_LEN);
         let mut batch = [Array([0u8; BLOCK_LEN]); SMALL_REQUEST / BLOCK_LEN + MAX_SEED_LEN / BLOCK_LEN];
         let batch = &mut batch[..out_blocks + update_blocks];
-        for block in batch.iter_mut() {
-            self.v = self.v.wrapping_add(1);
-            *block = Array(self.v.to_be_bytes());
-        }
+        self.v = counter_blocks(self.v, batch);
         self.cipher.encrypt_blocks(batch);
         let bytes = Array::slice_as_flattened_mut(batch);
         let (output, temp) = bytes.split_at_mut(out_blocks * BLOCK_LEN);
@@ -306,10 +303,7 @@ impl<C: AesCipher> CtrDrbg<C> {
         // seedlen is not a whole number of blocks for AES-192 (40 bytes): the last block is
         // generated in full and its tail ignored, as 10.2.1.2 says.
         let temp = &mut temp[..seed_len.div_ceil(BLOCK_LEN)];
-        for block in temp.iter_mut() {
-            self.v = self.v.wrapping_add(1);
-            *block = Array(self.v.to_be_bytes());
-        }
+        self.v = counter_blocks(self.v, temp);
         self.cipher.encrypt_blocks(temp);
         let bytes = Array::slice_as_flattened_mut(temp);
         self.rekey_from(bytes, provided);

@@ -4,7 +4,9 @@
 //! on the path at all. Strings that do need escaping (a client's `X-Request-Id` with a quote
 //! or a control character, say) still go through `Debug`, so no line can be forged.
 
+use std::cell::RefCell;
 use std::fmt::{self, Write};
+use std::thread::LocalKey;
 
 use tracing::field::{Field, Visit};
 use tracing::{Event, Level, Subscriber};
@@ -39,11 +41,8 @@ where
 /// Runs `f` on this thread's empty line buffer: a line is built in one String (direct,
 /// inlined pushes) and handed to the writer once, instead of a dynamic call per piece.
 fn with_line<R>(f: impl FnOnce(&mut String) -> R) -> R {
-    thread_local!(static LINE: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) });
-    LINE.with(|cell| {
-        // A fresh String only when a field's `Debug` logs while this line is being written.
-        let (mut borrowed, mut fresh) = (cell.try_borrow_mut().ok(), String::new());
-        let line = borrowed.as_deref_mut().unwrap_or(&mut fresh);
+    thread_local!(static LINE: RefCell<String> = const { RefCell::new(String::new()) });
+    with_empty(&LINE, |line| {
         line.clear();
         f(line)
     })
@@ -51,15 +50,21 @@ fn with_line<R>(f: impl FnOnce(&mut String) -> R) -> R {
 
 /// Queues the access line `access`, formatted as [`Plain`] formats its tracing event.
 pub(super) fn write_access(writer: &super::writer::BatchWriter, access: &super::Access<'_>) {
-    thread_local!(static LINE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) });
-    LINE.with(|cell| {
-        // Nothing below logs, so the buffer is never borrowed twice; a fresh one if it were.
-        let (mut borrowed, mut fresh) = (cell.try_borrow_mut().ok(), Vec::new());
-        let line = borrowed.as_deref_mut().unwrap_or(&mut fresh);
+    thread_local!(static LINE: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) });
+    with_empty(&LINE, |line| {
         line.clear();
         access_line(line, access);
         writer.push(line);
     });
+}
+
+/// Runs `f` on this thread's buffer in `key`, or on a fresh one when it is already borrowed
+/// (a field's `Debug` that logs while a line is being written).
+fn with_empty<B: Default + 'static, R>(key: &'static LocalKey<RefCell<B>>, f: impl FnOnce(&mut B) -> R) -> R {
+    key.with(|cell| {
+        let (mut borrowed, mut fresh) = (cell.try_borrow_mut().ok(), B::default());
+        f(borrowed.as_deref_mut().unwrap_or(&mut fresh))
+    })
 }
 
 /// The access line of `a` as [`Plain`] writes the event of [`super::Access`]: the same
