@@ -256,6 +256,8 @@ impl<C: AesCipher> CtrDrbg<C> {
         let (whole, tail) = Array::<u8, U16>::slice_as_chunks_mut(out);
         let staged = if small { whole.len() } else { 0 };
         let mut run = [Array::<u8, U16>([0u8; BLOCK_LEN]); (SMALL_REQUEST + MAX_SEED_LEN) / BLOCK_LEN + 2];
+        // seedlen is not a whole number of blocks for AES-192 (40 bytes): its last Update block
+        // is generated in full and its tail ignored, as 10.2.1.2 says.
         let used = staged
             + usize::from(!tail.is_empty())
             + usize::from(sample.is_some())
@@ -298,18 +300,10 @@ impl<C: AesCipher> CtrDrbg<C> {
         ctr_keystream(&self.cipher, self.v, whole, after)
     }
 
-    /// CTR_DRBG_Update (10.2.1.2): new Key and V from seedlen bytes of keystream XOR data.
+    /// CTR_DRBG_Update (10.2.1.2): new Key and V from seedlen bytes of keystream XOR
+    /// `provided`, which is a Generate's run of counter blocks with no output before it.
     fn update(&mut self, provided: &[u8]) {
-        let seed_len = Self::seed_len();
-        let mut temp = [Array([0u8; BLOCK_LEN]); MAX_SEED_LEN / BLOCK_LEN];
-        // seedlen is not a whole number of blocks for AES-192 (40 bytes): the last block is
-        // generated in full and its tail ignored, as 10.2.1.2 says.
-        let temp = &mut temp[..seed_len.div_ceil(BLOCK_LEN)];
-        self.v = counter_blocks(self.v, temp);
-        self.cipher.encrypt_blocks(temp);
-        let bytes = Array::slice_as_flattened_mut(temp);
-        self.rekey_from(bytes, provided);
-        bytes.zeroize();
+        self.generate_blocks(&mut [], None, provided);
     }
 
     /// The second half of Update: `temp XOR provided` becomes Key || V.
@@ -540,7 +534,7 @@ impl BlockCipherEncClosure for &mut CounterRun<'_> {
 /// one batch in 2^64 / 64), the high half is one constant store and the low half an add and a
 /// byte swap per block; otherwise block by block in 128 bits.
 #[inline]
-pub fn counter_blocks(v: u128, blocks: &mut [Array<u8, U16>]) -> u128 {
+fn counter_blocks(v: u128, blocks: &mut [Array<u8, U16>]) -> u128 {
     let n = blocks.len() as u64;
     let (high, low) = ((v >> 64) as u64, v as u64);
     if low.checked_add(n).is_some() {

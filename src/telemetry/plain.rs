@@ -42,7 +42,7 @@ where
 /// inlined pushes) and handed to the writer once, instead of a dynamic call per piece.
 fn with_line<R>(f: impl FnOnce(&mut String) -> R) -> R {
     thread_local!(static LINE: RefCell<String> = const { RefCell::new(String::new()) });
-    with_empty(&LINE, |line| {
+    with_buffer(&LINE, |line| {
         line.clear();
         f(line)
     })
@@ -51,7 +51,7 @@ fn with_line<R>(f: impl FnOnce(&mut String) -> R) -> R {
 /// Queues the access line `access`, formatted as [`Plain`] formats its tracing event.
 pub(super) fn write_access(writer: &super::writer::BatchWriter, access: &super::Access<'_>) {
     thread_local!(static LINE: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) });
-    with_empty(&LINE, |line| {
+    with_buffer(&LINE, |line| {
         line.clear();
         access_line(line, access);
         writer.push(line);
@@ -60,7 +60,10 @@ pub(super) fn write_access(writer: &super::writer::BatchWriter, access: &super::
 
 /// Runs `f` on this thread's buffer in `key`, or on a fresh one when it is already borrowed
 /// (a field's `Debug` that logs while a line is being written).
-fn with_empty<B: Default + 'static, R>(key: &'static LocalKey<RefCell<B>>, f: impl FnOnce(&mut B) -> R) -> R {
+fn with_buffer<B: Default + 'static, R>(
+    key: &'static LocalKey<RefCell<B>>,
+    f: impl FnOnce(&mut B) -> R,
+) -> R {
     key.with(|cell| {
         let (mut borrowed, mut fresh) = (cell.try_borrow_mut().ok(), B::default());
         f(borrowed.as_deref_mut().unwrap_or(&mut fresh))
