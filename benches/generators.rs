@@ -37,10 +37,37 @@ fn pool(shards: usize) -> Pool {
     Pool::new(&PoolConfig { shards, ..PoolConfig::default() }, Arc::new(OsEntropy)).unwrap()
 }
 
-/// The raw keystream: AES-256 over counter blocks written as the DRBG writes them.
-fn raw_aes_ctr(cipher: &aes::Aes256Enc, ctr: &mut u128, out: &mut [u8]) {
-    let (blocks, _) = Array::slice_as_chunks_mut(out);
-    *ctr = drbgd::drbg::ctr_drbg::ctr_keystream(cipher, *ctr, blocks, &mut []);
+/// The raw keystream: AES-256 over counter blocks, through the loop the DRBG's large
+/// Generates take on this CPU (drbgd's own where `x86::chosen` picks one, else the `aes`
+/// crate's backend), keyed once.
+fn raw_aes_ctr(cipher: &aes::Aes256Enc) -> impl FnMut(&mut [u8]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use drbgd::drbg::ctr_drbg::x86;
+        let own = x86::chosen().and_then(|path| x86::RoundKeys::new(&[7u8; 32], path));
+        let cipher = cipher.clone();
+        let mut ctr = 0u128;
+        move |out: &mut [u8]| match &own {
+            Some(keys) => ctr = keys.ctr(ctr, out),
+            None => {
+                ctr = drbgd::drbg::ctr_drbg::ctr_keystream(
+                    &cipher,
+                    ctr,
+                    Array::slice_as_chunks_mut(out).0,
+                    &mut [],
+                )
+            }
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let cipher = cipher.clone();
+        let mut ctr = 0u128;
+        move |out: &mut [u8]| {
+            ctr =
+                drbgd::drbg::ctr_drbg::ctr_keystream(&cipher, ctr, Array::slice_as_chunks_mut(out).0, &mut [])
+        }
+    }
 }
 
 fn fill(c: &mut Criterion) {
@@ -48,8 +75,7 @@ fn fill(c: &mut Criterion) {
     let mut quiet_config = PoolConfig { shards: 1, ..PoolConfig::default() };
     quiet_config.policies[Algorithm::Aes256Ctr.index()].rekey_after_bytes = 1 << 40;
     let quiet = Pool::new(&quiet_config, Arc::new(OsEntropy)).unwrap();
-    let cipher = aes::Aes256Enc::new(&[7u8; 32].into());
-    let mut ctr = 0u128;
+    let mut raw_aes = raw_aes_ctr(&aes::Aes256Enc::new(&[7u8; 32].into()));
     let mut chacha = rand_chacha::ChaCha20Rng::from_seed([7u8; 32]);
     let mut xof = blake3::Hasher::new_keyed(&[7u8; 32]).finalize_xof();
     for (size, label) in SIZES {
@@ -71,9 +97,7 @@ fn fill(c: &mut Criterion) {
                 b.iter(|| quiet.fill(Algorithm::Aes256Ctr, black_box(&mut buf), false).unwrap())
             });
         }
-        g.bench_function("raw/aes256-ctr_keystream", |b| {
-            b.iter(|| raw_aes_ctr(&cipher, &mut ctr, black_box(&mut buf)))
-        });
+        g.bench_function("raw/aes256-ctr_keystream", |b| b.iter(|| raw_aes(black_box(&mut buf))));
         g.bench_function("raw/rand_chacha", |b| b.iter(|| chacha.fill_bytes(black_box(&mut buf))));
         g.bench_function("raw/blake3-xof", |b| b.iter(|| xof.fill(black_box(&mut buf))));
         if size <= 1 << 16 {

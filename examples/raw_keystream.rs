@@ -3,9 +3,10 @@
 //! reader, the `chacha20` cipher's keystream, the `aes` crate in CTR mode through `ctr`).
 //!
 //! `chacha20-avx2` is drbgd's own eight-block AVX2 keystream alone (`drbg::chacha20::avx2`),
-//! without the generator around it.
+//! and `aes256ctr-own`, `aes128ctr-own` the CTR_DRBG's own AES loop this CPU takes
+//! (`drbg::ctr_drbg::x86`), without the generator around them.
 //!
-//! usage: raw_keystream blake3|chacha20|chacha20-avx2|aes256ctr|aes128ctr BYTES > /dev/null
+//! usage: raw_keystream blake3|chacha20|chacha20-avx2|aes256ctr|aes128ctr|aes256ctr-own|aes128ctr-own BYTES > /dev/null
 
 use std::io::Write;
 
@@ -41,6 +42,15 @@ fn main() {
         "aes128ctr" => {
             let mut c = ctr::Ctr128BE::<aes::Aes128>::new(&[7; 16].into(), &[0; 16].into());
             Box::new(move |b: &mut [u8]| c.apply_keystream(b))
+        }
+        #[cfg(target_arch = "x86_64")]
+        own @ ("aes256ctr-own" | "aes128ctr-own") => {
+            use drbgd::drbg::ctr_drbg::x86;
+            let key = if own.starts_with("aes256") { &[7u8; 32][..] } else { &[7u8; 16][..] };
+            let path = x86::chosen().expect("none of drbgd's own AES loops is chosen on this CPU");
+            let keys = x86::RoundKeys::new(key, path).expect("the chosen path runs here");
+            let mut counter = 0u128;
+            Box::new(move |b: &mut [u8]| counter = keys.ctr(counter, b))
         }
         other => panic!("unknown keystream {other:?}"),
     };

@@ -92,8 +92,9 @@ struct GenerateArgs {
     #[arg(long, value_enum, default_value = "raw")]
     format: Format,
     /// Take the keystream paths of a CPU without AVX-512 (VAES on 256-bit registers for
-    /// CTR_DRBG, eight-block AVX2 for ChaCha20) where this CPU can run them: to measure those
-    /// paths on an AVX-512 host (scripts/cipher-bench.sh). The output is the same.
+    /// CTR_DRBG, or AES-NI where the CPU lacks VAES; eight-block AVX2 for ChaCha20) where this
+    /// CPU can run them: to measure those paths on an AVX-512 host (scripts/cipher-bench.sh).
+    /// The output is the same.
     #[arg(long, hide = true)]
     without_avx512: bool,
 }
@@ -243,7 +244,7 @@ impl WithMechanism for Seeded<'_> {
 fn generate(args: &GenerateArgs) -> anyhow::Result<()> {
     #[cfg(target_arch = "x86_64")]
     if args.without_avx512 {
-        crate::drbg::ctr_drbg::vaes::set_use(crate::drbg::ctr_drbg::vaes::Use::Always);
+        crate::drbg::ctr_drbg::x86::Path::Vaes256.set_use(crate::drbg::ctr_drbg::x86::Use::Always);
         crate::drbg::chacha20::avx2::set_use(crate::drbg::chacha20::avx2::Use::Always);
     }
     let mut fill = source(args)?;

@@ -198,24 +198,31 @@ fn openssl_ctr_drbg_large_generates() {
 }
 
 /// The same records through each keystream path whatever the CPU class: the `aes` crate's
-/// backend (`Never`) and the VAES-256 one (`Always`: any CPU with VAES and AVX2, AVX-512 or
-/// not; skipped with a printed reason elsewhere). The choice is process-wide; a test running
-/// meanwhile takes one path or the other, with the same output.
+/// backend, then each of drbgd's own loops the CPU can run (VAES-256: VAES and AVX2, AVX-512
+/// or not; AES-NI: AES-NI and AVX; skipped with a printed reason elsewhere). The choice is
+/// process-wide; a test running meanwhile takes one path or another, with the same output.
 #[cfg(target_arch = "x86_64")]
 #[test]
 fn openssl_ctr_drbg_large_generates_on_each_keystream_path() {
-    use drbgd::drbg::ctr_drbg::vaes;
-    vaes::set_use(vaes::Use::Never);
+    use drbgd::drbg::ctr_drbg::x86::{self, Path, Use};
+    let only = |path: Option<Path>| {
+        Path::ALL.iter().for_each(|p| p.set_use(if Some(*p) == path { Use::Always } else { Use::Never }));
+    };
+    only(None);
+    assert_eq!(x86::chosen(), None);
     check_openssl_large_generates();
     ctr_keystream_matches_ctr_crate();
-    if vaes::supported() {
-        vaes::set_use(vaes::Use::Always);
-        check_openssl_large_generates();
-        ctr_keystream_matches_ctr_crate();
-    } else {
-        eprintln!("SKIPPED (the VAES-256 path): this CPU lacks VAES or AVX2");
+    for path in Path::ALL {
+        if path.supported() {
+            only(Some(path));
+            assert_eq!(x86::chosen(), Some(path));
+            check_openssl_large_generates();
+            ctr_keystream_matches_ctr_crate();
+        } else {
+            eprintln!("SKIPPED (the {path:?} path): this CPU lacks its features");
+        }
     }
-    vaes::set_use(vaes::Use::Auto);
+    Path::ALL.iter().for_each(|p| p.set_use(Use::Auto));
 }
 
 fn check_openssl_large_generates() {

@@ -19,7 +19,7 @@ use zeroize::Zeroize;
 use super::{Algorithm, Drbg, ReseedRequired};
 
 #[cfg(target_arch = "x86_64")]
-pub mod vaes;
+pub mod x86;
 
 /// AES block length in bytes (outlen).
 const BLOCK_LEN: usize = 16;
@@ -30,13 +30,13 @@ pub const MAX_BYTES_PER_REQUEST: usize = (1 << 19) / 8;
 /// SP 800-90A table 3: reseed_interval at most 2^48 requests.
 pub const RESEED_INTERVAL: u64 = 1 << 48;
 /// Outputs up to this many bytes (tokens, nonces, UUIDs) are encrypted with their Update blocks
-/// as one batch in a stack buffer, on the `aes` crate's backend even where the VAES-256
-/// keystream is chosen (its own key schedule would cost more than it saves).
+/// as one batch in a stack buffer, on the `aes` crate's backend even where one of drbgd's own
+/// keystream loops is chosen (its own key schedule would cost more than it saves).
 const SMALL_REQUEST: usize = 256;
 /// Counter blocks written, then encrypted, at a time: 1 KiB stays in L1 between the counter
 /// write and the encryption, and is a whole number of the parallel blocks of both backends
 /// the `aes` crate picks on x86 today (8 for AES-NI, 64 for VAES-512). Its 30-block VAES-256
-/// backend is not picked with cpufeatures 0.3.1 (see `vaes.rs`); once it is, where drbgd's own
+/// backend is not picked with cpufeatures 0.3.1 (see `x86.rs`); once it is, where drbgd's own
 /// VAES-256 path is not chosen, a batch ends with four blocks encrypted one at a time.
 const BATCH_BLOCKS: usize = 64;
 
@@ -73,8 +73,8 @@ const fn strength_bytes(alg: Algorithm) -> usize {
 /// A CTR_DRBG instance over block cipher `C` (AES-128, -192 or -256).
 pub struct CtrDrbg<C> {
     cipher: C,
-    /// The key `cipher` was made from (keylen bytes used), for the VAES keystream's own
-    /// schedule ([`vaes`]).
+    /// The key `cipher` was made from (keylen bytes used), for drbgd's own keystream loops'
+    /// schedule ([`x86`]).
     key: [u8; 32],
     v: u128,
     reseed_counter: u64,
@@ -287,12 +287,12 @@ impl<C: AesCipher> CtrDrbg<C> {
     }
 
     /// Encrypts the counters after V in place over `whole`, then over `after`, and returns the
-    /// last: with VAES on 256-bit registers where [`vaes::chosen`] says so, otherwise through
-    /// the `aes` crate's backend.
+    /// last: on drbgd's own loop where [`x86::chosen`] picks one, otherwise through the `aes`
+    /// crate's backend.
     fn encrypt_counters(&self, whole: &mut [Array<u8, U16>], after: &mut [Array<u8, U16>]) -> u128 {
         #[cfg(target_arch = "x86_64")]
-        if vaes::chosen()
-            && let Some(keys) = vaes::RoundKeys::new(&self.key[..Self::key_len()])
+        if let Some(path) = x86::chosen()
+            && let Some(keys) = x86::RoundKeys::new(&self.key[..Self::key_len()], path)
         {
             let v = keys.ctr(self.v, Array::slice_as_flattened_mut(whole));
             return keys.ctr(v, Array::slice_as_flattened_mut(after));

@@ -165,7 +165,7 @@ fn ctr_kat<C: CtrKeySize>(kat: &CtrKat) -> bool {
     let mut drbg = CtrDrbg::<C>::instantiate(&entropy, &nonce, &[]);
     let mut out = [0u8; 64];
     let ok = drbg.generate(&mut out, &[]).is_ok() && drbg.generate(&mut out, &[]).is_ok();
-    ok && hex(&out) == kat.returned && batches_agree::<C>() && vaes_agrees::<C>()
+    ok && hex(&out) == kat.returned && batches_agree::<C>() && own_keystream_agrees::<C>()
 }
 
 /// Large requests run their counter blocks through `ctr_drbg::ctr_keystream` (a whole batch,
@@ -181,17 +181,16 @@ fn batches_agree<C: CtrKeySize>() -> bool {
         && are_counters(&cipher, start, aes::Block::slice_as_flattened(&run))
 }
 
-/// Where large requests take the VAES-256 keystream (`ctr_drbg::vaes::chosen`), its blocks
-/// for a fixed key and counters (across the 64-bit carry, whole steps, pairs and a single
-/// block) must equal the `aes` crate's: the CAVP answers above run the small-request path only.
+/// Where large requests take one of drbgd's own keystream loops (`ctr_drbg::x86::chosen`),
+/// its blocks for a fixed key and counters (across the 64-bit carry, whole steps, single
+/// registers and a single block) must equal the `aes` crate's: the CAVP answers above run the
+/// small-request path only.
 #[cfg(target_arch = "x86_64")]
-fn vaes_agrees<C: CtrKeySize>() -> bool {
-    use super::ctr_drbg::vaes;
-    if !vaes::chosen() {
-        return true;
-    }
+fn own_keystream_agrees<C: CtrKeySize>() -> bool {
+    use super::ctr_drbg::x86;
+    let Some(path) = x86::chosen() else { return true };
     let key = fixed_key::<C>();
-    let Some(keys) = vaes::RoundKeys::new(&key) else { return false };
+    let Some(keys) = x86::RoundKeys::new(&key, path) else { return false };
     let Ok(cipher) = <C as aes::cipher::KeyInit>::new_from_slice(&key) else { return false };
     let start = u128::from(u64::MAX - 20);
     let mut ours = [0u8; 19 * 16];
@@ -214,7 +213,7 @@ fn are_counters<C: CtrKeySize>(cipher: &C, start: u128, blocks: &[u8]) -> bool {
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-fn vaes_agrees<C: CtrKeySize>() -> bool {
+fn own_keystream_agrees<C: CtrKeySize>() -> bool {
     true
 }
 
@@ -251,21 +250,24 @@ mod tests {
         super::run_all().unwrap();
     }
 
-    /// The start-up check of the VAES-256 keystream runs (and passes) wherever the CPU has
-    /// VAES and AVX2, AVX-512 or not.
+    /// The start-up check of drbgd's own keystream loops runs (and passes) on each path the
+    /// CPU can run, whatever its class.
     #[cfg(target_arch = "x86_64")]
     #[test]
-    fn the_vaes_keystream_is_checked_at_start_up() {
-        use crate::drbg::ctr_drbg::vaes;
-        if !vaes::supported() {
-            eprintln!("SKIPPED: this CPU lacks VAES or AVX2");
-            return;
+    fn the_own_keystreams_are_checked_at_start_up() {
+        use crate::drbg::ctr_drbg::x86::{Path, Use};
+        for path in Path::ALL {
+            if !path.supported() {
+                eprintln!("SKIPPED ({path:?}): this CPU lacks its features");
+                continue;
+            }
+            Path::ALL.iter().for_each(|p| p.set_use(if *p == path { Use::Always } else { Use::Never }));
+            assert_eq!(crate::drbg::ctr_drbg::x86::chosen(), Some(path));
+            assert!(super::own_keystream_agrees::<aes::Aes128Enc>());
+            assert!(super::own_keystream_agrees::<aes::Aes192Enc>());
+            assert!(super::own_keystream_agrees::<aes::Aes256Enc>());
         }
-        vaes::set_use(vaes::Use::Always);
-        assert!(super::vaes_agrees::<aes::Aes128Enc>());
-        assert!(super::vaes_agrees::<aes::Aes192Enc>());
-        assert!(super::vaes_agrees::<aes::Aes256Enc>());
-        vaes::set_use(vaes::Use::Auto);
+        Path::ALL.iter().for_each(|p| p.set_use(Use::Auto));
     }
 
     /// The start-up check of the eight-block AVX2 ChaCha20 keystream runs (and passes)

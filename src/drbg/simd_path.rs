@@ -1,5 +1,5 @@
 //! The choice between a generator's own SIMD keystream and its crate's backend, where drbgd
-//! has one of its own (`ctr_drbg/vaes.rs`, `chacha20/avx2.rs`): each path decides for itself
+//! has one of its own (`ctr_drbg/x86.rs`, `chacha20/avx2.rs`): each path decides for itself
 //! by default, and tests and benchmarks force either one on any CPU that can run it.
 //! Process-wide; read when a generator is keyed or generates, so a change applies from then on.
 
