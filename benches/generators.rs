@@ -37,33 +37,25 @@ fn pool(shards: usize) -> Pool {
     Pool::new(&PoolConfig { shards, ..PoolConfig::default() }, Arc::new(OsEntropy)).unwrap()
 }
 
-/// The raw keystream: AES-256 over counter blocks, through the loop the DRBG's large
-/// Generates take on this CPU (drbgd's own where `x86::chosen` picks one, else the `aes`
-/// crate's backend), keyed once.
-fn raw_aes_ctr(cipher: &aes::Aes256Enc) -> impl FnMut(&mut [u8]) {
+/// The raw keystream: AES-256 under `key` over counter blocks, keyed once, through the loop
+/// the DRBG's large Generates take on this CPU (drbgd's own where `x86::chosen` picks one,
+/// else `ctr_keystream` on the `aes` crate's backend).
+fn raw_aes_ctr(key: &[u8; 32]) -> impl FnMut(&mut [u8]) {
+    let cipher = aes::Aes256Enc::new(key.into());
     #[cfg(target_arch = "x86_64")]
-    {
-        use drbgd::drbg::ctr_drbg::x86;
-        let own = x86::chosen().and_then(|path| x86::RoundKeys::new(&[7u8; 32], path));
-        let cipher = cipher.clone();
-        let mut ctr = 0u128;
-        move |out: &mut [u8]| match &own {
-            Some(keys) => ctr = keys.ctr(ctr, out),
-            None => {
-                ctr = drbgd::drbg::ctr_drbg::ctr_keystream(
-                    &cipher,
-                    ctr,
-                    Array::slice_as_chunks_mut(out).0,
-                    &mut [],
-                )
-            }
-        }
-    }
+    let own = drbgd::drbg::ctr_drbg::x86::chosen().and_then(drbgd::drbg::ctr_drbg::x86::RoundKeys::new).map(
+        |mut keys| {
+            keys.expand(key);
+            keys
+        },
+    );
     #[cfg(not(target_arch = "x86_64"))]
-    {
-        let cipher = cipher.clone();
-        let mut ctr = 0u128;
-        move |out: &mut [u8]| {
+    let own: Option<std::convert::Infallible> = None;
+    let mut ctr = 0u128;
+    move |out: &mut [u8]| match &own {
+        #[cfg(target_arch = "x86_64")]
+        Some(keys) => ctr = keys.ctr(ctr, out),
+        _ => {
             ctr =
                 drbgd::drbg::ctr_drbg::ctr_keystream(&cipher, ctr, Array::slice_as_chunks_mut(out).0, &mut [])
         }
@@ -75,7 +67,7 @@ fn fill(c: &mut Criterion) {
     let mut quiet_config = PoolConfig { shards: 1, ..PoolConfig::default() };
     quiet_config.policies[Algorithm::Aes256Ctr.index()].rekey_after_bytes = 1 << 40;
     let quiet = Pool::new(&quiet_config, Arc::new(OsEntropy)).unwrap();
-    let mut raw_aes = raw_aes_ctr(&aes::Aes256Enc::new(&[7u8; 32].into()));
+    let mut raw_aes = raw_aes_ctr(&[7u8; 32]);
     let mut chacha = rand_chacha::ChaCha20Rng::from_seed([7u8; 32]);
     let mut xof = blake3::Hasher::new_keyed(&[7u8; 32]).finalize_xof();
     for (size, label) in SIZES {

@@ -45,10 +45,15 @@ fn main() {
         }
         #[cfg(target_arch = "x86_64")]
         own @ ("aes256ctr-own" | "aes128ctr-own") => {
-            use drbgd::drbg::ctr_drbg::x86;
+            use drbgd::drbg::ctr_drbg::x86::{Path, RoundKeys};
             let key = if own.starts_with("aes256") { &[7u8; 32][..] } else { &[7u8; 16][..] };
-            let path = x86::chosen().expect("none of drbgd's own AES loops is chosen on this CPU");
-            let keys = x86::RoundKeys::new(key, path).expect("the chosen path runs here");
+            // The path the DRBG takes here, else (an AVX-512 and VAES host) the one a CPU
+            // without AVX-512 takes, as `drbgd generate --without-avx512` does.
+            let path = drbgd::drbg::ctr_drbg::x86::chosen()
+                .or_else(|| Path::ALL.into_iter().find(|p| p.supported()))
+                .expect("this CPU runs none of drbgd's own AES loops");
+            let mut keys = RoundKeys::new(path).expect("a supported path");
+            keys.expand(key);
             let mut counter = 0u128;
             Box::new(move |b: &mut [u8]| counter = keys.ctr(counter, b))
         }

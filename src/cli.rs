@@ -244,7 +244,9 @@ impl WithMechanism for Seeded<'_> {
 fn generate(args: &GenerateArgs) -> anyhow::Result<()> {
     #[cfg(target_arch = "x86_64")]
     if args.without_avx512 {
-        crate::drbg::ctr_drbg::x86::Path::Vaes256.set_use(crate::drbg::ctr_drbg::x86::Use::Always);
+        use crate::drbg::ctr_drbg::x86::{Keystream, Path, set_keystream};
+        let path = if Path::Vaes256.supported() { Path::Vaes256 } else { Path::AesNi };
+        set_keystream(Keystream::Own(path));
         crate::drbg::chacha20::avx2::set_use(crate::drbg::chacha20::avx2::Use::Always);
     }
     let mut fill = source(args)?;

@@ -204,17 +204,14 @@ fn openssl_ctr_drbg_large_generates() {
 #[cfg(target_arch = "x86_64")]
 #[test]
 fn openssl_ctr_drbg_large_generates_on_each_keystream_path() {
-    use drbgd::drbg::ctr_drbg::x86::{self, Path, Use};
-    let only = |path: Option<Path>| {
-        Path::ALL.iter().for_each(|p| p.set_use(if Some(*p) == path { Use::Always } else { Use::Never }));
-    };
-    only(None);
+    use drbgd::drbg::ctr_drbg::x86::{self, Keystream, Path, set_keystream};
+    set_keystream(Keystream::Crate);
     assert_eq!(x86::chosen(), None);
     check_openssl_large_generates();
     ctr_keystream_matches_ctr_crate();
     for path in Path::ALL {
         if path.supported() {
-            only(Some(path));
+            set_keystream(Keystream::Own(path));
             assert_eq!(x86::chosen(), Some(path));
             check_openssl_large_generates();
             ctr_keystream_matches_ctr_crate();
@@ -222,7 +219,7 @@ fn openssl_ctr_drbg_large_generates_on_each_keystream_path() {
             eprintln!("SKIPPED (the {path:?} path): this CPU lacks its features");
         }
     }
-    Path::ALL.iter().for_each(|p| p.set_use(Use::Auto));
+    set_keystream(Keystream::Auto);
 }
 
 fn check_openssl_large_generates() {

@@ -291,9 +291,8 @@ impl<C: AesCipher> CtrDrbg<C> {
     /// crate's backend.
     fn encrypt_counters(&self, whole: &mut [Array<u8, U16>], after: &mut [Array<u8, U16>]) -> u128 {
         #[cfg(target_arch = "x86_64")]
-        if let Some(path) = x86::chosen()
-            && let Some(keys) = x86::RoundKeys::new(&self.key[..Self::key_len()], path)
-        {
+        if let Some(mut keys) = x86::chosen().and_then(x86::RoundKeys::new) {
+            let keys = keys.expand(&self.key[..Self::key_len()]);
             let v = keys.ctr(self.v, Array::slice_as_flattened_mut(whole));
             return keys.ctr(v, Array::slice_as_flattened_mut(after));
         }

@@ -1,6 +1,7 @@
 //! The choice between a generator's own SIMD keystream and its crate's backend, where drbgd
-//! has one of its own (`ctr_drbg/x86.rs`, `chacha20/avx2.rs`): each path decides for itself
-//! by default, and tests and benchmarks force either one on any CPU that can run it.
+//! has one of its own (`chacha20/avx2.rs`; CTR_DRBG, with two, chooses in `ctr_drbg/x86.rs`):
+//! the path decides for itself by default, and tests and benchmarks force either one on any
+//! CPU that can run it.
 //! Process-wide; read when a generator is keyed or generates, so a change applies from then on.
 
 use std::sync::atomic::{AtomicU8, Ordering};

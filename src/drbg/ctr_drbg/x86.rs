@@ -6,26 +6,31 @@
 //!   `cpufeatures` 0.3, which reports `vaes` only when the OS has enabled AVX-512 (zmm) state
 //!   (RustCrypto/utils #1510, fix #1528 not released), so there it runs AES-NI, about half of
 //!   OpenSSL's AES-CTR speed.
-//! - **AES-NI** (one block per register), for CPUs with AES-NI and AVX but no VAES (Intel
-//!   Skylake-SP and Cascade Lake Xeons, older AMD). The crate's AES-NI backend interleaves its
-//!   parallel blocks two at a time in SSE encoding: on a Cascade Lake Xeon, perf put 97 % of
-//!   an `aes256ctr` Generate in it, at 0.70x OpenSSL's aes-256-ctr; eight blocks in flight
-//!   here run near OpenSSL's speed (docs/generators.md).
+//! - **AES-NI** (one block per register), for CPUs with AES-NI and AVX but not VAES-512: Intel
+//!   Xeons and client parts before Ice Lake, AMD before Zen 3. The crate's AES-NI backend
+//!   interleaves its parallel blocks two at a time in SSE encoding: on a Cascade Lake Xeon,
+//!   perf put 97 % of an `aes256ctr` Generate in it, at 0.70x OpenSSL's aes-256-ctr; eight
+//!   blocks in flight here run at OpenSSL's speed (docs/generators.md). Measured on Cascade
+//!   Lake only; the others take it by the same reasoning.
 //!
 //! Where AVX-512 and VAES are both on, the crate's own VAES-512 backend is faster and this
 //! module is not used.
 //!
-//! What it is: FIPS 197's KeyExpansion word by word, SubWord from AES-NI's `aeskeygenassist`
-//! (constant time, every key size), and one counter-mode loop, generic over the register
-//! ([`Lanes`]): eight registers in flight (enough to hide `aesenc`'s latency), the counters
-//! built in vector registers and byte-swapped to SP 800-90A's big-endian V. Checked block for
-//! block against the `aes` crate on both paths (property test: keys of every size, counters
-//! across both 64-bit carries, every length) and through every CAVP record of the DRBG.
+//! What it is: FIPS 197's KeyExpansion with SubWord from AES-NI's `aeskeygenassist` (constant
+//! time; four words per step for AES-128 and AES-256, word by word for AES-192), and one
+//! counter-mode loop, generic over the register ([`Lanes`]): eight registers in flight (enough
+//! to hide `aesenc`'s latency), the counters built in vector registers and byte-swapped to SP
+//! 800-90A's big-endian V. Checked block for block against the `aes` crate on both paths
+//! (property test: keys of every size, counters across both 64-bit carries, every length),
+//! against FIPS 197's examples, and through OpenSSL's large-Generate CTR-DRBG records
+//! (`tests/kat.rs`; the CAVP records' 64-byte outputs take the small-request path).
 //!
 //! Its `unsafe` is the standard library's intrinsics: `target_feature` functions entered only
-//! once the CPU is known to have the path's features ([`RoundKeys::new`] returns `None`
+//! once the CPU is known to have every feature they enable ([`RoundKeys::new`] returns `None`
 //! otherwise), and unaligned loads and stores within the slices given. The path large
-//! Generates take is also checked at start-up against the `aes` crate (`selftest.rs`).
+//! Generates take is also checked at start-up against the `aes` crate (`selftest.rs`). The
+//! round keys are expanded in place and wiped on drop; like the `aes` crate's backends, the
+//! loop leaves what the compiler spills of counters and round keys on the stack.
 
 use core::arch::x86_64::{
     __m128i, __m256i, _mm_add_epi64, _mm_aesenc_si128, _mm_aesenclast_si128, _mm_aeskeygenassist_si128,
@@ -34,11 +39,9 @@ use core::arch::x86_64::{
     _mm256_aesenc_epi128, _mm256_aesenclast_epi128, _mm256_broadcastsi128_si256, _mm256_loadu_si256,
     _mm256_set_epi64x, _mm256_setr_epi8, _mm256_shuffle_epi8, _mm256_storeu_si256, _mm256_xor_si256,
 };
+use std::sync::atomic::{AtomicU8, Ordering};
 
 use zeroize::Zeroize;
-
-use crate::drbg::simd_path::Choice;
-pub use crate::drbg::simd_path::Use;
 
 /// Registers in flight per step: 16 blocks on VAES-256, 8 on AES-NI.
 const STEP_REGS: usize = 8;
@@ -52,46 +55,68 @@ pub enum Path {
     AesNi,
 }
 
-static VAES256: Choice = Choice::new();
-static AESNI: Choice = Choice::new();
-
 impl Path {
     /// Both paths.
     pub const ALL: [Path; 2] = [Path::Vaes256, Path::AesNi];
 
-    /// Whether the CPU can run this path.
+    /// Whether the CPU can run this path: every feature its `target_feature` entry point
+    /// enables (for the compiler `avx` implies SSE3 to SSE4.2; CPUID reports each alone).
     pub fn supported(self) -> bool {
-        std::arch::is_x86_feature_detected!("aes")
-            && match self {
-                Path::Vaes256 => {
-                    std::arch::is_x86_feature_detected!("vaes") && std::arch::is_x86_feature_detected!("avx2")
-                }
-                Path::AesNi => std::arch::is_x86_feature_detected!("avx"),
-            }
-    }
-
-    /// Chooses when the DRBG uses this path (process-wide; for tests and benchmarks). With
-    /// both forced, VAES-256 wins where the CPU has it.
-    pub fn set_use(self, choice: Use) {
-        match self {
-            Path::Vaes256 => VAES256.set(choice),
-            Path::AesNi => AESNI.set(choice),
+        use std::arch::is_x86_feature_detected as has;
+        let base =
+            has!("aes") && has!("sse3") && has!("ssse3") && has!("sse4.1") && has!("sse4.2") && has!("avx");
+        base && match self {
+            Path::Vaes256 => has!("vaes") && has!("avx2"),
+            Path::AesNi => true,
         }
     }
 }
 
-/// The path large Generates take now, if one of ours: by default VAES-256 where the CPU has
+/// Which keystream large Generates take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keystream {
+    /// By the CPU (the default; see [`chosen`]).
+    Auto,
+    /// The `aes` crate's backend.
+    Crate,
+    /// This path of ours where the CPU can run it, the crate's backend elsewhere.
+    Own(Path),
+}
+
+static KEYSTREAM: AtomicU8 = AtomicU8::new(0);
+
+/// Chooses the keystream from now on (process-wide, read at each large Generate; for tests
+/// and benchmarks).
+pub fn set_keystream(choice: Keystream) {
+    let code = match choice {
+        Keystream::Auto => 0,
+        Keystream::Crate => 1,
+        Keystream::Own(Path::Vaes256) => 2,
+        Keystream::Own(Path::AesNi) => 3,
+    };
+    KEYSTREAM.store(code, Ordering::Relaxed);
+}
+
+/// The path large Generates take now, if one of ours. By default VAES-256 where the CPU has
 /// VAES and AVX2 but no AVX-512, AES-NI where it has AES-NI and AVX but not the crate's
 /// VAES-512 (AVX-512 and VAES), and none (the `aes` crate's backend) otherwise.
 pub fn chosen() -> Option<Path> {
-    let avx512 = std::arch::is_x86_feature_detected!("avx512f");
-    let vaes = std::arch::is_x86_feature_detected!("vaes");
-    if VAES256.take(Path::Vaes256.supported(), || !avx512) {
-        Some(Path::Vaes256)
-    } else if AESNI.take(Path::AesNi.supported(), || !(avx512 && vaes)) {
-        Some(Path::AesNi)
-    } else {
-        None
+    let auto = || {
+        use std::arch::is_x86_feature_detected as has;
+        let (avx512, vaes) = (has!("avx512f"), has!("vaes"));
+        if !avx512 && Path::Vaes256.supported() {
+            Some(Path::Vaes256)
+        } else if !(avx512 && vaes) && Path::AesNi.supported() {
+            Some(Path::AesNi)
+        } else {
+            None
+        }
+    };
+    match KEYSTREAM.load(Ordering::Relaxed) {
+        0 => auto(),
+        2 => Some(Path::Vaes256).filter(|p| p.supported()),
+        3 => Some(Path::AesNi).filter(|p| p.supported()),
+        _ => None,
     }
 }
 
@@ -109,28 +134,33 @@ impl Drop for RoundKeys {
 }
 
 impl RoundKeys {
-    /// The schedule of a 16-, 24- or 32-byte key for `path`, or `None` when the CPU cannot run
-    /// the path (or the key has another length).
-    pub fn new(key: &[u8], path: Path) -> Option<Self> {
-        let rounds = match key.len() {
+    /// An empty schedule for `path`, or `None` when the CPU cannot run the path. It is keyed
+    /// in place ([`RoundKeys::expand`]), so the round keys are never moved.
+    pub fn new(path: Path) -> Option<Self> {
+        path.supported().then_some(RoundKeys { keys: [[0; 16]; 15], rounds: 0, path })
+    }
+
+    /// Expands a 16-, 24- or 32-byte key into this schedule.
+    ///
+    /// # Panics
+    /// On a key of another length.
+    pub fn expand(&mut self, key: &[u8]) -> &Self {
+        self.rounds = match key.len() {
             16 => 10,
             24 => 12,
             32 => 14,
-            _ => return None,
+            n => panic!("an AES key is 16, 24 or 32 bytes, not {n}"),
         };
-        if !path.supported() {
-            return None;
-        }
-        let mut keys = RoundKeys { keys: [[0; 16]; 15], rounds, path };
-        // SAFETY: AES-NI and SSE2 are present (every path needs them; checked by `supported`).
-        unsafe { expand(key, &mut keys) };
-        Some(keys)
+        // SAFETY: AES-NI and SSE2 are present (every path needs them; `new` checked).
+        unsafe { expand(key, self) };
+        self
     }
 
     /// Writes E(K, ctr + 1), E(K, ctr + 2), ... (each counter big-endian, wrapping at 2^128)
     /// into the whole blocks of `out` and returns the last counter used (`ctr` when `out`
     /// holds no whole block). A partial last block is left untouched.
     pub fn ctr(&self, ctr: u128, out: &mut [u8]) -> u128 {
+        assert!(self.rounds > 0, "the round keys are expanded before use");
         // SAFETY: a `RoundKeys` exists only where its path's `supported()` held.
         unsafe {
             match self.path {
@@ -287,11 +317,12 @@ impl Lanes for __m128i {
     }
     #[inline(always)]
     unsafe fn first(hi: u64, lo: u64) -> Self {
-        // SAFETY (here and below): SSE2, SSSE3 and AES-NI, per the trait's contract.
+        // SAFETY: the CPU has this path's features (the caller's contract).
         unsafe { _mm_set_epi64x(hi as i64, lo.wrapping_add(1) as i64) }
     }
     #[inline(always)]
     unsafe fn advanced(first: Self, by: u64) -> Self {
+        // SAFETY: the CPU has this path's features (the caller's contract).
         unsafe {
             let swap = _mm_setr_epi8(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
             _mm_shuffle_epi8(_mm_add_epi64(first, _mm_set_epi64x(0, by as i64)), swap)
@@ -309,14 +340,17 @@ impl Lanes for __m128i {
     }
     #[inline(always)]
     unsafe fn xor(self, k: Self) -> Self {
+        // SAFETY: the CPU has this path's features (the caller's contract).
         unsafe { _mm_xor_si128(self, k) }
     }
     #[inline(always)]
     unsafe fn enc(self, k: Self) -> Self {
+        // SAFETY: the CPU has this path's features (the caller's contract).
         unsafe { _mm_aesenc_si128(self, k) }
     }
     #[inline(always)]
     unsafe fn enc_last(self, k: Self) -> Self {
+        // SAFETY: the CPU has this path's features (the caller's contract).
         unsafe { _mm_aesenclast_si128(self, k) }
     }
 }
@@ -330,13 +364,14 @@ impl Lanes for __m256i {
     }
     #[inline(always)]
     unsafe fn first(hi: u64, lo: u64) -> Self {
-        // SAFETY (here and below): AVX2 and VAES, per the trait's contract.
+        // SAFETY: the CPU has this path's features (the caller's contract).
         unsafe {
             _mm256_set_epi64x(hi as i64, lo.wrapping_add(2) as i64, hi as i64, lo.wrapping_add(1) as i64)
         }
     }
     #[inline(always)]
     unsafe fn advanced(first: Self, by: u64) -> Self {
+        // SAFETY: the CPU has this path's features (the caller's contract).
         unsafe {
             let swap = _mm256_setr_epi8(
                 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5,
@@ -358,14 +393,17 @@ impl Lanes for __m256i {
     }
     #[inline(always)]
     unsafe fn xor(self, k: Self) -> Self {
+        // SAFETY: the CPU has this path's features (the caller's contract).
         unsafe { _mm256_xor_si256(self, k) }
     }
     #[inline(always)]
     unsafe fn enc(self, k: Self) -> Self {
+        // SAFETY: the CPU has this path's features (the caller's contract).
         unsafe { _mm256_aesenc_epi128(self, k) }
     }
     #[inline(always)]
     unsafe fn enc_last(self, k: Self) -> Self {
+        // SAFETY: the CPU has this path's features (the caller's contract).
         unsafe { _mm256_aesenclast_epi128(self, k) }
     }
 }
@@ -375,7 +413,7 @@ impl Lanes for __m256i {
 /// registers (16 on AES-NI's encoding), and the step lost its overlap.
 #[inline(always)]
 unsafe fn encrypt<L: Lanes, const N: usize>(keys: &RoundKeys, regs: &mut [L; N]) {
-    // SAFETY (the whole body): the CPU has `L`'s features (this function's contract).
+    // SAFETY: the CPU has this path's features (the caller's contract).
     unsafe {
         let k0 = L::key(&keys.keys[0]);
         for x in regs.iter_mut() {
@@ -401,8 +439,9 @@ unsafe fn encrypt<L: Lanes, const N: usize>(keys: &RoundKeys, regs: &mut [L; N])
 unsafe fn counters<L: Lanes, const N: usize>(base: u128) -> [L; N] {
     let (lo, hi) = (base as u64, (base >> 64) as u64);
     if lo.checked_add((N * L::BLOCKS) as u64).is_some() {
-        // SAFETY: the CPU has `L`'s features (this function's contract).
+        // SAFETY: the CPU has this path's features (the caller's contract).
         let first = unsafe { L::first(hi, lo) };
+        // SAFETY: the CPU has this path's features (the caller's contract).
         return core::array::from_fn(|j| unsafe { L::advanced(first, (j * L::BLOCKS) as u64) });
     }
     let mut bytes = [[0u8; 32]; N];
@@ -422,8 +461,9 @@ unsafe fn counters<L: Lanes, const N: usize>(base: u128) -> [L; N] {
 unsafe fn step<L: Lanes, const N: usize>(keys: &RoundKeys, base: u128, out: &mut [u8]) {
     let width = 16 * L::BLOCKS;
     debug_assert_eq!(out.len(), width * N);
-    // SAFETY: the CPU has `L`'s features (this function's contract).
+    // SAFETY: the CPU has this path's features (the caller's contract).
     let mut regs = unsafe { counters::<L, N>(base) };
+    // SAFETY: the CPU has this path's features (the caller's contract).
     unsafe { encrypt(keys, &mut regs) };
     for (j, x) in regs.iter().enumerate() {
         // SAFETY: `out` holds `width * N` bytes, so bytes `width * j ..` + `width` are writable.
@@ -440,13 +480,14 @@ unsafe fn ctr_blocks<L: Lanes>(keys: &RoundKeys, mut ctr: u128, out: &mut [u8]) 
     let (body, _) = out.split_at_mut(whole);
     let mut steps = body.chunks_exact_mut(STEP_REGS * width);
     for chunk in &mut steps {
-        // SAFETY (here and below): the CPU has `L`'s features (this function's contract).
+        // SAFETY: the CPU has this path's features (the caller's contract).
         unsafe { step::<L, STEP_REGS>(keys, ctr, chunk) };
         ctr = ctr.wrapping_add((STEP_REGS * L::BLOCKS) as u128);
     }
     let rest = steps.into_remainder();
     let mut regs = rest.chunks_exact_mut(width);
     for reg in &mut regs {
+        // SAFETY: the CPU has this path's features (the caller's contract).
         unsafe { step::<L, 1>(keys, ctr, reg) };
         ctr = ctr.wrapping_add(L::BLOCKS as u128);
     }
@@ -454,6 +495,7 @@ unsafe fn ctr_blocks<L: Lanes>(keys: &RoundKeys, mut ctr: u128, out: &mut [u8]) 
     if !last.is_empty() {
         // Fewer whole blocks than a register holds: a register's worth, the rest dropped.
         let mut staged = [0u8; 32];
+        // SAFETY: the CPU has this path's features (the caller's contract).
         unsafe { step::<L, 1>(keys, ctr, &mut staged[..width]) };
         last.copy_from_slice(&staged[..last.len()]);
         staged.zeroize();
@@ -524,7 +566,8 @@ mod tests {
         for path in runnable() {
             for (key, want) in cases {
                 let key = data_encoding::HEXLOWER.decode(key.as_bytes()).unwrap();
-                let keys = RoundKeys::new(&key, path).unwrap();
+                let mut keys = RoundKeys::new(path).unwrap();
+                keys.expand(&key);
                 let mut out = [0u8; 16];
                 // ctr + 1 = the plaintext.
                 assert_eq!(keys.ctr(plain - 1, &mut out), plain);
@@ -555,7 +598,8 @@ mod tests {
             let blocks = len / 16;
             let want = reference(&key, ctr, blocks);
             for path in Path::ALL.into_iter().filter(|p| p.supported()) {
-                let keys = RoundKeys::new(&key, path).unwrap();
+                let mut keys = RoundKeys::new(path).unwrap();
+                keys.expand(&key);
                 let mut out = vec![0xa5u8; len];
                 let end = keys.ctr(ctr, &mut out);
                 prop_assert_eq!(end, ctr.wrapping_add(blocks as u128));
