@@ -6,9 +6,9 @@
 # or not, VAES or not) with the ratios; median of ROUNDS (default 3).
 #
 # WITHOUT_AVX512=1 measures, on an AVX-512 host, the paths a CPU without AVX-512 takes: drbgd
-# with `generate --without-avx512` (VAES-256 CTR_DRBG, eight-block AVX2 ChaCha20) against
-# OpenSSL with AVX512F and AVX512VL masked (OPENSSL_ia32cap, see its man page), so both run
-# their AVX2 code. BLAKE3's reference keeps its AVX-512 path either way.
+# with `generate --without-avx512` (VAES-256 CTR_DRBG, or AES-NI where the CPU lacks VAES;
+# eight-block AVX2 ChaCha20) against OpenSSL with AVX512F and AVX512VL masked
+# (OPENSSL_ia32cap, see its man page), so both run their AVX2 code. BLAKE3's reference keeps its AVX-512 path either way.
 #
 # Usage: [WITHOUT_AVX512=1] scripts/cipher-bench.sh [rounds=3] [bytes=1073741824]
 set -euo pipefail
