@@ -3,8 +3,9 @@
 //! reader, the `chacha20` cipher's keystream, the `aes` crate in CTR mode through `ctr`).
 //!
 //! `chacha20-avx2` is drbgd's own eight-block AVX2 keystream alone (`drbg::chacha20::avx2`),
-//! and `aes256ctr-own`, `aes128ctr-own` the CTR_DRBG's own AES loop this CPU takes
-//! (`drbg::ctr_drbg::x86`), without the generator around them.
+//! and `aes256ctr-own`, `aes128ctr-own` the CTR_DRBG's own AES loop (`drbg::ctr_drbg::x86`),
+//! without the generator around them: the one this CPU's large Generates take, or on a host
+//! with AVX-512 and VAES the one `drbgd generate --without-avx512` takes.
 //!
 //! usage: raw_keystream blake3|chacha20|chacha20-avx2|aes256ctr|aes128ctr|aes256ctr-own|aes128ctr-own BYTES > /dev/null
 

@@ -11,7 +11,8 @@
 //!   fast-key-erasure buffer of [`fast_key_erasure`].
 //! - [`reseed`]: thresholds (bytes with arc4random-style jitter, age), prediction resistance,
 //!   fork detection and the continuous health test around any [`Drbg`].
-//! - [`fork`]: the fork generation counter (`unsafe`, with `randen::aesni` and `secret_mem`).
+//! - [`fork`]: the fork generation counter (`unsafe`, with `secret_mem` and the SIMD
+//!   keystreams `randen::aesni`, `ctr_drbg::x86` and `chacha20::avx2`).
 //! - [`secret_mem`]: dump-excluded, locked pages for the generator state.
 //! - [`entropy`]: where seed material comes from.
 //! - [`pool`]: per-core shards, each with one managed instance of every algorithm.

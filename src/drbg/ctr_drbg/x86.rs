@@ -6,7 +6,7 @@
 //!   `cpufeatures` 0.3, which reports `vaes` only when the OS has enabled AVX-512 (zmm) state
 //!   (RustCrypto/utils #1510, fix #1528 not released), so there it runs AES-NI, about half of
 //!   OpenSSL's AES-CTR speed.
-//! - **AES-NI** (one block per register), for CPUs with AES-NI and AVX but not VAES-512: Intel
+//! - **AES-NI** (one block per register), for CPUs with AES-NI and AVX but no VAES: Intel
 //!   Xeons and client parts before Ice Lake, AMD before Zen 3. The crate's AES-NI backend
 //!   interleaves its parallel blocks two at a time in SSE encoding: on a Cascade Lake Xeon,
 //!   perf put 97 % of an `aes256ctr` Generate in it, at 0.70x OpenSSL's aes-256-ctr; eight
@@ -29,8 +29,9 @@
 //! once the CPU is known to have every feature they enable ([`RoundKeys::new`] returns `None`
 //! otherwise), and unaligned loads and stores within the slices given. The path large
 //! Generates take is also checked at start-up against the `aes` crate (`selftest.rs`). The
-//! round keys are expanded in place and wiped on drop; like the `aes` crate's backends, the
-//! loop leaves what the compiler spills of counters and round keys on the stack.
+//! round keys are expanded in place (the DRBG never moves a keyed schedule; a move would leave
+//! a copy) and wiped on drop; like the `aes` crate's backends, the loop leaves what the
+//! compiler spills of counters and round keys on the stack.
 
 use core::arch::x86_64::{
     __m128i, __m256i, _mm_add_epi64, _mm_aesenc_si128, _mm_aesenclast_si128, _mm_aeskeygenassist_si128,
@@ -135,7 +136,8 @@ impl Drop for RoundKeys {
 
 impl RoundKeys {
     /// An empty schedule for `path`, or `None` when the CPU cannot run the path. It is keyed
-    /// in place ([`RoundKeys::expand`]), so the round keys are never moved.
+    /// in place ([`RoundKeys::expand`]): expanded where it stays, the round keys are never
+    /// copied by a move.
     pub fn new(path: Path) -> Option<Self> {
         path.supported().then_some(RoundKeys { keys: [[0; 16]; 15], rounds: 0, path })
     }
@@ -145,6 +147,7 @@ impl RoundKeys {
     /// # Panics
     /// On a key of another length.
     pub fn expand(&mut self, key: &[u8]) -> &Self {
+        self.keys.as_flattened_mut().zeroize();
         self.rounds = match key.len() {
             16 => 10,
             24 => 12,
