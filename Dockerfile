@@ -26,10 +26,16 @@ COPY .cargo .cargo
 # Dependencies only: this layer is reused until Cargo.lock changes.
 RUN cargo chef cook --release --locked --recipe-path recipe.json
 COPY . .
+# CI's release build is this command and this path (.ci/run; .ci/container.sh fails when they
+# differ, and when the cook's profile is not the build's), since CI runs the runtime stage
+# below on the binary it built, not on this stage's.
 RUN cargo build --release --locked --bin drbgd \
     && cp target/release/drbgd /drbgd
 
-# distroless/cc: glibc and libgcc only, no shell, non-root (uid 65532).
+# distroless/cc: glibc and libgcc only, no shell, non-root (uid 65532). The last stage; CI
+# (.ci/container.sh --prebuilt) builds it as it is but for the line `COPY --from=builder
+# /drbgd /drbgd`, which takes CI's release binary from the build context instead; so it keeps
+# that line as it is and copies nothing else from another stage.
 FROM gcr.io/distroless/cc-debian12:nonroot AS runtime
 ARG VERSION=0.1.0
 LABEL org.opencontainers.image.title="drbgd" \

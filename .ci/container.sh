@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The container image, built and run for real with podman:
 #
-# 1. `podman build` of the Dockerfile as it is, with the registry's base images replaced by
-#    local stand-ins of the same names built from Debian packages (no registry is reachable
-#    here), tagged localhost/drbgd:ci. Then the image is run read-only: non-root (uid 65532),
-#    no shell, /readyz 200 on a published port, real /token and /bits requests with
-#    Cache-Control: no-store, the image's own HEALTHCHECK, SIGTERM drained to exit 0 within the
-#    Deployment's terminationGracePeriodSeconds, `drbgd selftest`, and the image's size.
+# 1. `podman build` with the registry's base images replaced by local stand-ins of the same
+#    names built from Debian packages (no registry is reachable here), tagged
+#    localhost/drbgd:ci: of the Dockerfile as it is (no argument), or, in CI (`--prebuilt BIN`),
+#    of the Dockerfile's runtime stage around the release binary CI built (below). Then the
+#    image is run read-only: non-root (uid 65532), no shell, /readyz 200 on a published port,
+#    real /token and /bits requests with Cache-Control: no-store, the image's own HEALTHCHECK,
+#    SIGTERM drained to exit 0 within the Deployment's terminationGracePeriodSeconds, `drbgd
+#    selftest`, and the image's size.
 # 2. The dev overlay's Deployment + ConfigMap, through the test overlay .ci/podman-overlay
 #    (image localhost/drbgd:ci, ports on 127.0.0.1, the httpGet liveness probe as the image's
 #    exec healthcheck), run by `podman kube play`: /token over HTTP, GetToken over gRPC,
@@ -20,6 +22,25 @@
 #    `global` with the caller's bucket and the replica set under prod's key prefix in the store,
 #    SIGTERM leaving the replica set and exiting 0.
 #
+# Usage: .ci/container.sh                   the Dockerfile built as it is (builder stages too)
+#        .ci/container.sh --prebuilt BIN    CI: the runtime stage around BIN, then 1-3 as above
+#        .ci/container.sh --standins-only   only the runtime base's stand-in (CI, in the background)
+#        .ci/container.sh --check-alignment only the checks that BIN is the builder stage's binary
+#
+# --prebuilt: the binary is compiled once, by .ci/run's release build, not a second time inside
+# podman. The image is the Dockerfile's own runtime stage, word for word but for its one line
+# `COPY --from=builder /drbgd /drbgd`, which becomes `COPY drbgd /drbgd` from a build context
+# holding BIN and the files the runtime stage copies. That proves the runtime stage: its base,
+# its files and their modes, its user, environment, ports, HEALTHCHECK, entrypoint, and that
+# this binary runs in it (glibc of the runtime base, read-only root, no shell). It does not run
+# the builder stages (cargo-chef's install, the cook, the image's own compile); instead the
+# alignment checks (also run first thing in CI) hold that their compile is this run's: the
+# builder's `RUN cargo build ... && cp <path> /drbgd` is .ci/run's release command and binary
+# path ($DRBGD_RELEASE_BUILD, $DRBGD_BIN), the cook uses the same profile, the builder image's
+# Rust (ARG RUST_VERSION) is rust-toolchain.toml's and this machine's, and no compiler flag
+# reaches this run's build from outside the repository (environment, cargo config files above
+# it). Running the script with no argument still builds the whole Dockerfile.
+#
 # Runs as root on Debian 12 with podman, runc, catatonit, uidmap, mmdebstrap, redis-server and
 # openssl installed (.ci/run installs them), kustomize and grpcurl on PATH, and the Rust toolchain that
 # rust-toolchain.toml names. Idempotent: the stand-in base images are built once and reused
@@ -30,6 +51,15 @@ cd "$(dirname "$0")/.."
 repo=$PWD
 export CONTAINERS_CONF="$repo/.ci/containers.conf"
 
+mode=full prebuilt_bin=
+case ${1:-} in
+  "") ;;
+  --prebuilt) mode=prebuilt; prebuilt_bin=${2:?--prebuilt needs the binary}; shift ;;
+  --standins-only) mode=standins ;;
+  --check-alignment) mode=align ;;
+  *) echo "usage: .ci/container.sh [--prebuilt BIN | --standins-only | --check-alignment]" >&2; exit 2 ;;
+esac
+
 image=localhost/drbgd:ci
 ctr=drbgd-ci
 # The names the Dockerfile's FROM lines use (`rust:${RUST_VERSION}-slim-bookworm` is Docker
@@ -38,11 +68,65 @@ rust_version=$(sed -n 's/^ARG RUST_VERSION=//p' Dockerfile)
 builder_base=docker.io/library/rust:${rust_version}-slim-bookworm
 runtime_base=gcr.io/distroless/cc-debian12:nonroot
 standin_recipe=1
-pod_yaml_dir=$(mktemp -d)
-work=$(mktemp -d)
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 proved() { echo "ok: $*"; }
+
+# --- the builder stage's binary is CI's release binary ------------------------------------------
+
+# .ci/run's release build and the path of its binary (exported by .ci/run; these defaults are
+# its values, for a run of this script by hand).
+release_cmd=${DRBGD_RELEASE_BUILD:-cargo build --release --locked --bin drbgd}
+release_bin=${DRBGD_BIN:-target/release/drbgd}
+check_alignment() {
+  local channel joined cook profile profile_env
+  channel=$(sed -n 's/^channel *= *"\(.*\)"/\1/p' rust-toolchain.toml)
+  [ -n "$rust_version" ] || fail "no ARG RUST_VERSION= in the Dockerfile"
+  [ "$channel" = "$rust_version" ] || fail "rust-toolchain.toml's channel $channel is not the Dockerfile's RUST_VERSION $rust_version"
+  rustc --version | grep -q "^rustc $rust_version " || fail "the machine's rustc is not $rust_version: $(rustc --version)"
+  proved "Rust $rust_version: the Dockerfile's RUST_VERSION, rust-toolchain.toml's channel and this machine's rustc"
+  # The Dockerfile with its continuation lines joined and runs of spaces squeezed.
+  joined=$(sed -e ':a' -e '/\\$/{N;s/\\\n//;ta}' Dockerfile | tr -s ' ')
+  grep -qxF "RUN $release_cmd && cp $release_bin /drbgd" <<<"$joined" \
+    || fail "the Dockerfile's builder has no \`RUN $release_cmd && cp $release_bin /drbgd\` (.ci/run's release build and binary: change both together)"
+  case " $release_cmd " in
+    *" --release "*) profile=--release ;;
+    *" --profile "*) profile="--profile $(sed 's/.* --profile \([^ ]*\).*/\1/' <<<"$release_cmd")" ;;
+    *) fail "the release build names no profile: $release_cmd" ;;
+  esac
+  cook=$(grep -m1 '^RUN cargo chef cook ' <<<"$joined") || fail "no \`RUN cargo chef cook\` in the Dockerfile"
+  [[ " $cook " == *" $profile "* ]] || fail "the Dockerfile's cook is not $profile: $cook"
+  proved "the Dockerfile's builder compiles as CI does: RUN $release_cmd && cp $release_bin /drbgd (cook: $profile)"
+  # Nothing from outside the repository changes this run's compile: no flags in the
+  # environment, no build settings in a cargo config file above the checkout or in CARGO_HOME.
+  profile_env=$(tr 'a-z-' 'A-Z_' <<<"${profile#--profile }"); [ "$profile" = --release ] && profile_env=RELEASE
+  if env | grep -E "^(RUSTFLAGS|CARGO_ENCODED_RUSTFLAGS|CARGO_BUILD_(RUSTFLAGS|RUSTC|RUSTC_WRAPPER|RUSTC_WORKSPACE_WRAPPER|TARGET)|RUSTC|RUSTC_WRAPPER|RUSTC_WORKSPACE_WRAPPER|CARGO_PROFILE_${profile_env}_[A-Z_]*|CARGO_TARGET_[A-Z0-9_]*_(RUSTFLAGS|LINKER))=" >&2; then
+    fail "the environment above changes the release build, which the Dockerfile's builder would not see"
+  fi
+  local dir=$repo f configs=()
+  while [ "$dir" != / ]; do
+    dir=$(dirname "$dir")
+    configs+=("$dir/.cargo/config" "$dir/.cargo/config.toml")
+  done
+  configs+=("${CARGO_HOME:-$HOME/.cargo}/config" "${CARGO_HOME:-$HOME/.cargo}/config.toml")
+  for f in "${configs[@]}"; do
+    [ -f "$f" ] && grep -qE '^ *\[ *(build|target|profile)|rustflags' "$f" && fail "$f sets build options the Dockerfile's builder would not see"
+  done
+  # The runtime stage (the last) takes the binary by this one line, which --prebuilt replaces.
+  [ "$(sed -n '/^FROM .* AS runtime$/,$p' Dockerfile | grep -c '^FROM ')" = 1 ] \
+    || fail "the Dockerfile's last stage is not \`FROM ... AS runtime\`"
+  [ "$(sed -n '/^FROM .* AS runtime$/,$p' Dockerfile | grep -cx 'COPY --from=builder /drbgd /drbgd')" = 1 ] \
+    || fail "the runtime stage does not take the binary by exactly one \`COPY --from=builder /drbgd /drbgd\`"
+  if sed -n '/^FROM .* AS runtime$/,$p' Dockerfile | grep -- '--from=' | grep -vx 'COPY --from=builder /drbgd /drbgd'; then
+    fail "the runtime stage copies more from other stages than /drbgd, which --prebuilt does not reproduce"
+  fi
+  proved "nothing outside the repository sets compiler flags; the runtime stage, the last, takes /drbgd by one COPY --from=builder"
+}
+if [ "$mode" = align ]; then check_alignment; exit 0; fi
+
+pod_yaml_dir=$(mktemp -d)
+work=$(mktemp -d)
+
 cleanup() {
   set +e
   podman rm -f -t 0 "$ctr" >/dev/null 2>&1
@@ -63,7 +147,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
-for tool in podman mmdebstrap kustomize grpcurl curl redis-server redis-cli openssl; do
+tools=(podman mmdebstrap)
+[ "$mode" = standins ] || tools+=(kustomize grpcurl curl redis-server redis-cli openssl)
+for tool in "${tools[@]}"; do
   command -v "$tool" >/dev/null || fail "$tool is not installed (.ci/run installs it)"
 done
 
@@ -76,8 +162,11 @@ standin_ok() {
 # rust:<version>-slim-bookworm: a bookworm minbase with what the official image adds (gcc,
 # libc6-dev, ca-certificates) and the machine's own toolchain, installed the official image's
 # way: rustup in /usr/local/cargo/bin with its proxies, the toolchain in /usr/local/rustup
-# under the name rustup-init gives it, as the default.
-if standin_ok "$builder_base"; then
+# under the name rustup-init gives it, as the default. Only the full build's builder stages run
+# on it (--prebuilt and --standins-only need the runtime base alone).
+if [ "$mode" != full ]; then
+  :
+elif standin_ok "$builder_base"; then
   echo "stand-in $builder_base present (recipe $standin_recipe): reused"
 else
   sysroot=$(realpath "$(rustc --print sysroot)")
@@ -136,23 +225,60 @@ else
     --change "LABEL ci.drbgd.standin=$standin_recipe" - "$runtime_base" >/dev/null
   rm -rf "$rt"
 fi
-for base in "$builder_base" "$runtime_base"; do
+bases=("$runtime_base")
+[ "$mode" != full ] || bases+=("$builder_base")
+for base in "${bases[@]}"; do
   standin_ok "$base" || fail "stand-in $base was not built"
 done
+if [ "$mode" = standins ]; then echo "stand-ins ready: ${bases[*]}"; exit 0; fi
 
-# --- 1. podman build of the Dockerfile as it is ------------------------------------------------
+# --- 1. podman build: the Dockerfile as it is, or its runtime stage around CI's binary --------
 
-# --network host: `cargo install cargo-chef` reads the crate registry. The machine's CA bundle
-# is mounted read-only for the build's RUN steps (a TLS-intercepting proxy's CA, where there is
-# one); the host's cargo registry likewise, through an overlay (`:O`: writes are discarded), so
-# dependencies are not downloaded again. Neither is in any layer of the image.
-build_mounts=(-v /etc/ssl/certs/ca-certificates.crt:/etc/ssl/certs/ca-certificates.crt:ro)
-[ -d "$HOME/.cargo/registry" ] && build_mounts+=(-v "$HOME/.cargo/registry:/usr/local/cargo/registry:O")
 t0=$SECONDS
-nice -n 19 podman build --pull=never --format docker --network host "${build_mounts[@]}" \
-  -t "$image" . >"$work/build.log" 2>&1 || { tail -50 "$work/build.log"; fail "podman build of the Dockerfile"; }
-grep -E '^\[[0-9]/[0-9]\] STEP|Using cache|Finished' "$work/build.log" | sed 's/^/  /' | cut -c1-120
-proved "podman build --pull=never --format docker of the Dockerfile as it is: $image ($((SECONDS - t0)) s)"
+if [ "$mode" = prebuilt ]; then
+  check_alignment
+  [ -x "$prebuilt_bin" ] || fail "$prebuilt_bin is not an executable (.ci/run's release build makes it)"
+  [ "$prebuilt_bin" -ef "$release_bin" ] || fail "$prebuilt_bin is not $release_bin, the release build's binary that the checks above are about"
+  # The Dockerfile's lines before its first FROM (syntax line, global ARGs), then its runtime
+  # stage with the builder's binary taken from the build context instead.
+  sed -n '/^FROM .* AS runtime$/,$p' Dockerfile >"$work/runtime.stage"
+  sed -n '1,/^FROM /p' Dockerfile | sed '$d' >"$work/Dockerfile.prebuilt"
+  sed 's|^COPY --from=builder /drbgd /drbgd$|COPY drbgd /drbgd|' "$work/runtime.stage" >"$work/runtime.prebuilt"
+  cat "$work/runtime.prebuilt" >>"$work/Dockerfile.prebuilt"
+  changed=$(diff "$work/runtime.stage" "$work/runtime.prebuilt" | grep -c '^[<>]' || true)
+  [ "$changed" = 2 ] || fail "the prebuilt runtime stage differs from the Dockerfile's in more than its COPY --from=builder line"
+  diff "$work/runtime.stage" "$work/runtime.prebuilt" | sed 's/^/  /' || true
+  # The build context: the binary, and every file the runtime stage copies from the context
+  # (COPY lines without --from; their last word is the destination).
+  ctx="$work/context"
+  mkdir -p "$ctx"
+  install -m 0755 "$prebuilt_bin" "$ctx/drbgd"
+  while read -r -a words; do
+    srcs=()
+    for w in "${words[@]:1:${#words[@]}-2}"; do [[ "$w" == --* ]] || srcs+=("$w"); done
+    for src in "${srcs[@]}"; do
+      [ "$src" = drbgd ] && continue
+      [ -e "$src" ] || fail "the runtime stage copies $src, which is not in the repository"
+      cp -a --parents "$src" "$ctx/"
+    done
+  done < <(grep -E '^COPY ' "$work/runtime.prebuilt" | grep -v -- '--from=')
+  echo "build context: $(cd "$ctx" && find . -type f | sort | xargs)"
+  nice -n 19 podman build --pull=never --format docker --network none -f "$work/Dockerfile.prebuilt" \
+    -t "$image" "$ctx" >"$work/build.log" 2>&1 || { tail -50 "$work/build.log"; fail "podman build of the Dockerfile's runtime stage"; }
+  grep -E '^(\[[0-9]+/[0-9]+\] )?STEP|Using cache' "$work/build.log" | sed 's/^/  /' | cut -c1-120
+  proved "podman build --pull=never --format docker of the Dockerfile's runtime stage, only its COPY --from=builder line taking $prebuilt_bin (.ci/run's release build) instead: $image ($((SECONDS - t0)) s)"
+else
+  # --network host: `cargo install cargo-chef` reads the crate registry. The machine's CA bundle
+  # is mounted read-only for the build's RUN steps (a TLS-intercepting proxy's CA, where there
+  # is one); the host's cargo registry likewise, through an overlay (`:O`: writes are
+  # discarded), so dependencies are not downloaded again. Neither is in any layer of the image.
+  build_mounts=(-v /etc/ssl/certs/ca-certificates.crt:/etc/ssl/certs/ca-certificates.crt:ro)
+  [ -d "$HOME/.cargo/registry" ] && build_mounts+=(-v "$HOME/.cargo/registry:/usr/local/cargo/registry:O")
+  nice -n 19 podman build --pull=never --format docker --network host "${build_mounts[@]}" \
+    -t "$image" . >"$work/build.log" 2>&1 || { tail -50 "$work/build.log"; fail "podman build of the Dockerfile"; }
+  grep -E '^\[[0-9]/[0-9]\] STEP|Using cache|Finished' "$work/build.log" | sed 's/^/  /' | cut -c1-120
+  proved "podman build --pull=never --format docker of the Dockerfile as it is: $image ($((SECONDS - t0)) s)"
+fi
 # The layer cache, bounded to one build: every untagged image this build neither made nor took
 # from the cache (earlier builds' layers, ~3 GB each) is removed.
 used=$(grep -oE '^--> (Using cache )?[0-9a-f]{12,64}' "$work/build.log" | grep -oE '[0-9a-f]{12,64}$' | cut -c1-12 | sort -u || true)
@@ -418,7 +544,8 @@ url = pod["ConfigMap", "drbgd-ci-quota-url"]["data"]["url"]
 assert base64.b64decode(pod["Secret", "drbgd-quota-store"]["data"]["url"]).decode() == url
 eb["DRBGD__QUOTA__URL"] = ea["DRBGD__QUOTA__URL"]
 extra = sorted(set(eb) - set(ea))
-assert extra == ["DRBGD__CALLERS__CI__QUOTA__BURST", "DRBGD__CALLERS__CI__QUOTA__REQUESTS_PER_SECOND"], extra
+assert extra == ["DRBGD__CALLERS__CI__QUOTA__BURST", "DRBGD__CALLERS__CI__QUOTA__REQUESTS_PER_SECOND",
+                 "DRBGD__QUOTA__ALLOW_PLAINTEXT_PASSWORD"], extra
 for k in extra:
     del eb[k]
 assert ea == eb, "the test overlay changes more of prod's env"
@@ -433,7 +560,7 @@ assert secrets == mounted == {"drbgd-tls", "drbgd-api-keys", "drbgd-quota-store"
 assert pod["Secret", "drbgd-tls"]["type"] == "kubernetes.io/tls"
 print(f"  Secrets supplied: {sorted(secrets)} (the names prod's Deployment uses); quota url {url} (ConfigMap drbgd-ci-quota-url, as in the Secret)")
 PY
-proved "the prod test overlay = prod with only: image, hostPort+hostIP 127.0.0.1, livenessProbe removed, its three Secrets supplied, DRBGD__QUOTA__URL from a ConfigMap (not secretKeyRef), the ci caller's quota (env)"
+proved "the prod test overlay = prod with only: image, hostPort+hostIP 127.0.0.1, livenessProbe removed, its three Secrets supplied, DRBGD__QUOTA__URL from a ConfigMap (not secretKeyRef), the ci caller's quota and the plain redis:// password allowed (env)"
 
 # podman 4.3's Secret volumes write each `data` value as kube play stored it, still
 # base64-encoded (pkg/specgen/generate/kube/volume.go reads data as strings), and ignore

@@ -13,6 +13,10 @@ Scenarios (the `web` caller of config/examples/fleet.toml: 50 requests/s, burst 
   store-stop redis-server stopped (SIGSTOP: a slow store) 2 s in for 3 s: no 5xx, +-25 %
   partition  the store's link down 2 s in for 3 s: no 5xx, +-25 %
   replica    one replica SIGKILLed 3 s in: no 5xx, web within +-10 %
+  cold-start redis-server killed, then the killed replica started again while it is down (it has
+             never reached the store, so has seen no other replica: it divides by quota.replicas,
+             3 in fleet.toml); web at 6x its rate through all three for 4 s: served at most
+             rate*4+burst + 10 %, and the new replica took its part of the load
 
 usage: .ci/fleet.py target/release/drbgd [SECONDS]
 """
@@ -173,6 +177,12 @@ backend drbgd
         status, body = get(self.net.addr(k + 1), self.ports[k][0], "/usage", WEB)
         return json.loads(body)["quota"]["scope"] if status == 200 else None
 
+    def web_counters(self, k):
+        """web's requests on replica k and those refused (its /usage counters)."""
+        _, body = get(self.net.addr(k + 1), self.ports[k][0], "/usage", WEB)
+        counters = json.loads(body)["counters"]
+        return counters["requests"], sum(counters["denied"].values())
+
     def store_errors(self):
         """Failed store calls by reason, summed over the live replicas (the faults were seen)."""
         total = {}
@@ -261,28 +271,63 @@ def load(port, key, rate, seconds, statuses, workers=6):
     return threads
 
 
-def scenario(fleet, name, tolerance, fault=None, judged=True):
+def scenario(fleet, name, tolerance, fault=None, judged=True, seconds=None, at_most=False):
+    """web at DEMAND times its rate and batch beside it for `seconds` (T): web's served count
+    within +-tolerance of its contract, rate*seconds+burst (at_most: no more than tolerance
+    above it), no status but 200 and 429, batch all 200."""
+    seconds = T if seconds is None else seconds
     web, batch = {}, {}
-    threads = load(fleet.lb_port, WEB, RATE * DEMAND, T, web) + load(fleet.lb_port, BATCH, 50, T, batch, workers=2)
+    threads = (load(fleet.lb_port, WEB, RATE * DEMAND, seconds, web)
+               + load(fleet.lb_port, BATCH, 50, seconds, batch, workers=2))
     if fault:
         fault()
     for t in threads:
         t.join()
-    expected = RATE * T + BURST
+    expected = RATE * seconds + BURST
     served = web.get(200, 0)
     bad = {s: n for s, n in list(web.items()) + list(batch.items()) if s not in (200, 429)}
-    ok = abs(served - expected) <= tolerance * expected and not bad and batch.get(200, 0) == sum(batch.values())
+    within = served <= (1 + tolerance) * expected if at_most else abs(served - expected) <= tolerance * expected
+    ok = within and not bad and batch.get(200, 0) == sum(batch.values())
     if not judged:
         print(f"{name:11} web served {served:4} of {sum(web.values()):4} (rate*T+burst = {expected:.0f}, "
               f"{served / expected:.2f}x): each replica counts alone (not judged: the comparison)")
         return True
     errors = fleet.store_errors()
     print(f"{name:11} web served {served:4} of {sum(web.values()):4} (rate*T+burst = {expected:.0f}, "
-          f"{100 * (served - expected) / expected:+.1f} %, allowed +-{100 * tolerance:.0f} %), "
+          f"{100 * (served - expected) / expected:+.1f} %, allowed {'+' if at_most else '+-'}{100 * tolerance:.0f} %), "
           f"429 {web.get(429, 0)}, other {bad or 'none'}; batch {batch.get(200, 0)}/{sum(batch.values())} 200"
           f"  {'ok' if ok else 'FAIL'}")
     print(f"{'':11} store errors so far (all replicas): {errors}")
     return ok
+
+
+def cold_start(fleet):
+    """The store down, then a replica started: it has never reached the store, so it has seen no
+    other replica and divides the caller's rate by quota.replicas (dividing by itself alone, it
+    served the whole rate on top of the others' shares). The fleet serves the contract + 10 %
+    at most, and the new replica took part."""
+    fleet.redis.kill()
+    fleet.redis.wait()
+    k = REPLICAS - 1
+    if fleet.replicas[k].poll() is None:
+        fleet.replicas[k].kill()
+    fleet.replicas[k].wait()
+    old = [i for i in range(REPLICAS) if i != k]
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and any(fleet.usage_scope(i) != "replica_share" for i in old):
+        time.sleep(0.05)
+    fleet.start_replica(k)
+    scope = fleet.usage_scope(k)
+    time.sleep(1.5)  # HAProxy sees the replica up again (rise 2, every 250 ms)
+    before = fleet.web_counters(k)
+    ok = scenario(fleet, "cold-start", 0.10, seconds=4, at_most=True)
+    after = fleet.web_counters(k)
+    # (Less the /usage call that read the counters after: it counts as one of web's requests.)
+    reached, refused = after[0] - before[0] - 1, after[1] - before[1]
+    took_part = reached >= 20 and scope == "replica_share"
+    print(f"{'':11} the replica started with the store down: scope {scope}, {reached} web requests reached "
+          f"it, {reached - refused} served  {'ok' if took_part else 'FAIL'}")
+    return ok and took_part
 
 
 def main():
@@ -341,6 +386,7 @@ def main():
             time.sleep(3)
             fleet.replicas[REPLICAS - 1].kill()
         results.append(scenario(fleet, "replica", 0.10, kill_replica))
+        results.append(cold_start(fleet))
 
         # The comparison: the same fleet with quota.store = "local".
         for k in range(REPLICAS):

@@ -5,16 +5,29 @@
 # own connection code broke it). The tests that fail in both are hyper's, named in
 # docs/security.md.
 #
-# Usage: .ci/h2spec.sh [runs=3]   Needs: h2spec on PATH, target/release/drbgd,
-# target/release/examples/bare_axum_h2.
+# The baseline may be the example as `cargo test` builds it (CI: the dev profile, dependencies
+# at opt-level 2, with debug assertions and overflow checks) rather than a release build: its
+# own code is a few lines, all of the HTTP/2 handling is hyper's and h2's, optimized either
+# way, and what debug assertions change there is that an internal error panics (the
+# connection's task, printed on stderr) where a release build logs it and drops the
+# connection. A baseline panic would fail its test and so excuse the same failure in drbgd;
+# the script therefore fails when the baseline printed a panic (a release baseline panicking
+# is a broken baseline too).
+#
+# Usage: .ci/h2spec.sh [runs=3]   Needs: h2spec on PATH, the drbgd binary ($DRBGD_BIN,
+# default target/release/drbgd) and the baseline ($BARE_BIN, default
+# target/release/examples/bare_axum_h2: `cargo build --release --example bare_axum_h2`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-3}
+drbgd_bin=${DRBGD_BIN:-target/release/drbgd}
+bare_bin=${BARE_BIN:-target/release/examples/bare_axum_h2}
+for b in "$drbgd_bin" "$bare_bin"; do [ -x "$b" ] || { echo "$b is not an executable"; exit 1; }; done
 out=$(mktemp -d)
 port=$((21000 + RANDOM % 20000))
-target/release/drbgd serve --listen "127.0.0.1:$port" --admin-listen "127.0.0.1:$((port + 1))" >"$out/drbgd.log" 2>&1 &
+"$drbgd_bin" serve --listen "127.0.0.1:$port" --admin-listen "127.0.0.1:$((port + 1))" >"$out/drbgd.log" 2>&1 &
 dpid=$!
-target/release/examples/bare_axum_h2 "127.0.0.1:$((port + 2))" >/dev/null 2>&1 &
+"$bare_bin" "127.0.0.1:$((port + 2))" >"$out/bare.log" 2>&1 &
 bpid=$!
 trap 'kill $dpid $bpid 2>/dev/null || true; rm -rf "$out"' EXIT
 for _ in $(seq 100); do
@@ -51,6 +64,11 @@ echo "--- failing in some bare run (hyper's, not drbgd's):"
 cat "$out/bare.ever"
 echo "--- failing in some drbgd run:"
 cat "$out"/drbgd-*.failed | sort -u
+if grep -q 'panicked at' "$out/bare.log"; then
+  echo "--- FAIL: the bare baseline ($bare_bin) panicked, so its failures excuse nothing:"
+  grep -A3 'panicked at' "$out/bare.log" | head -40
+  exit 1
+fi
 if [ -s "$out/ours" ]; then
   echo "--- FAIL: failing in every drbgd run and in no bare run:"
   cat "$out/ours"

@@ -1,22 +1,30 @@
 #!/usr/bin/env bash
-# No Docker engine runs here, so prove the runtime stage another way: build the binary exactly
-# as the Dockerfile does (cargo build --release --locked --bin drbgd), assemble a root holding
-# only what the runtime stage holds (the binary, its default config, and the glibc/libgcc
-# libraries that distroless/cc provides), chroot into it as uid 65532 with the image's
-# environment, and serve /bits from it.
+# The runtime stage without any container engine: take the binary built as the Dockerfile
+# builds it (cargo build --release --locked --bin drbgd; .ci/container.sh checks that the two
+# commands are the same), assemble a root holding only what the runtime stage holds (the
+# binary, its default config, and the glibc/libgcc libraries that distroless/cc provides),
+# chroot into it as uid 65532 with the image's environment, and serve /bits from it.
+#
+# DRBGD_BIN: the binary (.ci/run passes its release build's, already built). Unset, the script
+# builds target/release/drbgd itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-cargo build --release --locked --bin drbgd
+bin=${DRBGD_BIN:-}
+if [ -z "$bin" ]; then
+  cargo build --release --locked --bin drbgd
+  bin=target/release/drbgd
+fi
+[ -x "$bin" ] || { echo "$bin is not an executable"; exit 1; }
 root=$(mktemp -d)
 chroot_bin=$(command -v chroot)
 chmod 0755 "$root"
 trap 'kill "${pid:-0}" 2>/dev/null || true; rm -rf "$root"' EXIT
 
-install -D -m 0755 target/release/drbgd "$root/drbgd"
+install -D -m 0755 "$bin" "$root/drbgd"
 install -D -m 0644 config/default.toml "$root/etc/drbgd/default.toml"
 # The shared libraries the binary needs: exactly what distroless/cc supplies.
-for lib in $(ldd target/release/drbgd | grep -o '/[^ ]*'); do
+for lib in $(ldd "$bin" | grep -o '/[^ ]*'); do
   install -D "$lib" "$root$lib"
 done
 echo "runtime root:"; (cd "$root" && find . -type f | sort)

@@ -5,6 +5,8 @@
 # hostile-clients work asks for: `scripts/fuzz.sh 450` (9 targets).
 #
 # Usage: scripts/fuzz.sh [seconds=60] [target...]
+#        scripts/fuzz.sh --build-only    (builds every target as the runs do, runs none: CI builds
+#                                        them in the background, then runs them later)
 # Env:   SANITIZER=none (default; works on the stable toolchain) or address (ASan: nightly,
 #        `cargo +nightly fuzz`, a build of its own); KEEP_GOING=1 goes on to the next target
 #        after a crash (the exit status is still 1); SEED=n fixes libFuzzer's random seed
@@ -12,12 +14,18 @@
 # Needs: cargo-fuzz (`cargo install --locked cargo-fuzz@0.13.2`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+build_only=
+if [ "${1:-}" = --build-only ]; then build_only=1; shift; fi
 secs=${1:-60}
 shift || true
 sanitizer=${SANITIZER:-none}
 cargo=(cargo)
 [ "$sanitizer" = none ] || cargo=(cargo +nightly)
+# -O: release mode without debug assertions; cargo-fuzz then compiles every crate with one
+# codegen unit (its `--codegen-units N` compiles faster, the targets then run up to ~3x slower)
+# and line tables only (its own `--config profile.release.debug`).
 "${cargo[@]}" fuzz build -O --sanitizer "$sanitizer"
+[ -z "$build_only" ] || exit 0
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || mapfile -t targets < <(cargo fuzz list)
 for t in "${targets[@]}"; do

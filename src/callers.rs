@@ -22,6 +22,7 @@
 pub mod headers;
 pub mod identity;
 pub mod lease;
+pub mod peer;
 pub mod policy;
 pub mod quota;
 pub mod registry;
@@ -158,8 +159,16 @@ impl Callers {
         {
             tracing::warn!(
                 on_store_failure = ?store.on_failure,
+                replicas = store.fallback_replicas().unwrap_or(0),
                 "quota store unreachable at start-up: falling back until it answers"
             );
+            if store.on_failure == OnStoreFailure::Local && store.fallback_replicas().is_none() {
+                tracing::warn!(
+                    "quota.replicas is 0 and this replica has seen no other: quota'd requests are \
+                     refused (503 quota_store_unavailable) until the store answers; set \
+                     quota.replicas to the fewest replicas the deployment runs to serve a share"
+                );
+            }
         }
     }
 
@@ -411,7 +420,8 @@ impl Refusal {
 impl Caller {
     /// Takes `cost` from the caller's `kind` bucket at `now`: the local bucket, or (with a
     /// shared store) the lease on the global one, or while the store is down what
-    /// `quota.on_store_failure` says: this replica's share of the rate (`local`), nothing
+    /// `quota.on_store_failure` says: this replica's share of the rate (`local`; a refusal
+    /// while the share is unknown: the store never reached and `quota.replicas` 0), nothing
     /// (`open`), a refusal (`closed`).
     ///
     /// # Errors
@@ -421,11 +431,13 @@ impl Caller {
         let Some(store) = &self.store else {
             return state.bucket(kind).take(rate, cost, now).map(drop).map_err(Refusal::Wait);
         };
-        let fallback = || match store.on_failure {
-            OnStoreFailure::Open => Ok(()),
-            OnStoreFailure::Closed => Err(Refusal::StoreUnavailable),
-            OnStoreFailure::Local => {
-                let share = share(rate, store.replicas());
+        let fallback = || match (store.on_failure, store.fallback_replicas()) {
+            (OnStoreFailure::Open, _) => Ok(()),
+            // Under `local`, a replica that never reached the store and was given no
+            // `quota.replicas` does not know its share: refused as under `closed`.
+            (OnStoreFailure::Closed, _) | (OnStoreFailure::Local, None) => Err(Refusal::StoreUnavailable),
+            (OnStoreFailure::Local, Some(replicas)) => {
+                let share = share(rate, replicas);
                 state.bucket(kind).take(share, cost, now).map(drop).map_err(Refusal::Wait)
             }
         };
@@ -480,10 +492,10 @@ impl Caller {
             {
                 "global"
             }
-            Some(store) => match store.on_failure {
-                OnStoreFailure::Local => "replica_share",
-                OnStoreFailure::Open => "unlimited",
-                OnStoreFailure::Closed => "unavailable",
+            Some(store) => match (store.on_failure, store.fallback_replicas()) {
+                (OnStoreFailure::Local, Some(_)) => "replica_share",
+                (OnStoreFailure::Open, _) => "unlimited",
+                (OnStoreFailure::Closed, _) | (OnStoreFailure::Local, None) => "unavailable",
             },
         }
     }

@@ -89,6 +89,37 @@ pub struct ServerSettings {
     /// How often mounted files (TLS certificate and key, API keys file) are checked for
     /// changes (0 = never).
     pub reload_interval_ms: u64,
+    /// Requests without credentials one peer (an IPv4 address, an IPv6 /64) may have in
+    /// progress at once.
+    pub peer_max_in_flight: u32,
+    /// Requests without credentials one peer may start per second, on average...
+    pub peer_requests_per_second: f64,
+    /// ...and at once after a pause.
+    pub peer_burst: u32,
+    /// Peers those limits track at once.
+    pub peer_table_size: usize,
+    /// Proxies (CIDR blocks or addresses) whose `X-Forwarded-For` names the client.
+    pub trusted_proxies: Vec<String>,
+}
+
+impl ServerSettings {
+    /// `trusted_proxies` as networks (an address is its own /32 or /128).
+    ///
+    /// # Errors
+    /// An entry that is neither an address nor a CIDR block.
+    pub fn trusted_proxy_nets(&self) -> Result<Vec<ipnet::IpNet>, ConfigError> {
+        self.trusted_proxies
+            .iter()
+            .map(|s| {
+                s.parse::<ipnet::IpNet>()
+                    .or_else(|_| s.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
+                    .map_err(|_| ConfigError::Invalid {
+                        key: "server.trusted_proxies",
+                        reason: format!("{s:?} is neither an address nor a CIDR block"),
+                    })
+            })
+            .collect()
+    }
 }
 
 /// `[limits]`.
@@ -101,6 +132,9 @@ pub struct Limits {
     pub stream_threshold_bytes: usize,
     /// Raw bytes per streamed chunk.
     pub stream_chunk_bytes: usize,
+    /// Encoded bytes of streamed chunks alive at once, all streams together (generated and not
+    /// yet written to a socket).
+    pub stream_buffer_bytes: usize,
     /// Most bytes for /token and /nonce.
     pub max_token_bytes: usize,
     /// Most UUIDs or integers per request.
@@ -318,6 +352,11 @@ pub struct KmsSettings {
     pub enabled: bool,
     /// The regions a request's signature may be scoped to (the client's configured region).
     pub regions: Vec<String>,
+    /// The hosts (`host[:port]`, as clients sign their endpoint URL's, the scheme's default
+    /// port left out) a request's signature may name; empty: any, so a request signed for
+    /// another endpoint with the same key and region verifies here too.
+    #[serde(default)]
+    pub hosts: Vec<String>,
 }
 
 /// `[log]`.
@@ -436,6 +475,25 @@ fn unparsable_environment() -> bool {
     })
 }
 
+/// Whether `entry` is a `[kms] hosts` entry: `host[:port]` as an AWS client signs its
+/// endpoint's (botocore's signer, `aws-sigv4`'s): a DNS name or IPv4 address, or an IPv6 one in
+/// brackets, and an optional port; no scheme, user, path or whitespace.
+fn host_entry(entry: &str) -> bool {
+    let port = |p: &str| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) && p.parse::<u16>().is_ok();
+    if let Some(v6) = entry.strip_prefix('[') {
+        let Some((address, rest)) = v6.split_once(']') else { return false };
+        return address.parse::<std::net::Ipv6Addr>().is_ok()
+            && (rest.is_empty() || rest.strip_prefix(':').is_some_and(port));
+    }
+    let (host, with_port) = match entry.split_once(':') {
+        Some((host, p)) => (host, Some(p)),
+        None => (entry, None),
+    };
+    let name_byte = |b: u8| b.is_ascii_alphanumeric() || b == b'-' || b == b'_';
+    let label = |l: &str| !l.is_empty() && l.bytes().all(name_byte);
+    host.split('.').all(label) && with_port.is_none_or(port)
+}
+
 impl Settings {
     /// Loads the layers: defaults, `file`, environment, then `overrides` (CLI flags as a
     /// nested map), and validates the result.
@@ -516,6 +574,16 @@ impl Settings {
                 return invalid(name, "must be in 1..=86400000 (a day)");
             }
         }
+        if s.peer_max_in_flight == 0 || s.peer_burst == 0 || s.peer_table_size == 0 {
+            return invalid("server.peer_max_in_flight", "the per-peer limits must be positive");
+        }
+        if !(s.peer_requests_per_second.is_finite() && s.peer_requests_per_second > 0.0) {
+            return invalid("server.peer_requests_per_second", "must be a positive number");
+        }
+        s.trusted_proxy_nets()?;
+        if l.stream_buffer_bytes < l.stream_chunk_bytes * 4 {
+            return invalid("limits.stream_buffer_bytes", "must be at least 4 x limits.stream_chunk_bytes");
+        }
         if s.http2_max_concurrent_streams == 0 {
             return invalid("server.http2_max_concurrent_streams", "must be positive");
         }
@@ -558,6 +626,12 @@ impl Settings {
             return invalid(
                 "kms.regions",
                 "one or two region names (as us-east-1) while kms.enabled: a signing key is kept per day and region",
+            );
+        }
+        if let Some(bad) = self.kms.hosts.iter().find(|h| !host_entry(h)) {
+            return invalid(
+                "kms.hosts",
+                &format!("{bad:?} is not host[:port] (no scheme, path or spaces), as clients sign it"),
             );
         }
         self.tracing.validate()?;
@@ -721,6 +795,18 @@ mod tests {
         assert!(s.validate().unwrap_err().to_string().contains("kms.regions"), "a key per region is kept");
         s.kms.regions = vec!["us-east-1".into()];
         assert!(s.validate().is_ok());
+        let hosts = ["kms.example", "127.0.0.1:8080", "[::1]:8443", "[::1]", "KMS.Example", "drbgd:8080"];
+        s.kms.hosts = hosts.map(String::from).into();
+        assert!(s.validate().is_ok());
+        let refused = ["http://kms.example", "kms.example/", "kms example", "", "kms:", "kms.example:99999"];
+        for bad in refused {
+            s.kms.hosts = vec!["kms.example".into(), bad.into()];
+            let e = s.validate().unwrap_err().to_string();
+            assert!(e.contains("kms.hosts"), "{bad}: {e}");
+        }
+        for bad in ["[::1", "::1", "[not-v6]:80", "user@kms.example", " kms.example", "kms.example:+80"] {
+            assert!(!host_entry(bad), "{bad}");
+        }
         let mut s = Settings::defaults();
         s.drbg.policies[Algorithm::ChaCha20].rekey_after_bytes = 10;
         let e = s.validate().unwrap_err().to_string();

@@ -56,6 +56,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 use tower::ServiceBuilder;
 
 use crate::callers::ClientIdentity;
+use crate::callers::peer::Peer;
 use crate::tls::ReloadableAcceptor;
 
 mod woken;
@@ -71,6 +72,12 @@ const H2_PING_TIMEOUT: Duration = Duration::from_secs(10);
 const H2_STREAM_WINDOW: u32 = 65_535;
 /// HTTP/2 receive window of a connection, all its streams together (hyper's default is 1 MiB).
 const H2_CONNECTION_WINDOW: u32 = 256 * 1024;
+
+/// Bytes one HTTP/2 stream may have queued for sending (hyper's default is 400 KiB): a
+/// streamed body is asked for its next chunk only below it, so one fast stream holds at most
+/// this and one chunk of the stream budget (`limits.stream_buffer_bytes`), and many streams
+/// share the budget evenly.
+const H2_SEND_BUFFER: usize = 64 * 1024;
 
 /// How long a connection that has not yet sent a request is given at [`Phase::Stopped`].
 const FIRST_REQUEST_GRACE: Duration = Duration::from_millis(500);
@@ -451,12 +458,13 @@ where
     // Serves one accepted connection on its own task, holding its permit until it ends.
     let spawn = |stream: TcpStream, permit: OwnedSemaphorePermit| {
         let _ = stream.set_nodelay(true);
+        let peer = Arc::new(Peer::new(stream.peer_addr().ok().map(|a| a.ip())));
         let state = Arc::new(ConnState::default());
         let stream = ActivityIo { io: stream, state: state.clone() };
         let max_age =
             options.max_connection_age.map(|age| jitter(age, sequence.fetch_add(1, Ordering::Relaxed)));
         let connection =
-            Connection::new(service.clone(), builder.clone(), phase.clone(), &options, max_age, state);
+            Connection::new(service.clone(), builder.clone(), phase.clone(), &options, max_age, state, peer);
         let tls = tls.as_ref().map(|t| t.current());
         tokio::spawn(async move {
             match tls {
@@ -511,7 +519,8 @@ fn builder(options: &ServeOptions) -> Builder<TokioExecutor> {
         .keep_alive_timeout(H2_PING_TIMEOUT)
         .max_concurrent_streams(options.http2_max_concurrent_streams)
         .initial_stream_window_size(H2_STREAM_WINDOW)
-        .initial_connection_window_size(H2_CONNECTION_WINDOW);
+        .initial_connection_window_size(H2_CONNECTION_WINDOW)
+        .max_send_buf_size(H2_SEND_BUFFER);
     builder
 }
 
@@ -526,8 +535,9 @@ where
     let (_phase, serving) = watch::channel(Phase::Serving);
     let state = Arc::new(ConnState::default());
     let io = ActivityIo { io, state: state.clone() };
+    let peer = Arc::new(Peer::new(None));
     let connection =
-        Connection::new(service, builder(&options), serving, &options, options.max_connection_age, state);
+        Connection::new(service, builder(&options), serving, &options, options.max_connection_age, state, peer);
     connection.run(io).await;
 }
 
@@ -622,6 +632,8 @@ struct Connection<S> {
     client: Option<Arc<ClientIdentity>>,
     /// What the request path and the socket tell the connection loop.
     state: Arc<ConnState>,
+    /// The peer, put on every request (the per-peer limits of requests without credentials).
+    peer: Arc<Peer>,
 }
 
 impl<S: HttpService> Connection<S> {
@@ -632,6 +644,7 @@ impl<S: HttpService> Connection<S> {
         options: &ServeOptions,
         max_age: Option<Duration>,
         state: Arc<ConnState>,
+        peer: Arc<Peer>,
     ) -> Self {
         Connection {
             service,
@@ -644,6 +657,7 @@ impl<S: HttpService> Connection<S> {
             http2_idle_timeout: options.http2_idle_timeout,
             client: None,
             state,
+            peer,
         }
     }
 
@@ -682,6 +696,7 @@ impl<S: HttpService> Connection<S> {
             http2_idle_timeout,
             client,
             state,
+            peer,
         } = self;
         let (seen, tracked) = (state.clone(), state.clone());
         let service = ServiceBuilder::new()
@@ -690,6 +705,7 @@ impl<S: HttpService> Connection<S> {
                 if let Some(client) = &client {
                     request.extensions_mut().insert(client.clone());
                 }
+                request.extensions_mut().insert(peer.clone());
                 if request.version() == Version::HTTP_2
                     && !seen.h2.swap(true, Ordering::Relaxed)
                     && seen.closing.load(Ordering::Relaxed)

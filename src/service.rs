@@ -63,6 +63,7 @@ impl Rules {
             max_count: l.max_count as u64,
             stream_threshold_bytes: l.stream_threshold_bytes as u64,
             stream_chunk_bytes: l.stream_chunk_bytes,
+            stream_buffer_bytes: l.stream_buffer_bytes,
             default_alg: settings.drbg.default_alg,
             enabled: settings.drbg.enabled.clone(),
         }
@@ -72,7 +73,8 @@ impl Rules {
 impl Service {
     /// A service over `pool`, recording into `metrics`.
     pub fn new(pool: Arc<Pool>, metrics: Arc<Metrics>, rules: Rules) -> Self {
-        Service(Arc::new(Inner { pool, buffers: Arc::default(), metrics, rules }))
+        let buffers = Arc::new(buffers::Buffers::new(rules.stream_buffer_bytes));
+        Service(Arc::new(Inner { pool, buffers, metrics, rules }))
     }
 
     /// The limits, defaults and enabled algorithms.
@@ -81,7 +83,10 @@ impl Service {
     }
 
     /// Random bits for `caller`: whole up to `stream_threshold_bytes`, else a stream of
-    /// `stream_chunk_bytes` chunks.
+    /// `stream_chunk_bytes` chunks in recycled buffers under the stream budget (for a
+    /// transport that sends the bytes as they are: HTTP). The first chunk is generated here
+    /// when the budget has room for it at once (so a generator that refuses is an error
+    /// before anything is sent), else by the first [`Chunks::next_chunk`] once it has.
     ///
     /// # Errors
     /// 403/429 from the caller's policy and byte quota ([`Caller::permit`]); 503
@@ -92,7 +97,14 @@ impl Service {
             return self.render_whole(caller, &req).map(BitsOutput::Whole);
         }
         let mut rest = self.open_stream(caller, req, self.0.rules.stream_chunk_bytes)?;
-        let first = rest.next_chunk()?.map(|c| c.encoded).unwrap_or_default();
+        rest.recycle_buffers();
+        let first = match rest.budget().try_acquire_many_owned(rest.next_cost()) {
+            Ok(budget) => {
+                rest.grant(budget);
+                Some(rest.next_chunk()?.map(|c| c.encoded).unwrap_or_default())
+            }
+            Err(_) => None,
+        };
         Ok(BitsOutput::Stream { first, rest })
     }
 
@@ -193,6 +205,7 @@ impl Service {
             finished: false,
             buf: Vec::new(),
             recycle: false,
+            granted: None,
         })
     }
 

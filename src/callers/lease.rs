@@ -44,7 +44,8 @@ pub struct Exchange {
     pub at_least: f64,
 }
 
-/// The store's answer to an [`Exchange`].
+/// The store's answer to an [`Exchange`], as [`super::store`] lets it through: the grant at
+/// most the exchange's `want`, the level within one burst either side of zero.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Exchanged {
     /// Tokens granted.

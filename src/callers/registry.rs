@@ -16,7 +16,7 @@ use super::identity::{ClientIdentity, valid_entry};
 use super::policy::Policy;
 use super::quota::{Quota, QuotaState, Rate};
 use super::settings::CallerSettings;
-use super::sigv4::{SignedRequest, SigningSecret};
+use super::sigv4::{Served, SignedRequest, SigningSecret};
 use super::store::Store;
 use crate::config::Settings;
 use crate::drbg::Algorithm;
@@ -179,8 +179,8 @@ pub struct Registry {
     identities: HashMap<String, u32>,
     /// AWS access key ids: the owner's index into `callers`, and the secret.
     aws_keys: HashMap<String, (u32, SigningSecret)>,
-    /// The regions signed KMS requests may be scoped to (`[kms] regions`).
-    kms_regions: Vec<String>,
+    /// The regions and hosts signed KMS requests may name (`[kms] regions`, `[kms] hosts`).
+    kms: Served,
     /// The files the secrets of `aws_keys` were read from (watched for changes).
     secret_files: Vec<std::path::PathBuf>,
     callers: Vec<Arc<Caller>>,
@@ -313,7 +313,7 @@ impl Registry {
             owners: Vec::new(),
             identities: HashMap::new(),
             aws_keys: HashMap::new(),
-            kms_regions: settings.kms.regions.clone(),
+            kms: Served { regions: settings.kms.regions.clone(), hosts: settings.kms.hosts.clone() },
             secret_files: Vec::new(),
             callers: Vec::new(),
             anonymous: Arc::new(Caller {
@@ -611,8 +611,9 @@ impl Registry {
     }
 
     /// What a signed request's head can show before its body is read: a well-formed
-    /// signature by a known access key, scoped to kms, a served region and its date, within
-    /// AWS's window of `now`. With auth off, nothing (signatures are not read).
+    /// signature by a known access key, scoped to kms, a served region and its date, for a
+    /// served host (with `[kms] hosts` set), within AWS's window of `now`, with no signing
+    /// header repeated and no security token. With auth off, nothing (signatures are not read).
     ///
     /// # Errors
     /// 401 `unrecognized_client` (an access key no caller has), or the signature's refusal.
@@ -626,7 +627,7 @@ impl Registry {
         }
         let auth = request.authorization()?;
         self.signer(auth.key_id)?;
-        request.check_head(&auth, &self.kms_regions, now).map(drop)
+        request.check_head(&auth, &self.kms, now).map(drop)
     }
 
     /// The caller of a signed request (the KMS front-end's AWS SigV4) with `body`, as of `now`:
@@ -651,7 +652,7 @@ impl Registry {
         }
         let auth = request.authorization()?;
         let (owner, secret) = self.signer(auth.key_id)?;
-        request.verify(&auth, &self.kms_regions, secret, body, now)?;
+        request.verify(&auth, &self.kms, secret, body, now)?;
         agreeing(&self.callers[owner as usize], &by_certificate, "signing access key")
     }
 

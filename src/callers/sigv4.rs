@@ -5,12 +5,16 @@
 //! but has no verifier, so the canonical request is built here, after AWS's "Create a canonical
 //! request" steps (and cross-checked against botocore's signer in `tests/api/kms.rs`).
 //!
-//! Refused: a missing or malformed `Authorization`, a scope for another service, region (of
-//! `[kms] regions`) or date, a request dated more than [`MAX_SKEW`] from this server's clock
-//! (AWS's window), an unsigned `host` or `x-amz-date`, a signed header that is absent, a wrong
-//! signature. As at AWS, a request may be replayed within the window by whoever saw it (serve
-//! KMS over TLS). A signing key is derived only for a configured region (one or two) and a
-//! date within the window, so the secret is copied (by `aws-sigv4`) a few times a day at most.
+//! Refused: a missing, repeated or malformed `Authorization`, a repeated `X-Amz-Date`,
+//! `X-Amz-Content-Sha256` or `Host`, temporary credentials (`X-Amz-Security-Token`: drbgd issues
+//! none), a scope for another service, region (of `[kms] regions`) or date, a host that is not
+//! one of `[kms] hosts` (when set), a request dated more than [`MAX_SKEW`] from this server's
+//! clock (AWS's window), an unsigned `host` or `x-amz-date`, a signed header that is absent, a
+//! wrong signature. As at AWS, a request may be replayed within the window by whoever saw it
+//! (serve KMS over TLS), and, with `[kms] hosts` unset, one signed for another endpoint with the
+//! same key and region too. A signing key is derived only for a configured region (one or two)
+//! and a date within the window, so the secret is copied (by `aws-sigv4`) a few times a day at
+//! most.
 
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
@@ -31,6 +35,27 @@ const ALGORITHM: &str = "AWS4-HMAC-SHA256";
 
 /// Characters AWS leaves unencoded in canonical URIs and query strings.
 const UNRESERVED: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'_').remove(b'.').remove(b'~');
+
+/// Headers a signed request carries at most once, with the names refusals give them. A request
+/// has one date, one payload hash and one host: AWS's canonical form would sign a repeated one
+/// as its values joined by commas, while the checks here read the first, so which one the
+/// signature vouches for would be ambiguous.
+const SINGLE: [(&str, &str); 3] =
+    [("x-amz-date", "X-Amz-Date"), ("x-amz-content-sha256", "X-Amz-Content-Sha256"), ("host", "Host")];
+
+/// Temporary (STS) credentials' session token, which clients send and sign beside the access
+/// key (botocore's signer, `aws-sigv4`'s). drbgd issues none, so none is valid.
+const SECURITY_TOKEN: &str = "x-amz-security-token";
+
+/// What this server serves signed requests for: `[kms] regions` and `[kms] hosts`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Served {
+    /// The regions a signature's scope may name (one or two).
+    pub regions: Vec<String>,
+    /// The hosts (`host[:port]`, as clients sign their endpoint's) a signature may name,
+    /// compared without regard to ASCII case; empty: any host.
+    pub hosts: Vec<String>,
+}
 
 /// What a signed request offers: its head (the body's hash is taken by [`SignedRequest::verify`]).
 /// Its `Debug` shows the header names only (the values hold the signature).
@@ -84,6 +109,15 @@ fn refused(code: &'static str, detail: impl Into<String>) -> ApiError {
     ApiError::BadSignature { code, detail: detail.into() }
 }
 
+/// A request with temporary credentials, refused as KMS refuses a session token it does not
+/// know (`UnrecognizedClientException`, in AWS's words).
+fn security_token_refused() -> ApiError {
+    refused(
+        "unrecognized_client",
+        "the security token included in the request is invalid: drbgd issues no temporary credentials",
+    )
+}
+
 impl<'a> SignedRequest<'a> {
     /// The signed parts of a request's head.
     pub fn of(method: &'a axum::http::Method, uri: &'a axum::http::Uri, headers: &'a HeaderMap) -> Self {
@@ -99,11 +133,14 @@ impl<'a> SignedRequest<'a> {
     /// The `Authorization` header's parts, checked for form (not yet for the signature).
     ///
     /// # Errors
-    /// 401 `missing_signature` (no header), `incomplete_signature` (malformed).
+    /// 401 `missing_signature` (no header), `incomplete_signature` (malformed, or repeated).
     pub fn authorization(&self) -> Result<Authorization<'a>, ApiError> {
         let value = self.headers.get(axum::http::header::AUTHORIZATION);
         let value =
             value.ok_or_else(|| refused("missing_signature", "the request is not signed (AWS SigV4)"))?;
+        if self.repeated(axum::http::header::AUTHORIZATION.as_str()) {
+            return Err(repeated_refused("Authorization"));
+        }
         let incomplete =
             |what: &str| refused("incomplete_signature", format!("the Authorization header {what}"));
         let value = value.to_str().map_err(|_| incomplete("is not ASCII"))?;
@@ -141,27 +178,36 @@ impl<'a> SignedRequest<'a> {
         Ok(Authorization { key_id, date, region, service, signed_headers, signature })
     }
 
-    /// What can be checked before the body: the scope names `kms` and one of `regions`,
-    /// `X-Amz-Date` is well formed, the scope's date, and within [`MAX_SKEW`] of `now`.
-    /// Returns the request's time.
+    /// What can be checked before the body: no `X-Amz-Date`, `X-Amz-Content-Sha256` or `Host`
+    /// repeated, no security token, the scope names `kms` and one of `served.regions`, the host is one of
+    /// `served.hosts` (when set), `X-Amz-Date` is well formed, the scope's date, and within
+    /// [`MAX_SKEW`] of `now`. Returns the request's time.
     ///
     /// # Errors
-    /// 401 `incomplete_signature`, `signature_expired` or `invalid_signature`.
+    /// 401 `incomplete_signature`, `unrecognized_client` (a security token),
+    /// `signature_expired` or `invalid_signature`.
     pub fn check_head(
         &self,
         auth: &Authorization<'_>,
-        regions: &[String],
+        served: &Served,
         now: SystemTime,
     ) -> Result<SystemTime, ApiError> {
+        if let Some((_, shown)) = SINGLE.iter().find(|(name, _)| self.repeated(name)) {
+            return Err(repeated_refused(shown));
+        }
+        if self.headers.contains_key(SECURITY_TOKEN) {
+            return Err(security_token_refused());
+        }
         if auth.service != "kms" {
             return Err(refused("invalid_signature", "the credential is scoped to another service than kms"));
         }
-        if !regions.iter().any(|r| r == auth.region) {
+        if !served.regions.iter().any(|r| r == auth.region) {
             return Err(refused(
                 "invalid_signature",
                 format!("this server does not serve region {:?}", auth.region),
             ));
         }
+        self.check_host(&served.hosts)?;
         let amz_date = self
             .header("x-amz-date")
             .ok_or_else(|| refused("incomplete_signature", "the request needs an X-Amz-Date header"))?;
@@ -184,16 +230,17 @@ impl<'a> SignedRequest<'a> {
     /// of `now` (and [`SignedRequest::check_head`] first).
     ///
     /// # Errors
-    /// 401 `incomplete_signature`, `signature_expired` or `invalid_signature`.
+    /// 401 `incomplete_signature`, `unrecognized_client` (a security token),
+    /// `signature_expired` or `invalid_signature`.
     pub fn verify(
         &self,
         auth: &Authorization<'_>,
-        regions: &[String],
+        served: &Served,
         secret: &SigningSecret,
         body: &[u8],
         now: SystemTime,
     ) -> Result<(), ApiError> {
-        let at = self.check_head(auth, regions, now)?;
+        let at = self.check_head(auth, served, now)?;
         let amz_date = self.header("x-amz-date").unwrap_or_default();
         let canonical = self.canonical_request(auth.signed_headers, body)?;
         let string_to_sign = format!(
@@ -217,6 +264,44 @@ impl<'a> SignedRequest<'a> {
     /// A header's (first) value as text; `None` if it is absent or not text.
     fn header(&self, name: &str) -> Option<&'a str> {
         self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// Whether header `name` comes more than once.
+    fn repeated(&self, name: &str) -> bool {
+        self.headers.get_all(name).iter().nth(1).is_some()
+    }
+
+    /// The host the request is signed for, as the canonical request takes it: the `Host`
+    /// header, or an HTTP/2 request's `:authority` when it has none (as `aws-sigv4` and
+    /// botocore's signer sign the endpoint's `host[:port]`, the default port left out). `None`
+    /// if there is neither, or the header is not text.
+    fn signed_host(&self) -> Option<&'a str> {
+        match self.headers.get(axum::http::header::HOST) {
+            Some(value) => value.to_str().ok().map(str::trim),
+            None => self.authority,
+        }
+    }
+
+    /// With `hosts` set, the signed host must be one of them (without regard to ASCII case): a
+    /// request signed for another endpoint with the same key is not served here.
+    fn check_host(&self, hosts: &[String]) -> Result<(), ApiError> {
+        if hosts.is_empty() {
+            return Ok(());
+        }
+        let Some(host) = self.signed_host() else {
+            return Err(refused(
+                "invalid_signature",
+                "the request names no host (Host, or HTTP/2's :authority) this server serves",
+            ));
+        };
+        if hosts.iter().any(|h| h.eq_ignore_ascii_case(host)) {
+            Ok(())
+        } else {
+            Err(refused(
+                "invalid_signature",
+                format!("the request is signed for host {host:?}, which this server does not serve"),
+            ))
+        }
     }
 
     fn canonical_request(&self, signed_headers: &str, body: &[u8]) -> Result<String, ApiError> {
@@ -268,6 +353,11 @@ impl<'a> SignedRequest<'a> {
         out.push_str(&payload);
         Ok(out)
     }
+}
+
+/// A header that came more than once, refused as a malformed signature.
+fn repeated_refused(shown: &str) -> ApiError {
+    refused("incomplete_signature", format!("the request has more than one {shown} header"))
 }
 
 /// A path as AWS services other than S3 sign it: each segment decoded, then encoded twice.
@@ -438,6 +528,118 @@ mod tests {
         let none = HeaderMap::new();
         let r = SignedRequest { method: "POST", path: "/", query: "", authority: None, headers: &none };
         assert_eq!(r.authorization().unwrap_err().code(), "missing_signature");
+    }
+
+    /// The head of a well-formed request dated 2026-11-26 06:15:00 UTC, scoped to
+    /// us-east-1, with `extra` headers appended (so a name given again is repeated).
+    fn head(extra: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            "authorization",
+            HeaderValue::from_static(
+                "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20261126/us-east-1/kms/aws4_request, \
+                 SignedHeaders=host;x-amz-date, Signature=abcd",
+            ),
+        );
+        headers.insert("x-amz-date", HeaderValue::from_static("20261126T061500Z"));
+        for &(name, value) in extra {
+            headers.append(name, HeaderValue::from_static(value));
+        }
+        headers
+    }
+
+    /// The request's time in [`head`].
+    fn head_time() -> SystemTime {
+        parse_amz_date("20261126T061500Z").unwrap()
+    }
+
+    /// Serving us-east-1 and `hosts`.
+    fn serving(hosts: &[&str]) -> Served {
+        Served { regions: vec!["us-east-1".into()], hosts: hosts.iter().map(|h| (*h).to_owned()).collect() }
+    }
+
+    /// The `Authorization` header's parse, then `check_head` of `headers` (with `authority`)
+    /// against `hosts`, as of the request's time.
+    fn check(headers: &HeaderMap, authority: Option<&str>, hosts: &[&str]) -> Result<(), ApiError> {
+        let request = SignedRequest { method: "POST", path: "/", query: "", authority, headers };
+        let auth = request.authorization()?;
+        request.check_head(&auth, &serving(hosts), head_time()).map(drop)
+    }
+
+    /// [`check`]'s code.
+    fn checked(headers: &HeaderMap, authority: Option<&str>, hosts: &[&str]) -> Result<(), &'static str> {
+        check(headers, authority, hosts).map_err(|e| e.code())
+    }
+
+    #[test]
+    fn hosts_listed_are_served_and_others_refused() {
+        let served = ["127.0.0.1:8080", "KMS.example"];
+        let at = |host: &'static str| head(&[("host", host)]);
+        // Matched as signed (the port included), without regard to ASCII case.
+        assert_eq!(checked(&at("127.0.0.1:8080"), None, &served), Ok(()));
+        assert_eq!(checked(&at("kms.example"), None, &served), Ok(()));
+        for other in ["127.0.0.1", "127.0.0.1:8081", "kms.example:443", "kms.example.evil", "evil"] {
+            assert_eq!(checked(&at(other), None, &served), Err("invalid_signature"), "{other}");
+        }
+        let detail = check(&at("evil"), None, &served).unwrap_err().to_string();
+        assert!(detail.contains("\"evil\"") && detail.contains("does not serve"), "{detail}");
+    }
+
+    #[test]
+    fn an_http2_authority_is_the_host_when_there_is_no_host_header() {
+        let served = ["kms.example:8443"];
+        assert_eq!(checked(&head(&[]), Some("kms.example:8443"), &served), Ok(()));
+        assert_eq!(checked(&head(&[]), Some("other.example:8443"), &served), Err("invalid_signature"));
+        // A Host header is what is signed when there is one, as the canonical request takes it.
+        let with_host = head(&[("host", "other.example:8443")]);
+        assert_eq!(checked(&with_host, Some("kms.example:8443"), &served), Err("invalid_signature"));
+        // Neither: no host to serve.
+        assert_eq!(checked(&head(&[]), None, &served), Err("invalid_signature"));
+    }
+
+    #[test]
+    fn no_hosts_listed_serves_any_host() {
+        assert_eq!(checked(&head(&[("host", "anything.example:1")]), None, &[]), Ok(()));
+        assert_eq!(checked(&head(&[]), Some("elsewhere"), &[]), Ok(()));
+        assert_eq!(checked(&head(&[]), None, &[]), Ok(()), "the signature's check refuses it later");
+    }
+
+    #[test]
+    fn repeated_signing_headers_are_refused_before_the_body() {
+        let host = ("host", "kms.example");
+        let (sha_a, sha_b) = (("x-amz-content-sha256", "a"), ("x-amz-content-sha256", "b"));
+        let repeated = [
+            ("Authorization", head(&[host, ("authorization", "garbage")])),
+            ("X-Amz-Date", head(&[host, ("x-amz-date", "20261126T061500Z")])),
+            ("X-Amz-Content-Sha256", head(&[host, sha_a, sha_b])),
+            ("Host", head(&[host, host])),
+        ];
+        for (shown, headers) in &repeated {
+            let refusal = check(headers, None, &[]).unwrap_err();
+            assert_eq!(refusal.code(), "incomplete_signature", "{shown}");
+            let detail = refusal.to_string();
+            assert!(detail.contains(&format!("more than one {shown} header")), "{detail}");
+        }
+        // Once each is fine.
+        let once = head(&[host, sha_a]);
+        assert_eq!(checked(&once, None, &["kms.example"]), Ok(()));
+    }
+
+    #[test]
+    fn a_security_token_is_refused_as_an_unrecognized_client() {
+        let headers = head(&[("host", "kms.example"), ("x-amz-security-token", "FwoGZXIvYXdzEXAMPLE")]);
+        assert_eq!(checked(&headers, None, &["kms.example"]), Err("unrecognized_client"));
+        let refusal = check(&headers, None, &[]).unwrap_err();
+        assert_eq!(refusal.code(), "unrecognized_client");
+        assert_eq!(refusal.status(), axum::http::StatusCode::UNAUTHORIZED);
+        assert!(refusal.to_string().contains("security token included in the request is invalid"));
+        // The signature's check refuses it as well (it runs the head's checks first).
+        let request =
+            SignedRequest { method: "POST", path: "/", query: "", authority: None, headers: &headers };
+        let auth = request.authorization().unwrap();
+        let secret = SigningSecret::new(Zeroizing::new("secret".to_owned()));
+        let verified = request.verify(&auth, &serving(&[]), &secret, b"", head_time());
+        assert_eq!(verified.unwrap_err().code(), "unrecognized_client");
     }
 
     #[test]

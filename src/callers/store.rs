@@ -20,6 +20,12 @@
 //! again (every [`PROBE`] while down). A reply that is not a bucket (a key of another type, a
 //! value that is not a number) sets that caller's bucket aside for [`super::lease::BROKEN`]
 //! instead: its requests meet the fallback, every other caller's stay global.
+//!
+//! The store's replies are believed only within what was asked (`checked`): a grant is cut
+//! to the tokens the exchange wanted, a level to the bucket's burst (and its debt to one
+//! burst), so no reply, from a store that lies or a server that is not Redis, lifts a lease
+//! past what it asked for; a reply that is not two numbers is a failure. The replica count a
+//! heartbeat learns is never taken below `quota.replicas` ([`Store::replicas`]).
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -91,6 +97,34 @@ redis.call('PEXPIRE', KEYS[1], ttl * 2)
 return redis.call('ZCARD', KEYS[1])
 ";
 
+/// The divisor of a caller's bucket: `seen` (replicas last seen alive, 0 before the store
+/// first answered), never fewer than `expected` (`quota.replicas`, 0: not said); none when
+/// neither is known.
+fn divisor(seen: u32, expected: u32) -> Option<u32> {
+    let n = seen.max(expected);
+    (n > 0).then_some(n)
+}
+
+/// The exchange script's reply to `e` on a bucket of `rate`, as far as it can be believed, and
+/// whether it had to be cut back. Two finite numbers, the grant not negative, or none (a reply
+/// that is not the script's: the exchange fails as one with an error reply does). The grant
+/// is cut to what `e` wanted, the level to the burst (more is what a store that lies would
+/// say to lift the caller's quota) and to one burst of debt (a level below zero is the bucket
+/// in debt, which the script reports as it is: it only makes the replica more careful, but a
+/// claimed debt of ages would hold the caller back, and its `Retry-After` out, for as long).
+fn checked(reply: &[String], rate: Rate, e: Exchange) -> Option<(Exchanged, bool)> {
+    let [granted, level] = reply else { return None };
+    let number = |s: &String| s.parse::<f64>().ok().filter(|v| v.is_finite());
+    let (granted, level) = (number(granted)?, number(level)?);
+    if granted < 0.0 {
+        return None;
+    }
+    let asked = e.want.max(0.0);
+    let cut = granted > asked || level > rate.burst;
+    let exchanged = Exchanged { granted: granted.min(asked), level: level.min(rate.burst).max(-rate.burst) };
+    Some((exchanged, cut))
+}
+
 /// Which of a caller's buckets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -145,7 +179,10 @@ pub struct Store {
     /// The lease duration.
     pub lease_window: Duration,
     up: AtomicBool,
+    /// Replicas seen alive at the last heartbeat; 0 until the store first answers.
     replicas: AtomicU32,
+    /// `quota.replicas`: the fewest the deployment runs (0: not said).
+    expected: u32,
     down_since: Mutex<Option<Instant>>,
     metrics: QuotaStoreSeries,
 }
@@ -162,14 +199,25 @@ impl Store {
     /// heartbeat answers.
     ///
     /// # Errors
-    /// The URL or the password file (both checked by the settings' validation already).
+    /// The URL or the password file (both checked by the settings' validation already), or a
+    /// password bound for a plain `redis://` store without `quota.allow_plaintext_password`.
     pub fn new(
         settings: &QuotaStoreSettings,
         instance: &str,
         metrics: QuotaStoreSeries,
     ) -> anyhow::Result<Self> {
         let mut info = redis::IntoConnectionInfo::into_connection_info(settings.url.as_str())?;
-        if let Some(password) = settings.password()? {
+        let password = settings.password()?;
+        // Checked again here, where the password is attached: settings built without
+        // validation never send it in clear either.
+        settings.check_password_transport(password.is_some())?;
+        if settings.password_in_clear(password.is_some()) {
+            tracing::warn!(
+                "quota.allow_plaintext_password: the quota store's password goes over plain redis://, \
+                 readable by anyone on the path to the store; use rediss://"
+            );
+        }
+        if let Some(password) = password {
             let redis = info.redis_settings().clone().set_password(password.as_str());
             info = info.set_redis_settings(redis);
         }
@@ -201,7 +249,8 @@ impl Store {
             on_failure: settings.on_store_failure,
             lease_window: Duration::from_millis(settings.lease_ms),
             up: AtomicBool::new(false),
-            replicas: AtomicU32::new(1),
+            replicas: AtomicU32::new(0),
+            expected: settings.replicas,
             down_since: Mutex::new(Some(Instant::now())),
             metrics,
         })
@@ -217,9 +266,19 @@ impl Store {
         self.timeout
     }
 
-    /// Replicas last seen alive (at least this one).
+    /// Replicas to divide a caller's bucket among: those last seen alive, never fewer than
+    /// `quota.replicas` (a count that dropped for a moment, or a store that says 1, does not
+    /// widen each replica's share past the deployment's size), at least this one.
     pub fn replicas(&self) -> u32 {
-        self.replicas.load(Ordering::Acquire).max(1)
+        divisor(self.replicas.load(Ordering::Acquire), self.expected).unwrap_or(1)
+    }
+
+    /// What the `local` fallback divides a caller's bucket by: [`Store::replicas`], or none
+    /// when this replica has never reached the store and `quota.replicas` is 0 (it has seen no
+    /// other replica, so dividing by itself alone would let it serve the whole fleet's rate:
+    /// quota'd requests are refused as under `closed` instead).
+    pub fn fallback_replicas(&self) -> Option<u32> {
+        divisor(self.replicas.load(Ordering::Acquire), self.expected)
     }
 
     fn key(&self, caller: &str, kind: Kind) -> String {
@@ -270,12 +329,18 @@ impl Store {
         let mut invocation = self.exchange_script.key(self.key(caller, kind));
         invocation.arg(rate.per_second).arg(rate.burst).arg(e.settle).arg(e.want).arg(e.at_least);
         let reply: Vec<String> = self.call("exchange", invocation).await?;
-        let number = |i: usize| reply.get(i).and_then(|s| s.parse::<f64>().ok()).filter(|v| v.is_finite());
-        match (number(0), number(1)) {
-            (Some(granted), Some(level)) if reply.len() == 2 && granted >= 0.0 => {
-                Ok(Exchanged { granted, level })
+        match checked(&reply, rate, e) {
+            Some((exchanged, cut)) => {
+                if cut {
+                    tracing::warn!(
+                        caller,
+                        bucket = kind.name(),
+                        "quota store granted more than asked or a level above the burst: cut back"
+                    );
+                }
+                Ok(exchanged)
             }
-            _ => {
+            None => {
                 self.metrics.errors.with_label_values(&["exchange", Failure::Reply.label()]).inc();
                 tracing::warn!(
                     caller,
@@ -372,5 +437,91 @@ impl Store {
                 Err(_) => lease.failed(Instant::now()),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::lease::{Lease, Spend};
+    use super::*;
+
+    const R: Rate = Rate { per_second: 50.0, burst: 10.0 };
+    const E: Exchange = Exchange { settle: 0.0, want: 3.0, at_least: 1.0 };
+
+    fn reply(granted: &str, level: &str) -> Vec<String> {
+        vec![granted.to_string(), level.to_string()]
+    }
+
+    #[test]
+    fn an_honest_reply_is_taken_as_sent() {
+        let ok = |granted, level| Some((Exchanged { granted, level }, false));
+        assert_eq!(checked(&reply("3", "7"), R, E), ok(3.0, 7.0));
+        assert_eq!(checked(&reply("1.5", "0"), R, E), ok(1.5, 0.0));
+        // In debt (credit settled beyond what was there): as sent, down to one burst.
+        assert_eq!(checked(&reply("0", "-4.25"), R, E), ok(0.0, -4.25));
+        assert_eq!(checked(&reply("0", "10"), R, E), ok(0.0, 10.0));
+    }
+
+    #[test]
+    fn a_grant_is_cut_to_what_was_asked_and_a_level_to_the_burst() {
+        let (x, cut) = checked(&reply("1e300", "1e300"), R, E).unwrap();
+        assert!(cut);
+        assert_eq!(x, Exchanged { granted: 3.0, level: 10.0 });
+        // A give-back asks for nothing: nothing is granted whatever the reply says.
+        let back = Exchange { settle: -2.0, want: 0.0, at_least: 0.0 };
+        assert_eq!(checked(&reply("5", "8"), R, back), Some((Exchanged { granted: 0.0, level: 8.0 }, true)));
+        // A debt of ages is taken as one burst (not a lift: the level stays below zero).
+        assert_eq!(
+            checked(&reply("0", "-1e15"), R, E),
+            Some((Exchanged { granted: 0.0, level: -10.0 }, false))
+        );
+    }
+
+    #[test]
+    fn a_reply_that_is_not_the_scripts_is_a_failure() {
+        let three = vec!["1".to_string(), "2".to_string(), "3".to_string()];
+        let bad = [
+            vec![],
+            vec!["3".to_string()],
+            three,
+            reply("NaN", "1"),
+            reply("inf", "1"),
+            reply("1", "-inf"),
+            reply("-1", "5"),
+            reply("lots", "5"),
+            reply("1", ""),
+        ];
+        for r in bad {
+            assert_eq!(checked(&r, R, E), None, "{r:?}");
+        }
+    }
+
+    /// A lease fed a lying store's answer (through the check) spends what it asked for and its
+    /// credit within a bucket taken as full: the burst and two, where the unchecked grant of
+    /// 10^12 tokens would have let everything through.
+    #[test]
+    fn a_lying_store_lifts_a_lease_no_further_than_it_asked() {
+        let t0 = Instant::now();
+        let window = Duration::from_millis(100);
+        let mut lease = Lease::new(t0);
+        let (spend, e) = lease.spend(R, 1.0, (1, window), t0);
+        assert_eq!(spend, Spend::Spent);
+        let (lie, cut) = checked(&reply("1e12", "1e12"), R, e.expect("a first exchange")).unwrap();
+        assert!(cut);
+        let _ = lease.settled(R, lie, t0);
+        let mut served = 1;
+        while served < 1000 && lease.spend(R, 1.0, (1, window), t0).0 == Spend::Spent {
+            served += 1;
+        }
+        assert!(served <= 12, "served {served}");
+    }
+
+    #[test]
+    fn the_divisor_is_never_below_the_configured_fleet() {
+        assert_eq!(divisor(0, 0), None, "never reached, no count configured");
+        assert_eq!(divisor(0, 3), Some(3), "never reached: the configured count");
+        assert_eq!(divisor(2, 3), Some(3), "fewer seen than configured");
+        assert_eq!(divisor(5, 3), Some(5), "more seen than configured");
+        assert_eq!(divisor(1, 0), Some(1));
     }
 }

@@ -1,6 +1,9 @@
 //! `[quota]`: where callers' quota buckets are kept. `local` (the default) keeps them in this
 //! process; `redis` keeps each caller's buckets in a Redis (or Valkey) server shared by every
-//! replica of a deployment, so a caller's rate holds across the fleet.
+//! replica of a deployment, so a caller's rate holds across the fleet. Also how that store is
+//! reached (its URL, password and CAs: a password goes over `rediss://`, or over plain
+//! `redis://` only when `allow_plaintext_password` says so) and what a replica does without
+//! it (`on_store_failure`, and `replicas`, the fleet size it divides a caller's rate by).
 
 use std::path::PathBuf;
 
@@ -33,6 +36,15 @@ pub struct QuotaStoreSettings {
     pub timeout_ms: u64,
     /// A replica leases about this much of its recent use of a caller's bucket at a time.
     pub lease_ms: u64,
+    /// The fewest replicas the deployment runs (0: not said). A replica divides a caller's
+    /// rate and burst by at least this many while the store is down, and by this many alone
+    /// while it has never reached the store (it has seen no replica then).
+    #[serde(default)]
+    pub replicas: u32,
+    /// Send the password to a plain `redis://` store all the same (anyone on the path can read
+    /// it). Off: a password with a `redis://` URL stops start-up.
+    #[serde(default)]
+    pub allow_plaintext_password: bool,
 }
 
 /// `quota.store`.
@@ -50,7 +62,8 @@ pub enum StoreKind {
 #[serde(rename_all = "lowercase")]
 pub enum OnStoreFailure {
     /// Each replica enforces its share: the caller's rate and burst divided by the replicas
-    /// last seen alive.
+    /// last seen alive, at least `quota.replicas`; by `quota.replicas` alone before the store
+    /// has ever answered, and with neither known (0), as `Closed`.
     Local,
     /// Admit (and count) without a limit.
     Open,
@@ -60,6 +73,9 @@ pub enum OnStoreFailure {
 
 /// The environment variable a store password may come from instead of `password_file`.
 pub const PASSWORD_ENV: &str = "DRBGD_REDIS_PASSWORD";
+
+/// The most `quota.replicas` may say.
+pub const MAX_REPLICAS: u32 = 10_000;
 
 impl QuotaStoreSettings {
     /// Checks the section, naming the key at fault.
@@ -73,6 +89,9 @@ impl QuotaStoreSettings {
         }
         if !(10..=60_000).contains(&self.lease_ms) {
             return invalid("quota.lease_ms", "must be in 10..=60000".into());
+        }
+        if self.replicas > MAX_REPLICAS {
+            return invalid("quota.replicas", format!("must be in 0..={MAX_REPLICAS}"));
         }
         let prefix_ok = (1..=64).contains(&self.prefix.len())
             && self.prefix.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-.:".contains(&b));
@@ -120,7 +139,33 @@ impl QuotaStoreSettings {
                 Err(e) => return invalid("quota.password_file", format!("{}: {e}", file.display())),
             }
         }
-        Ok(())
+        let from_env = std::env::var(PASSWORD_ENV).is_ok_and(|p| !p.is_empty());
+        self.check_password_transport(self.password_file().is_some() || from_env)
+    }
+
+    /// Whether the password goes over plain `redis://` (the URL's scheme; a password inside
+    /// the URL is refused by [`QuotaStoreSettings::validate`] whatever the transport).
+    pub fn password_in_clear(&self, has_password: bool) -> bool {
+        has_password && self.store == StoreKind::Redis && self.url.starts_with("redis://")
+    }
+
+    /// Refuses a password bound for a plain `redis://` store (it would cross the network in
+    /// clear, in `AUTH`) unless `allow_plaintext_password` says it is meant.
+    ///
+    /// # Errors
+    /// [`ConfigError::Invalid`] naming `quota.allow_plaintext_password`.
+    pub fn check_password_transport(&self, has_password: bool) -> Result<(), ConfigError> {
+        if !self.password_in_clear(has_password) || self.allow_plaintext_password {
+            return Ok(());
+        }
+        Err(ConfigError::Invalid {
+            key: "quota.allow_plaintext_password",
+            reason: format!(
+                "a store password (quota.password_file or {PASSWORD_ENV}) would go over plain redis:// in \
+                 clear: use rediss:// (TLS), or set quota.allow_plaintext_password = true if the \
+                 network to the store is trusted"
+            ),
+        })
     }
 
     /// `ca_file`, unless empty.
@@ -143,5 +188,67 @@ impl QuotaStoreSettings {
             return Ok(Some(zeroize::Zeroizing::new(text.trim_end_matches(['\r', '\n']).to_string())));
         }
         Ok(std::env::var(PASSWORD_ENV).ok().filter(|p| !p.is_empty()).map(zeroize::Zeroizing::new))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The embedded `[quota]` with a Redis store at `url` whose password is in a file of the
+    /// test's own (`name`): the settings and the file's directory.
+    fn with_password_file(url: &str, name: &str) -> (QuotaStoreSettings, PathBuf) {
+        let dir = std::env::temp_dir().join(format!("drbgd-quota-{}-{name}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("password");
+        std::fs::write(&file, "s3cret-pass\n").unwrap();
+        let mut quota = crate::config::Settings::defaults().quota;
+        quota.store = StoreKind::Redis;
+        quota.url = url.into();
+        quota.password_file = Some(file);
+        (quota, dir)
+    }
+
+    #[test]
+    fn a_password_over_plain_redis_needs_the_opt_in() {
+        let (mut quota, dir) = with_password_file("redis://127.0.0.1:6379", "plain");
+        let e = quota.validate().unwrap_err().to_string();
+        assert!(e.contains("quota.allow_plaintext_password") && e.contains("rediss://"), "{e}");
+        assert!(!e.contains("s3cret-pass"), "{e}");
+        quota.allow_plaintext_password = true;
+        quota.validate().unwrap();
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_password_over_tls_needs_no_opt_in() {
+        let (quota, dir) = with_password_file("rediss://127.0.0.1:6380", "tls");
+        assert!(!quota.allow_plaintext_password);
+        quota.validate().unwrap();
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// The check itself, with the password's presence passed in (as from the environment).
+    #[test]
+    fn only_a_password_in_clear_is_refused() {
+        let mut quota = crate::config::Settings::defaults().quota;
+        quota.store = StoreKind::Redis;
+        quota.url = "redis://127.0.0.1:6379".into();
+        assert!(quota.check_password_transport(false).is_ok(), "no password, nothing in clear");
+        assert!(quota.check_password_transport(true).is_err());
+        quota.url = "rediss://127.0.0.1:6380".into();
+        assert!(quota.check_password_transport(true).is_ok());
+        quota.url = "redis://127.0.0.1:6379".into();
+        quota.store = StoreKind::Local;
+        assert!(quota.check_password_transport(true).is_ok(), "the local store connects nowhere");
+    }
+
+    #[test]
+    fn the_replica_count_is_bounded() {
+        let mut quota = crate::config::Settings::defaults().quota;
+        assert_eq!(quota.replicas, 0);
+        quota.replicas = MAX_REPLICAS + 1;
+        let e = quota.validate().unwrap_err().to_string();
+        assert!(e.contains("quota.replicas"), "{e}");
     }
 }

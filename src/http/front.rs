@@ -13,6 +13,11 @@
 //!    requests have a small cap of their own, [`PUBLIC_CONCURRENCY`]): past it, 503
 //!    `overloaded` with `Retry-After` at once, never a queue; the caller's quota untouched.
 //!    With `log.audit` on and the log sink backlogged, 503 `audit_unavailable` instead.
+//!    Every request without credentials (public routes, `anonymous` on an open route) first
+//!    takes a place of its peer's (`server.peer_*`: 429 `peer_concurrency_limited` /
+//!    `peer_rate_limited`), so one address cannot take the pool others share. A signed request
+//!    (KMS's), whose proof is in its body, takes no shared place at all until it is verified:
+//!    only its connection's one place for a signed body.
 //! 4. **The caller's quota**: an in-flight place and a request token (429).
 //! 5. **Run**: a GET of a REST route's exact path goes straight to its [`Endpoint`]; the rest
 //!    to the router (tonic for gRPC), with the admission in the request's extensions and the
@@ -52,6 +57,7 @@ use super::deadline::{Lifetime, ReadDeadline};
 use super::endpoint::{Dialect, Guard, grpc_guard, public_stream};
 use super::{Endpoint, ROUTES, Record, RecordedResponse};
 use crate::callers::headers::{RATELIMIT, RATELIMIT_POLICY, current_field};
+use crate::callers::peer::{Peer, PeerKey, PeerLimits, PeerPlace, PeerTable, SignedPlace, client_addr};
 use crate::callers::sigv4::SignedRequest;
 use crate::callers::{Admission, Authorized, Caller, ClientIdentity, Denied, Key, Route};
 use crate::error::ApiError;
@@ -76,10 +82,12 @@ struct Shared {
     public_cap: Arc<Cap>,
     /// See [`PUBLIC_STREAMS`].
     public_stream_cap: Arc<Cap>,
-    /// See [`SIGNED_CONCURRENCY`].
-    signed_cap: Arc<Cap>,
     /// See [`OPEN_CONCURRENCY`].
     open_cap: Arc<Cap>,
+    /// The per-peer limits of every request without credentials (`[server] peer_*`).
+    peers: Arc<PeerTable>,
+    /// See [`ServerSettings::trusted_proxies`](crate::config::ServerSettings).
+    trusted_proxies: Vec<ipnet::IpNet>,
     /// Time from the call to the response's headers.
     timeout: Duration,
     /// Time from the call to the request body's end.
@@ -98,6 +106,14 @@ impl FrontLayer {
     /// endpoints: [`super::router`]'s).
     pub fn new(state: AppState, direct: bool) -> Self {
         let server = &state.settings.server;
+        // Validated with the settings (an unparsable entry never gets here).
+        let trusted_proxies = server.trusted_proxy_nets().unwrap_or_default();
+        let peers = PeerTable::new(PeerLimits {
+            max_in_flight: server.peer_max_in_flight,
+            requests_per_second: server.peer_requests_per_second,
+            burst: f64::from(server.peer_burst),
+            table_size: server.peer_table_size,
+        });
         let cap = |max: usize| Arc::new(Cap { in_progress: AtomicUsize::new(0), max });
         let limit = server.concurrency_limit;
         let stream_lifetime = match server.max_connection_age_ms {
@@ -108,8 +124,9 @@ impl FrontLayer {
             cap: cap(limit),
             public_cap: cap(limit.min(PUBLIC_CONCURRENCY)),
             public_stream_cap: cap(limit.min(PUBLIC_STREAMS)),
-            signed_cap: cap(limit.min(SIGNED_CONCURRENCY)),
             open_cap: cap(limit.min(OPEN_CONCURRENCY)),
+            peers,
+            trusted_proxies,
             timeout: Duration::from_millis(server.request_timeout_ms),
             body_timeout: Duration::from_millis(server.body_read_timeout_ms),
             stream_lifetime,
@@ -133,10 +150,6 @@ impl<S> Layer<S> for FrontLayer {
 /// the router holds its place until its body is dropped (a reflection stream, to its end),
 /// and its body is due within [`PUBLIC_BODY_TIMEOUT`].
 pub const PUBLIC_CONCURRENCY: usize = 64;
-/// Signed requests (KMS's) in progress at once before their signature is checked, at most: a
-/// cap of their own, as public requests have, held until the body is read (its deadline is
-/// [`PUBLIC_BODY_TIMEOUT`]); the endpoint then admits the caller the signature names.
-pub const SIGNED_CONCURRENCY: usize = 64;
 /// Requests of `anonymous` on a route open to requests without credentials (`[pollen]
 /// anonymous`) in progress at once, at most: a cap of their own, as public requests have.
 pub const OPEN_CONCURRENCY: usize = 64;
@@ -153,7 +166,7 @@ pub const PUBLIC_STREAMS: usize = 16;
 pub const PUBLIC_STREAM_LIFETIME: Duration = Duration::from_secs(3600);
 
 /// A cap on requests in progress, shared by every clone of the layer: a request holds a
-/// [`Slot`] from its admission until its response's headers are ready (a streamed body goes
+/// place from its admission until its response's headers are ready (a streamed body goes
 /// on without it, as with tower's `concurrency_limit`).
 #[derive(Debug)]
 struct Cap {
@@ -162,20 +175,29 @@ struct Cap {
 }
 
 /// One request's place under a [`Cap`], given back when dropped.
-pub(super) struct Slot(Arc<Cap>);
+struct CapPlace(Arc<Cap>);
+
+/// What one request holds while it is in progress (see [`Class`]): a place under a cap, its
+/// peer's place, or its connection's one place for a signed body. Given back when dropped.
+#[derive(Default)]
+pub(super) struct Slot {
+    _cap: Option<CapPlace>,
+    _peer: Option<PeerPlace>,
+    _signed: Option<SignedPlace>,
+}
 
 impl Cap {
     /// A place, or `None` at the cap. A compare-and-swap on the bound, so that requests
     /// refused under contention are only those that really did not fit.
-    fn enter(self: &Arc<Self>) -> Option<Slot> {
+    fn enter(self: &Arc<Self>) -> Option<CapPlace> {
         self.in_progress
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < self.max).then_some(n + 1))
             .ok()
-            .map(|_| Slot(self.clone()))
+            .map(|_| CapPlace(self.clone()))
     }
 }
 
-impl Drop for Slot {
+impl Drop for CapPlace {
     fn drop(&mut self) {
         self.0.in_progress.fetch_sub(1, Ordering::AcqRel);
     }
@@ -242,18 +264,35 @@ impl<S> Front<S> {
             }
         };
         let (caller, at) = authorized.as_ref().map_or((None, now), |a| (Some(a.caller.clone()), a.at));
+        let deny = |error| Denied { caller: caller.clone(), error, at };
+        let peer = request.extensions().get::<Arc<Peer>>();
         let cap = match class {
             Class::Caller => &self.shared.cap,
-            Class::Signed => &self.shared.signed_cap,
+            // Its proof is in its body: it takes no place that verified callers share, only its
+            // connection's one place for a signed body (so it holds at most that body's bytes,
+            // and an attacker who names a real key id from the real caller's address shuts out
+            // no one but itself). The endpoint then admits the caller the signature names.
+            Class::Signed => {
+                let signed = peer.and_then(Peer::signed).ok_or_else(|| deny(ApiError::Overloaded))?;
+                return Ok((Slot { _signed: Some(signed), ..Slot::default() }, None, class));
+            }
             Class::Public => &self.shared.public_cap,
             Class::Open => &self.shared.open_cap,
             Class::PublicStream => &self.shared.public_stream_cap,
         };
-        let Some(slot) = cap.enter() else {
-            return Err(Denied { caller, error: ApiError::Overloaded, at });
+        // Without credentials, a peer takes at most its share before any shared place.
+        let peer_place = match class {
+            Class::Caller | Class::Signed => None,
+            Class::Public | Class::Open | Class::PublicStream => {
+                let addr = client_addr(peer.and_then(|p| p.addr), request.headers(), &self.shared.trusted_proxies);
+                Some(self.shared.peers.enter(PeerKey::of(addr), now).map_err(deny)?)
+            }
+        };
+        let Some(place) = cap.enter() else {
+            return Err(deny(ApiError::Overloaded));
         };
         let admission = authorized.map(Authorized::enter).transpose()?;
-        Ok((slot, admission, class))
+        Ok((Slot { _cap: Some(place), _peer: peer_place, _signed: None }, admission, class))
     }
 }
 
@@ -268,7 +307,9 @@ enum Class {
     /// `anonymous` without credentials on a route open to it (`[pollen] anonymous`): as
     /// `Public`, under a cap of its own (health checks keep theirs).
     Open,
-    /// A signed request before its signature is checked: as `Public`, under a cap of its own.
+    /// A signed request before its signature is checked: its connection's one place for a
+    /// signed body, no shared one; the place goes with the body, due within
+    /// [`PUBLIC_BODY_TIMEOUT`].
     Signed,
     /// A public stream: its own cap, held for the stream's lifetime.
     PublicStream,

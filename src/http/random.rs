@@ -1,8 +1,9 @@
 //! `GET /bits`, `POST /bits` and `GET /bytes`: random output in any encoding, streamed when
 //! large. Parse into a typed request, call the service, encode.
 
+use std::future::Future;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, ready};
 
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -12,6 +13,7 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use http_body::{Frame, SizeHint};
 use serde_json::Value;
+use tokio::sync::{AcquireError, OwnedSemaphorePermit};
 
 use super::params::{self, Accept, Param, Params, choose_format};
 use super::{RecordedResponse, served};
@@ -123,8 +125,9 @@ fn respond(state: &AppState, admission: &Admission, req: BitsRequest) -> Result<
             // The admission travels with the body: the caller's in-flight place is held
             // until the last chunk is sent or the client goes away, as for gRPC streams.
             let body = Body::new(ChunkBody {
-                first: Some(first),
+                first,
                 rest,
+                waiting: None,
                 left: len,
                 failed: false,
                 _admission: admission.clone(),
@@ -199,6 +202,8 @@ impl<const N: usize> StackText<N> {
 struct ChunkBody {
     first: Option<Bytes>,
     rest: Chunks,
+    /// Waiting for the stream budget's bytes for the next chunk (see `service::buffers`).
+    waiting: Option<Pin<Box<BudgetWait>>>,
     /// Encoded bytes still to send, when known in advance.
     left: Option<u64>,
     /// The body ended with an error.
@@ -209,7 +214,35 @@ struct ChunkBody {
     span: tracing::Span,
 }
 
+/// A wait for the stream budget.
+type BudgetWait = dyn Future<Output = Result<OwnedSemaphorePermit, AcquireError>> + Send;
+
 impl ChunkBody {
+    /// The budget's bytes for the next chunk, granted to the stream; pending while the budget
+    /// is spent (woken when chunks of any stream are dropped).
+    fn poll_budget(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        let waiting = match &mut self.waiting {
+            Some(waiting) => waiting,
+            None => {
+                let (budget, cost) = (self.rest.budget(), self.rest.next_cost());
+                match budget.clone().try_acquire_many_owned(cost) {
+                    Ok(permit) => {
+                        self.rest.grant(permit);
+                        return Poll::Ready(());
+                    }
+                    Err(_) => self.waiting.insert(Box::pin(budget.acquire_many_owned(cost))),
+                }
+            }
+        };
+        let acquired = ready!(waiting.as_mut().poll(cx));
+        self.waiting = None;
+        // The semaphore is never closed; were it, the chunk goes without a permit.
+        if let Ok(permit) = acquired {
+            self.rest.grant(permit);
+        }
+        Poll::Ready(())
+    }
+
     fn data(&mut self, chunk: Bytes) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
         if let Some(left) = &mut self.left {
             *left = left.saturating_sub(chunk.len() as u64);
@@ -230,7 +263,7 @@ impl http_body::Body for ChunkBody {
 
     fn poll_frame(
         mut self: Pin<&mut Self>,
-        _cx: &mut Context<'_>,
+        cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
         if self.failed {
             return Poll::Ready(None);
@@ -238,6 +271,10 @@ impl http_body::Body for ChunkBody {
         if let Some(first) = self.first.take() {
             return self.data(first);
         }
+        if self.rest.is_finished() {
+            return Poll::Ready(None);
+        }
+        ready!(self.poll_budget(cx));
         // The layers' panic catcher does not reach into a body: catch here, so that a panic
         // while generating cuts this response only, not the connection's task.
         let span = self.span.clone();

@@ -6,20 +6,34 @@
 //! A buffer is zeroed when it comes back (a memset, no page faults): no output waits in the
 //! free list for the next stream. [`Buffers::take`] hands it out to be overwritten whole (by
 //! the generator) all the same. The list keeps at most [`KEEP_BYTES`] of buffers.
+//!
+//! The budget (`limits.stream_buffer_bytes`): a chunk is generated only once it holds a
+//! [`Budget`] permit for its largest encoded size, and the permit goes back with the buffer,
+//! when the transport drops the bytes (written to the socket, or the stream gone). So the
+//! chunks alive at once, all streams together, never hold more than the budget, however fast
+//! the generators are and however many streams wait on slow clients: a stream whose next chunk
+//! finds the budget spent waits its turn (the semaphore is fair), and a stalled one is cut by
+//! the write timeout.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
 use bytes::Bytes;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// Capacity kept for reuse, in bytes (170 chunks of the default 48 KiB); buffers beyond it
 /// are freed.
 const KEEP_BYTES: usize = 8 << 20;
 
-/// The free list.
-#[derive(Debug, Default)]
+/// The free list, and the budget of bytes lent.
+#[derive(Debug)]
 pub struct Buffers {
     free: Mutex<Free>,
+    budget: Arc<Semaphore>,
+    budget_bytes: usize,
 }
+
+/// Bytes of the budget held by one chunk until the transport drops it.
+pub type Budget = OwnedSemaphorePermit;
 
 #[derive(Debug, Default)]
 struct Free {
@@ -29,6 +43,22 @@ struct Free {
 }
 
 impl Buffers {
+    /// An empty free list with a budget of `budget_bytes` lent at once.
+    pub fn new(budget_bytes: usize) -> Buffers {
+        let permits = budget_bytes.min(Semaphore::MAX_PERMITS);
+        Buffers { free: Mutex::default(), budget: Arc::new(Semaphore::new(permits)), budget_bytes: permits }
+    }
+
+    /// The budget's size in bytes.
+    pub fn budget_bytes(&self) -> usize {
+        self.budget_bytes
+    }
+
+    /// The budget's semaphore: one permit per byte.
+    pub fn budget(&self) -> &Arc<Semaphore> {
+        &self.budget
+    }
+
     /// A buffer of exactly `len` bytes, zeroed, to be overwritten whole: recycled where one is
     /// free, new otherwise.
     pub fn take(&self, len: usize) -> Vec<u8> {
@@ -47,9 +77,15 @@ impl Buffers {
         buf
     }
 
-    /// `buf` as shared bytes for the transport; it comes back to `buffers` when dropped.
-    pub fn share(buffers: &Arc<Buffers>, buf: Vec<u8>) -> Bytes {
-        Bytes::from_owner(Lent { buf, home: buffers.clone() })
+    /// `buf` as shared bytes for the transport; it comes back to `buffers` when dropped, and
+    /// `budget` (the bytes of the budget it was generated under) with it.
+    pub fn share(buffers: &Arc<Buffers>, buf: Vec<u8>, budget: Option<Budget>) -> Bytes {
+        Bytes::from_owner(Lent { buf, home: buffers.clone(), _budget: budget })
+    }
+
+    /// Takes back a scratch buffer that never left the service (wiped here).
+    pub fn give_back(&self, buf: Vec<u8>) {
+        self.put(buf);
     }
 
     fn pop(&self) -> Vec<u8> {
@@ -79,10 +115,12 @@ impl Buffers {
     }
 }
 
-/// A buffer lent to the transport as [`Bytes`].
+/// A buffer lent to the transport as [`Bytes`]. Its budget is given back after the buffer
+/// (fields drop after `Drop::drop`).
 struct Lent {
     buf: Vec<u8>,
     home: Arc<Buffers>,
+    _budget: Option<Budget>,
 }
 
 impl AsRef<[u8]> for Lent {
@@ -103,12 +141,12 @@ mod tests {
 
     #[test]
     fn a_dropped_chunk_comes_back_and_is_reused_without_reallocating() {
-        let buffers = Arc::new(Buffers::default());
+        let buffers = Arc::new(Buffers::new(1 << 30));
         let mut buf = buffers.take(4096);
         buf.fill(7);
         let ptr = buf.as_ptr();
         let cap = buf.capacity();
-        let bytes = Buffers::share(&buffers, buf);
+        let bytes = Buffers::share(&buffers, buf, None);
         let copy = bytes.clone();
         drop(bytes);
         assert_eq!(buffers.free(), 0, "still lent while any clone lives");
@@ -123,7 +161,7 @@ mod tests {
         let mut again = again;
         again.fill(9);
         again.truncate(100);
-        drop(Buffers::share(&buffers, again));
+        drop(Buffers::share(&buffers, again, None));
         {
             let free = buffers.free.lock().unwrap();
             let kept = &free.buffers[0];
@@ -137,11 +175,25 @@ mod tests {
 
     #[test]
     fn at_most_keep_bytes_are_kept() {
-        let buffers = Arc::new(Buffers::default());
+        let buffers = Arc::new(Buffers::new(1 << 30));
         let size = KEEP_BYTES / 10;
-        let lent: Vec<Bytes> = (0..15).map(|_| Buffers::share(&buffers, buffers.take(size))).collect();
+        let lent: Vec<Bytes> = (0..15).map(|_| Buffers::share(&buffers, buffers.take(size), None)).collect();
         drop(lent);
         assert_eq!(buffers.free(), 10);
         assert!(buffers.free.lock().unwrap().bytes <= KEEP_BYTES);
+    }
+
+    #[test]
+    fn a_chunk_holds_its_budget_until_the_transport_drops_it() {
+        let buffers = Arc::new(Buffers::new(100));
+        let permit = buffers.budget().clone().try_acquire_many_owned(60).unwrap();
+        let bytes = Buffers::share(&buffers, buffers.take(60), Some(permit));
+        assert_eq!(buffers.budget().available_permits(), 40);
+        assert!(buffers.budget().clone().try_acquire_many_owned(60).is_err(), "over the budget");
+        let clone = bytes.slice(10..20);
+        drop(bytes);
+        assert_eq!(buffers.budget().available_permits(), 40, "held while any slice lives");
+        drop(clone);
+        assert_eq!(buffers.budget().available_permits(), 100);
     }
 }

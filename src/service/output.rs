@@ -68,8 +68,8 @@ pub enum BitsOutput {
     Whole(Rendered),
     /// A stream: the first encoded chunk, then the rest.
     Stream {
-        /// The first encoded chunk.
-        first: Bytes,
+        /// The first encoded chunk, when the stream budget had room for it at once.
+        first: Option<Bytes>,
         /// The chunks after it.
         rest: Chunks,
     },
@@ -108,7 +108,12 @@ pub struct Chunks {
     pub(super) buf: Vec<u8>,
     /// Chunks go out in recycled buffers ([`Chunks::recycle_buffers`]).
     pub(super) recycle: bool,
+    /// The stream budget's bytes for the next chunk ([`Chunks::grant`]).
+    pub(super) granted: Option<super::buffers::Budget>,
 }
+
+/// Bytes a chunk may hold beyond its encoded data: JSON's prefix and suffix.
+const CHUNK_SLACK: usize = 1024;
 
 impl Drop for Chunks {
     fn drop(&mut self) {
@@ -133,6 +138,25 @@ impl Chunks {
     /// Whether every chunk has been handed out.
     pub fn is_finished(&self) -> bool {
         self.finished
+    }
+
+    /// The stream budget (one permit per byte) its chunks are generated under.
+    pub fn budget(&self) -> std::sync::Arc<tokio::sync::Semaphore> {
+        self.service.buffers().budget().clone()
+    }
+
+    /// Bytes of the budget a chunk takes: the most a recycled buffer holds whatever the
+    /// encoding (hex and JSON double the raw bytes; `bits` chunks are an eighth as large raw),
+    /// so a buffer recycled from any stream is within what its permit counts. Never more than
+    /// the whole budget.
+    pub fn next_cost(&self) -> u32 {
+        let cost = 2 * self.service.rules().stream_chunk_bytes + CHUNK_SLACK;
+        u32::try_from(cost.min(self.service.buffers().budget_bytes())).unwrap_or(u32::MAX)
+    }
+
+    /// The budget's bytes for the next chunk, which go back when the transport drops it.
+    pub fn grant(&mut self, budget: super::buffers::Budget) {
+        self.granted = Some(budget);
     }
 
     /// The next encoded chunk with the raw bits it holds and their ones, `None` at the end.
@@ -168,6 +192,10 @@ impl Chunks {
             let raw = if format == Encoding::Binary {
                 &mut out[..]
             } else {
+                // Recycled scratch, given back (wiped) below: a waiting stream holds none.
+                if let (Some(buffers), 0) = (&buffers, self.buf.capacity()) {
+                    self.buf = buffers.take(len);
+                }
                 self.buf.resize(len, 0);
                 &mut self.buf[..]
             };
@@ -201,7 +229,12 @@ impl Chunks {
             self.finished = true;
         }
         let encoded = match &buffers {
-            Some(buffers) => super::buffers::Buffers::share(buffers, out),
+            Some(buffers) => {
+                if self.buf.capacity() > 0 {
+                    buffers.give_back(std::mem::take(&mut self.buf));
+                }
+                super::buffers::Buffers::share(buffers, out, self.granted.take())
+            }
             None => Bytes::from(out),
         };
         Ok(Some(Chunk { encoded, offset_bits, n_bits, ones: chunk_ones }))

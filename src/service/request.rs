@@ -41,6 +41,8 @@ pub struct Rules {
     pub stream_threshold_bytes: u64,
     /// Raw bytes per streamed chunk.
     pub stream_chunk_bytes: usize,
+    /// Encoded bytes of streamed chunks alive at once, all streams together.
+    pub stream_buffer_bytes: usize,
     /// The algorithm of requests that name none.
     pub default_alg: Algorithm,
     /// The algorithms callers may name.

@@ -15,6 +15,7 @@ fn rules() -> Rules {
         max_count: 100,
         stream_threshold_bytes: 1024,
         stream_chunk_bytes: 300,
+        stream_buffer_bytes: 1 << 20,
         default_alg: Algorithm::ChaCha20,
         enabled: vec![Algorithm::ChaCha20, Algorithm::Aes256Ctr],
     }
@@ -90,7 +91,7 @@ fn small_outputs_are_whole_and_large_ones_stream_with_the_same_bits_semantics() 
     let BitsOutput::Stream { first, mut rest } = s.bits(&anyone(), large).unwrap() else {
         panic!("must stream")
     };
-    let mut body = first.to_vec();
+    let mut body = first.expect("the budget has room").to_vec();
     let mut pieces = 1;
     while let Some(chunk) = rest.next_chunk().unwrap() {
         body.extend_from_slice(&chunk.encoded);
@@ -115,7 +116,7 @@ fn a_binary_stream_reuses_one_recycled_buffer_and_never_repeats_output() {
     rest.recycle_buffers();
     let mut seen = std::collections::HashSet::new();
     let mut addresses = std::collections::HashSet::new();
-    let mut total = first.len();
+    let mut total = first.as_ref().map_or(0, bytes::Bytes::len);
     while let Some(chunk) = rest.next_chunk().unwrap() {
         // Sent (here: read) and dropped, as hyper does, before the next one is asked for.
         assert!(seen.insert(chunk.encoded.to_vec()), "a chunk repeated an earlier one");
@@ -126,6 +127,36 @@ fn a_binary_stream_reuses_one_recycled_buffer_and_never_repeats_output() {
     assert_eq!(total as u64, n / 8);
     assert_eq!(addresses.len(), 1, "every chunk after the first in the same recycled buffer");
     assert_eq!(s.buffers().free(), 1);
+}
+
+#[test]
+fn streamed_chunks_hold_the_stream_budget_until_they_are_dropped() {
+    let s = service();
+    let req = || BitsRequest::new(s.rules(), Some(8 * 300 * 20), None, Encoding::Hex, false).unwrap();
+    let BitsOutput::Stream { first, mut rest } = s.bits(&anyone(), req()).unwrap() else {
+        panic!("must stream")
+    };
+    let first = first.expect("room in the budget");
+    let (budget, cost) = (rest.budget(), rest.next_cost() as usize);
+    let total = s.rules().stream_buffer_bytes;
+    assert_eq!(budget.available_permits(), total - cost, "the first chunk holds its cost");
+    // The budget spent: a new stream's first chunk waits for it (none is generated here).
+    let spent = budget.clone().try_acquire_many_owned((total - cost) as u32).unwrap();
+    let BitsOutput::Stream { first: waiting, .. } = s.bits(&anyone(), req()).unwrap() else {
+        panic!("must stream")
+    };
+    assert!(waiting.is_none(), "no chunk generated without its budget");
+    drop(first);
+    assert_eq!(budget.available_permits(), cost, "given back with the chunk");
+    drop(spent);
+    // A granted chunk holds its permit until the transport drops it (and every slice of it).
+    rest.grant(budget.clone().try_acquire_many_owned(cost as u32).unwrap());
+    let chunk = rest.next_chunk().unwrap().unwrap().encoded;
+    let slice = chunk.slice(1..10);
+    drop(chunk);
+    assert_eq!(budget.available_permits(), total - cost);
+    drop(slice);
+    assert_eq!(budget.available_permits(), total);
 }
 
 #[test]

@@ -418,18 +418,35 @@ async fn leases_go_back_to_the_store_at_shutdown() {
     assert_eq!(redis.cmd(&["ZCARD", "s:replicas"]).unwrap().trim(), ":0");
 }
 
+/// A store unreachable at start-up is a fallback, not a failure to start. Under `local` the
+/// replica has seen no other replica: it divides by `quota.replicas`, or with none said
+/// refuses quota'd requests as `closed` does (dividing by itself alone, each replica started
+/// during an outage would serve the caller's whole rate).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreachable_store_at_start_up_is_a_fallback_not_a_failure() {
     let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let app = replica(settings(&format!("redis://127.0.0.1:{port}"), "u", "local", 5, 5)).await;
+    let url = format!("redis://127.0.0.1:{port}");
+    let mut of_two = settings(&url, "u", "local", 5, 5);
+    of_two.quota.replicas = 2;
+    let app = replica(of_two).await;
     let mut served = 0;
     for _ in 0..10 {
         let s = status(&app, WEB, "/token").await;
         assert!(s == 200 || s == 429, "{s}");
         served += u32::from(s == 200);
     }
-    assert!((5..=6).contains(&served), "this replica's share of the rate: {served}");
+    // Half the rate and burst: 2.5, and 2.5 a second while the requests last.
+    assert!((2..=4).contains(&served), "this replica's share of a fleet of two: {served}");
     assert_eq!(usage(&app).await["quota"]["scope"], "replica_share");
+
+    let unknown = replica(settings(&url, "u", "local", 5, 5)).await;
+    for _ in 0..3 {
+        let r = unknown.client.get(unknown.url("/token")).bearer_auth(WEB).send().await.unwrap();
+        assert_problem(r, 503, "quota_store_unavailable").await;
+    }
+    assert_eq!(usage(&unknown).await["quota"]["scope"], "unavailable");
+    // A caller without a quota is served.
+    assert_eq!(status(&unknown, BATCH, "/token").await, 200);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -444,6 +461,8 @@ async fn the_password_comes_from_its_file() {
     std::fs::write(&file, "s3cret-pass\n").unwrap();
     let mut with = settings(&redis.url(), "p", "closed", 1000, 1000);
     with.quota.password_file = Some(file.clone());
+    // A store on loopback: the password may go in clear (refused at start-up without this).
+    with.quota.allow_plaintext_password = true;
     let app = replica(with).await;
     assert_eq!(status(&app, WEB, "/token").await, 200);
     assert_eq!(usage(&app).await["quota"]["scope"], "global");
@@ -524,4 +543,26 @@ fn configuration_errors_name_the_key() {
     // A password in the URL is refused even with the local store (it would be printed).
     let e = load(serde_json::json!({ "store": "local", "url": "redis://:hunter2@127.0.0.1" }));
     assert!(e.contains("quota.url") && !e.contains("hunter2"), "{e}");
+    let e = load(serde_json::json!({ "store": "redis", "url": "redis://127.0.0.1", "replicas": 10_001 }));
+    assert!(e.contains("quota.replicas"), "{e}");
+
+    // A password over plain redis:// (it would cross the network in clear) only with the
+    // opt-in; over rediss:// without.
+    let dir = std::env::temp_dir().join(format!("drbgd-redis-plain-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("password");
+    std::fs::write(&file, "hunter2\n").unwrap();
+    let file = file.to_string_lossy().into_owned();
+    let e = load(serde_json::json!({ "store": "redis", "url": "redis://127.0.0.1", "password_file": file }));
+    assert!(e.contains("quota.allow_plaintext_password") && e.contains("rediss://"), "{e}");
+    assert!(!e.contains("hunter2"), "{e}");
+    let loads =
+        |quota: serde_json::Value| Settings::load(None, serde_json::json!({ "quota": quota })).map(drop);
+    let plain = serde_json::json!({
+        "store": "redis", "url": "redis://127.0.0.1", "password_file": file, "allow_plaintext_password": true,
+    });
+    loads(plain).unwrap();
+    loads(serde_json::json!({ "store": "redis", "url": "rediss://127.0.0.1", "password_file": file }))
+        .unwrap();
+    std::fs::remove_dir_all(dir).unwrap();
 }

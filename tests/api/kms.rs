@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use drbgd::callers::sigv4::{SignedRequest, SigningSecret};
+use drbgd::callers::sigv4::{Served, SignedRequest, SigningSecret};
 use drbgd::drbg::entropy::OsEntropy;
 use serde_json::Value;
 
@@ -56,8 +56,8 @@ fn verify(
     };
     let secret = SigningSecret::new(zeroize::Zeroizing::new(secret.to_owned()));
     let auth = signed.authorization().map_err(|e| e.code().to_owned())?;
-    let regions = ["us-east-1".to_owned(), "eu-west-3".to_owned()];
-    signed.verify(&auth, &regions, &secret, body.as_bytes(), now).map_err(|e| e.code().to_owned())
+    let served = Served { regions: vec!["us-east-1".to_owned(), "eu-west-3".to_owned()], hosts: Vec::new() };
+    signed.verify(&auth, &served, &secret, body.as_bytes(), now).map_err(|e| e.code().to_owned())
 }
 
 #[test]
@@ -120,8 +120,21 @@ fn sign(
     secret: &str,
     at: SystemTime,
 ) -> Vec<(String, String)> {
+    let credentials = aws_credential_types::Credentials::new(key_id, secret, None, None, "test");
+    sign_with(url, target, body, credentials, at)
+}
+
+/// [`sign`] with `credentials`, a session token's included (the SDK then sends and signs
+/// `X-Amz-Security-Token`, as botocore does).
+fn sign_with(
+    url: &str,
+    target: &str,
+    body: &str,
+    credentials: aws_credential_types::Credentials,
+    at: SystemTime,
+) -> Vec<(String, String)> {
     use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
-    let identity = aws_credential_types::Credentials::new(key_id, secret, None, None, "test").into();
+    let identity = credentials.into();
     let params = aws_sigv4::sign::v4::SigningParams::builder()
         .identity(&identity)
         .region("us-east-1")
@@ -164,9 +177,19 @@ async fn call_target(
     at: SystemTime,
 ) -> (u16, Value, http::HeaderMap) {
     let url = format!("{api}/");
-    let mut request = reqwest::Client::new().post(&url).body(body.to_owned());
-    for (name, value) in sign(&url, target, body, key_id, secret, at) {
-        request = request.header(name, value);
+    send(&reqwest::Client::new(), api, &sign(&url, target, body, key_id, secret, at), body).await
+}
+
+/// Posts `body` with `headers` to `{api}/` (a header given twice is sent twice).
+async fn send(
+    client: &reqwest::Client,
+    api: &str,
+    headers: &[(String, String)],
+    body: &str,
+) -> (u16, Value, http::HeaderMap) {
+    let mut request = client.post(format!("{api}/")).body(body.to_owned());
+    for (name, value) in headers {
+        request = request.header(name.as_str(), value.as_str());
     }
     let response = request.send().await.unwrap();
     let (status, headers) = (response.status().as_u16(), response.headers().clone());
@@ -288,6 +311,79 @@ async fn generate_random_answers_as_kms_and_refuses_as_kms() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// The headers of a call signed by `key_id` for `https://{host}/` (so for `host`, as the SDK
+/// and botocore sign an endpoint on the scheme's default port), with `host` as `Host`.
+fn signed_for(host: &str, body: &str, key_id: &str, secret: &str) -> Vec<(String, String)> {
+    let mut headers = sign(&format!("https://{host}/"), TARGET, body, key_id, secret, SystemTime::now());
+    headers.push(("host".to_owned(), host.to_owned()));
+    headers
+}
+
+/// A KMS-shaped refusal of `kind`, whose message contains `says`.
+fn assert_refused((status, body, headers): (u16, Value, http::HeaderMap), kind: &str, says: &str) {
+    assert_eq!((status, body["__type"].as_str()), (400, Some(kind)), "{body}");
+    assert_eq!(headers["x-amzn-errortype"], kind);
+    let message = body["message"].as_str().unwrap_or_default();
+    assert!(message.contains(says), "{kind}: {message:?} does not say {says:?}");
+}
+
+#[tokio::test]
+async fn other_hosts_repeated_headers_and_session_tokens_are_refused_as_kms() {
+    let dir = std::env::temp_dir().join(format!("drbgd-kms-hosts-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut settings = kms_settings(&dir);
+    settings.kms.hosts = vec!["KMS.example".into()];
+    let app = spawn_with(settings.clone(), Arc::new(OsEntropy)).await;
+    let client = reqwest::Client::new();
+    let body = r#"{"NumberOfBytes": 8}"#;
+
+    // Signed for a listed host (compared without regard to case) and sent with it: served.
+    let listed = signed_for("kms.example", body, KEY_ID, SECRET);
+    let (status, answer, _) = send(&client, &app.api, &listed, body).await;
+    assert_eq!(status, 200, "{answer}");
+    assert!(answer["Plaintext"].is_string(), "{answer}");
+    // Signed for, and sent with, another host; or the address the client dialled, unlisted.
+    let elsewhere = signed_for("elsewhere.example", body, KEY_ID, SECRET);
+    let refusal = send(&client, &app.api, &elsewhere, body).await;
+    assert_refused(refusal, "InvalidSignatureException", "\"elsewhere.example\"");
+    let dialled = app.api.trim_start_matches("http://").to_owned();
+    let refusal = call(&app.api, body, KEY_ID, SECRET).await;
+    assert_refused(refusal, "InvalidSignatureException", &dialled);
+
+    // Two Authorization headers, the good one first: refused, not the first one read.
+    let mut twice = signed_for("kms.example", body, KEY_ID, SECRET);
+    twice.push(("authorization".to_owned(), "garbage".to_owned()));
+    let refusal = send(&client, &app.api, &twice, body).await;
+    assert_refused(refusal, "IncompleteSignatureException", "more than one Authorization header");
+
+    // Temporary credentials (a session token, signed as boto3 signs it): drbgd issues none.
+    let credentials = aws_credential_types::Credentials::new(
+        KEY_ID,
+        SECRET,
+        Some("FwoGZXIvYXdzEXAMPLESESSIONTOKEN".to_owned()),
+        None,
+        "test",
+    );
+    let mut with_token = sign_with("https://kms.example/", TARGET, body, credentials, SystemTime::now());
+    assert!(with_token.iter().any(|(name, _)| name == "x-amz-security-token"), "{with_token:?}");
+    with_token.push(("host".to_owned(), "kms.example".to_owned()));
+    let refusal = send(&client, &app.api, &with_token, body).await;
+    let says = "security token included in the request is invalid";
+    assert_refused(refusal, "UnrecognizedClientException", says);
+
+    // HTTP/2 has no Host header: its :authority is the host. Unlisted, then listed.
+    let h2 = reqwest::Client::builder().http2_prior_knowledge().build().unwrap();
+    let url = format!("{}/", app.api);
+    let by_authority = || sign(&url, TARGET, body, KEY_ID, SECRET, SystemTime::now());
+    let refusal = send(&h2, &app.api, &by_authority(), body).await;
+    assert_refused(refusal, "InvalidSignatureException", &dialled);
+    settings.kms.hosts.push(dialled);
+    app.state.callers.reload(&settings).unwrap();
+    let (status, answer, _) = send(&h2, &app.api, &by_authority(), body).await;
+    assert_eq!(status, 200, "{answer}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 #[tokio::test]
 async fn the_binary_records_the_caller_and_logs_no_secret() {
     let mut binary = spawn_binary(&["--config", "config/examples/drop-in.toml"]).await;
@@ -315,4 +411,62 @@ async fn the_binary_records_the_caller_and_logs_no_secret() {
     for secret in [SECRET, plaintext.as_str(), "Signature="] {
         assert!(!log.contains(secret), "{secret} in the log");
     }
+}
+
+/// The attack of a client that knows an access key id (they are not secret) but not its
+/// secret: 70 connections send a head that passes every check before the body, announce an
+/// 8,000-byte body and send one byte of it, and are opened again as the body deadline closes
+/// them. Before, those heads held the places every signed request shared, and correctly
+/// signed calls were refused 503; now each holds only its own connection's place.
+#[tokio::test]
+async fn unverified_signed_heads_hold_no_place_a_verified_caller_needs() {
+    let dir = std::env::temp_dir().join(format!("drbgd-kms-slow-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut settings = kms_settings(&dir);
+    let app_caller = settings.callers.get_mut("kms-app").unwrap();
+    app_caller.quota.requests_per_second = 100;
+    app_caller.quota.burst = 100;
+    let app = spawn_with(settings, Arc::new(OsEntropy)).await;
+    let addr = app.api.trim_start_matches("http://").to_owned();
+    let now = time::OffsetDateTime::now_utc();
+    let amz_date = format!(
+        "{:04}{:02}{:02}T{:02}{:02}{:02}Z",
+        now.year(),
+        u8::from(now.month()),
+        now.day(),
+        now.hour(),
+        now.minute(),
+        now.second()
+    );
+    let head = format!(
+        "POST / HTTP/1.1\r\nhost: {addr}\r\nx-amz-date: {amz_date}\r\nx-amz-target: {TARGET}\r\n\
+         content-type: {JSON}\r\ncontent-length: 8000\r\nauthorization: AWS4-HMAC-SHA256 \
+         Credential={KEY_ID}/{}/us-east-1/kms/aws4_request, SignedHeaders=host;x-amz-date, \
+         Signature=00\r\n\r\n{{",
+        &amz_date[..8]
+    );
+    let attack = tokio::spawn(async move {
+        use tokio::io::AsyncWriteExt;
+        loop {
+            let mut held = Vec::new();
+            for _ in 0..70 {
+                if let Ok(mut tcp) = tokio::net::TcpStream::connect(&addr).await
+                    && tcp.write_all(head.as_bytes()).await.is_ok()
+                {
+                    held.push(tcp);
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(1900)).await;
+            drop(held);
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut statuses = Vec::new();
+    for _ in 0..10 {
+        let (status, body, _) = call(&app.api, r#"{"NumberOfBytes": 32}"#, KEY_ID, SECRET).await;
+        statuses.push((status, body["__type"].as_str().unwrap_or("").to_owned()));
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    attack.abort();
+    assert!(statuses.iter().all(|(s, _)| *s == 200), "the signed caller under attack: {statuses:?}");
 }

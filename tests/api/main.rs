@@ -4,6 +4,7 @@ mod admin;
 mod callers;
 mod callers_config;
 mod callers_mtls;
+mod doors;
 mod fleet;
 mod grpc;
 mod helpers;

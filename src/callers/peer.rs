@@ -1,0 +1,333 @@
+//! Who is at the other end, for requests that carry no credentials: the connection's peer
+//! (its address, and the one request of its own whose proof is still in its body), the
+//! client's address behind a trusted proxy (`X-Forwarded-For`), and the per-peer limits every
+//! request without credentials is held to (places in progress and a token bucket per peer),
+//! kept in a table of bounded size.
+//!
+//! A peer is an IPv4 address, or an IPv6 /64: one host or site is given a whole /64, so
+//! counting its addresses one by one would let it take any number of shares.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv6Addr};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use axum::http::HeaderMap;
+use ipnet::IpNet;
+use tokio::time::Instant;
+
+use crate::error::ApiError;
+
+/// One connection's peer, put on each of its requests by the network layer.
+#[derive(Debug)]
+pub struct Peer {
+    /// The socket's remote address (`None` over a transport without one: the fuzz targets'
+    /// in-memory connections).
+    pub addr: Option<IpAddr>,
+    /// A signed request of this connection is reading its body (see [`Peer::signed`]).
+    signed: AtomicBool,
+}
+
+impl Peer {
+    /// The peer at `addr`.
+    pub fn new(addr: Option<IpAddr>) -> Peer {
+        Peer { addr, signed: AtomicBool::new(false) }
+    }
+
+    /// The connection's one place for a request whose credential is in its body (SigV4's),
+    /// while that body is read: a second such request on the same connection meanwhile gets
+    /// `None`. So unverified claims hold no place that verified callers share, and the bodies
+    /// they hold in memory number at most one per connection.
+    pub fn signed(self: &Arc<Self>) -> Option<SignedPlace> {
+        (!self.signed.swap(true, Ordering::AcqRel)).then(|| SignedPlace(self.clone()))
+    }
+}
+
+/// A connection's place for a signed request's body, given back when dropped.
+#[derive(Debug)]
+pub struct SignedPlace(Arc<Peer>);
+
+impl Drop for SignedPlace {
+    fn drop(&mut self) {
+        self.0.signed.store(false, Ordering::Release);
+    }
+}
+
+/// The per-peer limits of requests without credentials (`[server] peer_*`).
+#[derive(Debug, Clone)]
+pub struct PeerLimits {
+    /// Requests of one peer in progress at once.
+    pub max_in_flight: u32,
+    /// Requests one peer may start per second, on average...
+    pub requests_per_second: f64,
+    /// ...and at once after a pause.
+    pub burst: f64,
+    /// Peers tracked at once: the table's bound.
+    pub table_size: usize,
+}
+
+/// A peer as the limits count it: an IPv4 address or an IPv6 /64 (an IPv4-mapped IPv6
+/// address is its IPv4 address). `None`: no address known, all such requests one peer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PeerKey(Option<IpAddr>);
+
+impl PeerKey {
+    /// The key of `addr`.
+    pub fn of(addr: Option<IpAddr>) -> PeerKey {
+        PeerKey(addr.map(|addr| match addr {
+            IpAddr::V4(v4) => IpAddr::V4(v4),
+            IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+                Some(v4) => IpAddr::V4(v4),
+                None => IpAddr::V6(Ipv6Addr::from(u128::from(v6) & !((1u128 << 64) - 1))),
+            },
+        }))
+    }
+}
+
+/// The client's address: the peer's own, or, when the peer is a trusted proxy, the last
+/// address of `X-Forwarded-For` (all its fields, in order) that is not one of the trusted
+/// proxies, as proxies append the address they received from. A field that is not an
+/// address stops the walk at the proxy that wrote it (what lies before it is the client's
+/// to forge). Without a trusted proxy every client behind a load balancer is one peer.
+pub fn client_addr(peer: Option<IpAddr>, headers: &HeaderMap, trusted: &[IpNet]) -> Option<IpAddr> {
+    let trusts = |addr: &IpAddr| trusted.iter().any(|net| net.contains(addr));
+    let mut client = peer?;
+    if !trusts(&client) {
+        return Some(client);
+    }
+    let fields: Vec<&str> = headers
+        .get_all("x-forwarded-for")
+        .iter()
+        .flat_map(|v| v.to_str().map_or_else(|_| vec!["?"], |s| s.split(',').collect()))
+        .collect();
+    for field in fields.iter().rev() {
+        match parse_forwarded(field) {
+            Some(addr) => {
+                client = addr;
+                if !trusts(&addr) {
+                    break;
+                }
+            }
+            None => break,
+        }
+    }
+    Some(client)
+}
+
+/// One `X-Forwarded-For` field: an address, IPv6 possibly in brackets, IPv4 possibly with a
+/// port (some proxies append one).
+fn parse_forwarded(field: &str) -> Option<IpAddr> {
+    let field = field.trim();
+    if let Ok(addr) = field.parse() {
+        return Some(addr);
+    }
+    if let Some(inner) = field.strip_prefix('[') {
+        return inner.split_once(']').and_then(|(addr, _)| addr.parse().ok());
+    }
+    field.parse::<std::net::SocketAddr>().ok().map(|s| s.ip())
+}
+
+/// The per-peer counts, bounded: at most `table_size` peers, an idle one (nothing in
+/// progress, its bucket full again) forgotten when room is needed.
+#[derive(Debug)]
+pub struct PeerTable {
+    limits: PeerLimits,
+    peers: Mutex<HashMap<PeerKey, Entry>>,
+}
+
+#[derive(Debug)]
+struct Entry {
+    in_flight: u32,
+    tokens: f64,
+    at: Instant,
+}
+
+impl Entry {
+    fn refill(&mut self, limits: &PeerLimits, now: Instant) {
+        let elapsed = now.saturating_duration_since(self.at).as_secs_f64();
+        self.tokens = (self.tokens + elapsed * limits.requests_per_second).min(limits.burst);
+        self.at = now;
+    }
+
+    fn idle(&self, limits: &PeerLimits, now: Instant) -> bool {
+        let elapsed = now.saturating_duration_since(self.at).as_secs_f64();
+        self.in_flight == 0 && self.tokens + elapsed * limits.requests_per_second >= limits.burst
+    }
+}
+
+/// One request's place in its peer's count, given back when dropped.
+#[derive(Debug)]
+pub struct PeerPlace {
+    table: Arc<PeerTable>,
+    key: PeerKey,
+}
+
+impl Drop for PeerPlace {
+    fn drop(&mut self) {
+        let mut peers = self.table.peers.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(entry) = peers.get_mut(&self.key) {
+            entry.in_flight = entry.in_flight.saturating_sub(1);
+        }
+    }
+}
+
+impl PeerTable {
+    /// An empty table with `limits`.
+    pub fn new(limits: PeerLimits) -> Arc<PeerTable> {
+        Arc::new(PeerTable { limits, peers: Mutex::new(HashMap::new()) })
+    }
+
+    /// The limits.
+    pub fn limits(&self) -> &PeerLimits {
+        &self.limits
+    }
+
+    /// A place for one request of `key` as of `now`, and a token of its bucket.
+    ///
+    /// # Errors
+    /// 429 `peer_concurrency_limited` (its places are all taken) or `peer_rate_limited` (its
+    /// bucket is empty), with the seconds until a retry can pass; 503 `overloaded` when the
+    /// table is full of peers that are all busy.
+    pub fn enter(self: &Arc<Self>, key: PeerKey, now: Instant) -> Result<PeerPlace, ApiError> {
+        let limits = &self.limits;
+        let mut peers = self.peers.lock().unwrap_or_else(PoisonError::into_inner);
+        if !peers.contains_key(&key) && peers.len() >= limits.table_size {
+            // Forget every idle peer at once: the scan is paid once per table's worth of new
+            // peers, not per request.
+            peers.retain(|_, entry| !entry.idle(limits, now));
+            if peers.len() >= limits.table_size {
+                return Err(ApiError::Overloaded);
+            }
+        }
+        let entry = peers.entry(key).or_insert(Entry { in_flight: 0, tokens: limits.burst, at: now });
+        entry.refill(limits, now);
+        if entry.in_flight >= limits.max_in_flight {
+            return Err(ApiError::rate_limited(
+                "peer_concurrency_limited",
+                1,
+                format!(
+                    "this address has {} requests without credentials in progress, its most",
+                    limits.max_in_flight
+                ),
+            ));
+        }
+        if entry.tokens < 1.0 {
+            let wait = (1.0 - entry.tokens) / limits.requests_per_second;
+            return Err(ApiError::rate_limited(
+                "peer_rate_limited",
+                wait.clamp(1.0, 86_400.0).ceil() as u64,
+                format!(
+                    "this address is over its rate of requests without credentials ({}/s)",
+                    limits.requests_per_second
+                ),
+            ));
+        }
+        entry.tokens -= 1.0;
+        entry.in_flight += 1;
+        Ok(PeerPlace { table: self.clone(), key })
+    }
+
+    /// Peers tracked (tests and the fuzz targets).
+    pub fn len(&self) -> usize {
+        self.peers.lock().unwrap_or_else(PoisonError::into_inner).len()
+    }
+
+    /// No peer tracked.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn limits(max_in_flight: u32, rate: f64, burst: f64, table_size: usize) -> PeerLimits {
+        PeerLimits { max_in_flight, requests_per_second: rate, burst, table_size }
+    }
+
+    fn key(s: &str) -> PeerKey {
+        PeerKey::of(Some(s.parse().unwrap()))
+    }
+
+    #[test]
+    fn an_ipv6_slash_64_is_one_peer_and_a_mapped_ipv4_is_its_ipv4() {
+        assert_eq!(key("2001:db8:1:2::1"), key("2001:db8:1:2:ffff::9"));
+        assert_ne!(key("2001:db8:1:2::1"), key("2001:db8:1:3::1"));
+        assert_eq!(key("::ffff:192.0.2.7"), key("192.0.2.7"));
+        assert_ne!(key("192.0.2.7"), key("192.0.2.8"));
+    }
+
+    #[test]
+    fn places_and_rate_are_per_peer() {
+        let table = PeerTable::new(limits(2, 1.0, 3.0, 16));
+        let now = Instant::now();
+        let a1 = table.enter(key("127.0.0.1"), now).unwrap();
+        let _a2 = table.enter(key("127.0.0.1"), now).unwrap();
+        let refused = table.enter(key("127.0.0.1"), now).unwrap_err();
+        assert_eq!(refused.code(), "peer_concurrency_limited");
+        // Another peer is untouched.
+        let _b = table.enter(key("127.0.0.2"), now).unwrap();
+        drop(a1);
+        // A place back, one token left of three...
+        let _a3 = table.enter(key("127.0.0.1"), now).unwrap();
+        drop(_a3);
+        let refused = table.enter(key("127.0.0.1"), now).unwrap_err();
+        assert_eq!(refused.code(), "peer_rate_limited");
+        assert_eq!(refused.retry_after(), Some(1));
+        // ...and a second later one more.
+        let _a4 = table.enter(key("127.0.0.1"), now + Duration::from_secs(1)).unwrap();
+    }
+
+    #[test]
+    fn the_table_forgets_idle_peers_and_refuses_when_all_are_busy() {
+        let table = PeerTable::new(limits(4, 10.0, 10.0, 2));
+        let now = Instant::now();
+        let a = table.enter(key("10.0.0.1"), now).unwrap();
+        let b = table.enter(key("10.0.0.2"), now).unwrap();
+        assert_eq!(table.enter(key("10.0.0.3"), now).unwrap_err().code(), "overloaded");
+        drop(a);
+        // 10.0.0.1 has nothing in progress but its bucket is not full yet: still kept.
+        assert_eq!(table.enter(key("10.0.0.3"), now).unwrap_err().code(), "overloaded");
+        // Once refilled it is idle, and forgotten for the newcomer.
+        let later = now + Duration::from_secs(1);
+        let _c = table.enter(key("10.0.0.3"), later).unwrap();
+        assert_eq!(table.len(), 2);
+        drop(b);
+    }
+
+    #[test]
+    fn one_signed_body_per_connection() {
+        let peer = Arc::new(Peer::new(None));
+        let first = peer.signed().unwrap();
+        assert!(peer.signed().is_none());
+        drop(first);
+        assert!(peer.signed().is_some());
+    }
+
+    #[test]
+    fn forwarded_for_is_read_only_from_a_trusted_proxy() {
+        let trusted: Vec<IpNet> = vec!["10.0.0.0/8".parse().unwrap()];
+        let mut headers = HeaderMap::new();
+        headers.append("x-forwarded-for", "198.51.100.9, 203.0.113.5".parse().unwrap());
+        headers.append("x-forwarded-for", "10.1.1.1".parse().unwrap());
+        let from = |peer: &str| client_addr(Some(peer.parse().unwrap()), &headers, &trusted);
+        // From an untrusted peer the header is the client's to write: ignored.
+        assert_eq!(from("192.0.2.1"), Some("192.0.2.1".parse().unwrap()));
+        // From the proxy: the last address that is not a trusted proxy.
+        assert_eq!(from("10.2.2.2"), Some("203.0.113.5".parse().unwrap()));
+        // A forged field stops the walk at the proxy that appended after it.
+        let mut forged = HeaderMap::new();
+        forged.append("x-forwarded-for", "not-an-address, 10.3.3.3".parse().unwrap());
+        assert_eq!(
+            client_addr(Some("10.2.2.2".parse().unwrap()), &forged, &trusted),
+            Some("10.3.3.3".parse().unwrap())
+        );
+        // Ports and brackets as some proxies write them.
+        assert_eq!(parse_forwarded(" [2001:db8::1]:443"), Some("2001:db8::1".parse().unwrap()));
+        assert_eq!(parse_forwarded("192.0.2.4:8080"), Some("192.0.2.4".parse().unwrap()));
+        assert_eq!(client_addr(None, &headers, &trusted), None);
+    }
+}
