@@ -31,6 +31,8 @@ pub mod ctr_drbg;
 pub mod entropy;
 pub mod fast_key_erasure;
 pub mod fork;
+pub mod hash_drbg;
+pub mod hmac_drbg;
 pub mod pool;
 pub mod randen;
 mod randen_keys;

@@ -536,8 +536,15 @@ where
     let state = Arc::new(ConnState::default());
     let io = ActivityIo { io, state: state.clone() };
     let peer = Arc::new(Peer::new(None));
-    let connection =
-        Connection::new(service, builder(&options), serving, &options, options.max_connection_age, state, peer);
+    let connection = Connection::new(
+        service,
+        builder(&options),
+        serving,
+        &options,
+        options.max_connection_age,
+        state,
+        peer,
+    );
     connection.run(io).await;
 }
 

@@ -599,3 +599,150 @@ fn randen_drbg_wipes_what_it_hands_out() {
     b.generate(&mut y, &[]).unwrap();
     assert_ne!(x, y, "personalization separates streams");
 }
+
+// ---------- CAVP Hash_DRBG and HMAC_DRBG ----------
+
+// NIST CAVP Hash_DRBG and HMAC_DRBG (CAVS 14.3, `drbgvectors_{no_reseed,pr_false,pr_true}/
+// {Hash,HMAC}_DRBG.rsp`, whole files): SHA-1, SHA-224, SHA-256, SHA-384, SHA-512, SHA-512/224
+// and SHA-512/256, 1,680 records a file, 10,080 in all. The procedure per record is the
+// CTR_DRBG one (`run_record`): one instance, two Generates, the second compared.
+
+use drbgd::drbg::{hash_drbg::HashDrbg, hmac_drbg::HmacDrbg};
+
+/// The records of a Hash_DRBG or HMAC_DRBG response file, each with its section's hash
+/// (`SHA-512/224`). The shared reader keeps only `[AES…]` group headers, so the file is cut at
+/// its `[SHA-…]` lines and each part read on its own.
+fn parse_sha_rsp(path: &str) -> Vec<(String, Record)> {
+    let text = fs::read_to_string(path).unwrap();
+    let mut parts = vec![(String::new(), String::new())];
+    for line in text.split_inclusive('\n') {
+        if let Some(rest) = line.trim_end().strip_prefix("[SHA-").and_then(|h| h.strip_suffix(']')) {
+            parts.push((format!("SHA-{rest}"), String::new()));
+        }
+        parts.last_mut().unwrap().1.push_str(line);
+    }
+    let mut records = Vec::new();
+    for (hash, part) in parts {
+        let read = cavp::parse(&part)
+            .unwrap_or_else(|e| panic!("{path}, section [{hash}] (lines from its header): {e}"));
+        assert!(!hash.is_empty() || read.is_empty(), "{path}: records before the first [SHA-…] section");
+        records.extend(read.into_iter().map(|r| (hash.clone(), r)));
+    }
+    records
+}
+
+/// The three calls of the CAVP procedure, for both mechanisms.
+trait CavpDrbg {
+    fn new(entropy: &[u8], nonce: &[u8], personalization: &[u8]) -> Self;
+    fn reseed_with(&mut self, entropy: &[u8], additional: &[u8]);
+    fn generate_with(&mut self, out: &mut [u8], additional: &[u8]);
+}
+
+impl<D: sha2::Digest> CavpDrbg for HashDrbg<D> {
+    fn new(entropy: &[u8], nonce: &[u8], personalization: &[u8]) -> Self {
+        HashDrbg::instantiate(entropy, nonce, personalization)
+    }
+    fn reseed_with(&mut self, entropy: &[u8], additional: &[u8]) {
+        self.reseed(entropy, additional);
+    }
+    fn generate_with(&mut self, out: &mut [u8], additional: &[u8]) {
+        self.generate(out, additional).unwrap();
+    }
+}
+
+impl<D: hmac::EagerHash> CavpDrbg for HmacDrbg<D> {
+    fn new(entropy: &[u8], nonce: &[u8], personalization: &[u8]) -> Self {
+        HmacDrbg::instantiate(entropy, nonce, personalization)
+    }
+    fn reseed_with(&mut self, entropy: &[u8], additional: &[u8]) {
+        self.reseed(entropy, additional);
+    }
+    fn generate_with(&mut self, out: &mut [u8], additional: &[u8]) {
+        self.generate(out, additional).unwrap();
+    }
+}
+
+/// Runs the README's procedure for one record and returns the second Generate's output. In
+/// pr_true each AdditionalInput goes into the reseed that prediction resistance forces
+/// (SP 800-90A 9.3.1), and the Generate after it gets none.
+fn run_sha_record<M: CavpDrbg>(kind: &str, r: &Record) -> Vec<u8> {
+    let mut drbg = M::new(r.one("EntropyInput"), r.one("Nonce"), r.one("PersonalizationString"));
+    let mut out = vec![0u8; r.one("ReturnedBits").len()];
+    let adds = r.all("AdditionalInput");
+    assert_eq!(adds.len(), 2, "two AdditionalInput fields");
+    match kind {
+        "no_reseed" => {
+            drbg.generate_with(&mut out, adds[0]);
+            drbg.generate_with(&mut out, adds[1]);
+        }
+        "pr_false" => {
+            drbg.reseed_with(r.one("EntropyInputReseed"), r.one("AdditionalInputReseed"));
+            drbg.generate_with(&mut out, adds[0]);
+            drbg.generate_with(&mut out, adds[1]);
+        }
+        "pr_true" => {
+            let prs = r.all("EntropyInputPR");
+            assert_eq!(prs.len(), 2, "two EntropyInputPR fields");
+            for (entropy, add) in prs.iter().zip(&adds) {
+                drbg.reseed_with(entropy, add);
+                drbg.generate_with(&mut out, &[]);
+            }
+        }
+        _ => unreachable!(),
+    }
+    out
+}
+
+/// One record through the mechanism `$drbg` over its section's hash.
+macro_rules! run_by_hash {
+    ($drbg:ident, $hash:expr, $kind:expr, $record:expr) => {
+        match $hash {
+            "SHA-1" => run_sha_record::<$drbg<sha1::Sha1>>($kind, $record),
+            "SHA-224" => run_sha_record::<$drbg<sha2::Sha224>>($kind, $record),
+            "SHA-256" => run_sha_record::<$drbg<sha2::Sha256>>($kind, $record),
+            "SHA-384" => run_sha_record::<$drbg<sha2::Sha384>>($kind, $record),
+            "SHA-512" => run_sha_record::<$drbg<sha2::Sha512>>($kind, $record),
+            "SHA-512/224" => run_sha_record::<$drbg<sha2::Sha512_224>>($kind, $record),
+            "SHA-512/256" => run_sha_record::<$drbg<sha2::Sha512_256>>($kind, $record),
+            other => panic!("unexpected section [{other}]"),
+        }
+    };
+}
+
+/// Every record of the three files of one mechanism (`hash` or `hmac`), counted per file and
+/// per hash: 3 files x 7 hashes x 16 groups x 15 records = 5,040, so a reader that skips
+/// records, or a section it does not recognise, fails.
+fn check_sha_drbg_files(family: &str) {
+    let mut checked = 0;
+    let mut per_hash = std::collections::BTreeMap::new();
+    for kind in ["no_reseed", "pr_false", "pr_true"] {
+        let path = format!("tests/data/{family}_drbg_{kind}.rsp");
+        let records = parse_sha_rsp(&path);
+        assert_eq!(records.len(), 1680, "{path}: records");
+        for (i, (hash, r)) in records.iter().enumerate() {
+            let out = match family {
+                "hash" => run_by_hash!(HashDrbg, hash.as_str(), kind, r),
+                "hmac" => run_by_hash!(HmacDrbg, hash.as_str(), kind, r),
+                _ => unreachable!(),
+            };
+            assert_eq!(hex::encode(&out), hex::encode(r.one("ReturnedBits")), "{path} [{hash}] record #{i}");
+            *per_hash.entry(hash.clone()).or_insert(0) += 1;
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 5040);
+    assert_eq!(per_hash.len(), 7, "{per_hash:?}");
+    assert!(per_hash.values().all(|&n| n == 720), "{per_hash:?}");
+}
+
+/// All 5,040 Hash_DRBG records (with the HMAC_DRBG test below, the 10,080 of the six files).
+#[test]
+fn cavp_hash_drbg_all_records() {
+    check_sha_drbg_files("hash");
+}
+
+/// All 5,040 HMAC_DRBG records.
+#[test]
+fn cavp_hmac_drbg_all_records() {
+    check_sha_drbg_files("hmac");
+}

@@ -284,7 +284,8 @@ impl<S> Front<S> {
         let peer_place = match class {
             Class::Caller | Class::Signed => None,
             Class::Public | Class::Open | Class::PublicStream => {
-                let addr = client_addr(peer.and_then(|p| p.addr), request.headers(), &self.shared.trusted_proxies);
+                let addr =
+                    client_addr(peer.and_then(|p| p.addr), request.headers(), &self.shared.trusted_proxies);
                 Some(self.shared.peers.enter(PeerKey::of(addr), now).map_err(deny)?)
             }
         };

@@ -439,7 +439,12 @@ async fn a_stalled_log_sink_never_blocks_the_service_and_nothing_is_served_unaud
 
 #[tokio::test]
 async fn public_streams_have_a_cap_of_their_own_and_health_checks_still_pass() {
-    let app = spawn(test_settings()).await;
+    // The pool's own cap, from one peer given room past its share (the per-peer limits come
+    // first otherwise: tests/api/doors.rs).
+    let mut settings = test_settings();
+    settings.server.peer_max_in_flight = 100;
+    settings.server.peer_burst = 1000;
+    let app = spawn(settings).await;
     let (client, _driver) = h2_connect(&app.api).await;
     let mut client = client.ready().await.unwrap();
     let call = |client: &mut h2::client::SendRequest<Bytes>, method: &str| {
