@@ -88,6 +88,9 @@ pub struct Denied {
     pub at: Instant,
 }
 
+/// How long start-up waits for the quota store to answer before it serves without it.
+pub const JOIN_DEADLINE: std::time::Duration = std::time::Duration::from_secs(2);
+
 impl Callers {
     /// The callers of `settings`, logging each warning.
     ///
@@ -151,12 +154,19 @@ impl Callers {
         Ok(())
     }
 
-    /// With a shared quota store: announces this replica (within the store's deadline), so
-    /// the store is up before the first request when it can be reached.
+    /// With a shared quota store: announces this replica, so the store is up before the first
+    /// request when it can be reached. Tried every [`store::PROBE`] for up to [`JOIN_DEADLINE`]:
+    /// a first call also connects (TCP, TLS, AUTH), which may take longer than one call's
+    /// deadline (`quota.timeout_ms`).
     pub async fn join_store(&self) {
-        if let Some(store) = self.registry().store().cloned()
-            && store.heartbeat(false).await.is_err()
-        {
+        let Some(store) = self.registry().store().cloned() else { return };
+        let deadline = tokio::time::Instant::now() + JOIN_DEADLINE;
+        let mut joined = store.heartbeat(false).await.is_ok();
+        while !joined && tokio::time::Instant::now() + store::PROBE < deadline {
+            tokio::time::sleep(store::PROBE).await;
+            joined = store.heartbeat(false).await.is_ok();
+        }
+        if !joined {
             tracing::warn!(
                 on_store_failure = ?store.on_failure,
                 replicas = store.fallback_replicas().unwrap_or(0),

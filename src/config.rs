@@ -92,6 +92,9 @@ pub struct ServerSettings {
     /// Requests without credentials one peer (an IPv4 address, an IPv6 /64) may have in
     /// progress at once.
     pub peer_max_in_flight: u32,
+    /// Public streams (health `Watch`, reflection) one peer may hold open at once, counted
+    /// apart from its other requests.
+    pub peer_max_streams: u32,
     /// Requests without credentials one peer may start per second, on average...
     pub peer_requests_per_second: f64,
     /// ...and at once after a pause.
@@ -574,7 +577,8 @@ impl Settings {
                 return invalid(name, "must be in 1..=86400000 (a day)");
             }
         }
-        if s.peer_max_in_flight == 0 || s.peer_burst == 0 || s.peer_table_size == 0 {
+        if s.peer_max_in_flight == 0 || s.peer_max_streams == 0 || s.peer_burst == 0 || s.peer_table_size == 0
+        {
             return invalid("server.peer_max_in_flight", "the per-peer limits must be positive");
         }
         if !(s.peer_requests_per_second.is_finite() && s.peer_requests_per_second > 0.0) {

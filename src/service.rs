@@ -11,6 +11,7 @@
 //! - [`encoding`]: the output formats.
 //! - [`wiped`]: wiping buffers that held output.
 
+pub mod budget;
 mod buffers;
 pub mod encoding;
 pub mod output;
@@ -42,6 +43,8 @@ struct Inner {
     pool: Arc<Pool>,
     /// Recycled chunk buffers of streamed output.
     buffers: Arc<buffers::Buffers>,
+    /// The stream budget their chunks are generated under.
+    budget: budget::StreamBudget,
     metrics: Arc<Metrics>,
     rules: Rules,
 }
@@ -73,8 +76,9 @@ impl Rules {
 impl Service {
     /// A service over `pool`, recording into `metrics`.
     pub fn new(pool: Arc<Pool>, metrics: Arc<Metrics>, rules: Rules) -> Self {
-        let buffers = Arc::new(buffers::Buffers::new(rules.stream_buffer_bytes));
-        Service(Arc::new(Inner { pool, buffers, metrics, rules }))
+        let buffers = Arc::new(buffers::Buffers::new(budget::chunk_cost(rules.stream_chunk_bytes)));
+        let budget = budget::StreamBudget::new(rules.stream_buffer_bytes);
+        Service(Arc::new(Inner { pool, buffers, budget, metrics, rules }))
     }
 
     /// The limits, defaults and enabled algorithms.
@@ -84,27 +88,27 @@ impl Service {
 
     /// Random bits for `caller`: whole up to `stream_threshold_bytes`, else a stream of
     /// `stream_chunk_bytes` chunks in recycled buffers under the stream budget (for a
-    /// transport that sends the bytes as they are: HTTP). The first chunk is generated here
-    /// when the budget has room for it at once (so a generator that refuses is an error
-    /// before anything is sent), else by the first [`Chunks::next_chunk`] once it has.
+    /// transport that sends the bytes as they are: HTTP), its first chunk generated here (so a
+    /// generator that refuses is an error before anything is sent).
     ///
     /// # Errors
-    /// 403/429 from the caller's policy and byte quota ([`Caller::permit`]); 503
-    /// `entropy_unavailable` or `generator_failed`. Nothing was produced.
+    /// 503 `overloaded` when the stream budget has no room for the first chunk now (checked
+    /// first: nothing charged); 403/429 from the caller's policy and byte quota
+    /// ([`Caller::permit`]); 503 `entropy_unavailable` or `generator_failed`. Nothing was
+    /// produced.
     pub fn bits(&self, caller: &Arc<Caller>, req: BitsRequest) -> Result<BitsOutput, ApiError> {
-        caller.permit(req.alg(), req.n_bits(), req.pr(), req.byte_len())?;
-        if req.byte_len() <= self.0.rules.stream_threshold_bytes {
+        let rules = &self.0.rules;
+        if req.byte_len() <= rules.stream_threshold_bytes {
+            caller.permit(req.alg(), req.n_bits(), req.pr(), req.byte_len())?;
             return self.render_whole(caller, &req).map(BitsOutput::Whole);
         }
-        let mut rest = self.open_stream(caller, req, self.0.rules.stream_chunk_bytes)?;
-        rest.recycle_buffers();
-        let first = match rest.budget().try_acquire_many_owned(rest.next_cost()) {
-            Ok(budget) => {
-                rest.grant(budget);
-                Some(rest.next_chunk()?.map(|c| c.encoded).unwrap_or_default())
-            }
-            Err(_) => None,
-        };
+        let shares = self.0.budget.shares(&caller.name_arc(), budget::chunk_cost(rules.stream_chunk_bytes));
+        let permit = shares.try_take().ok_or(ApiError::Overloaded)?;
+        caller.permit(req.alg(), req.n_bits(), req.pr(), req.byte_len())?;
+        let mut rest = self.open_stream(caller, req, rules.stream_chunk_bytes)?;
+        rest.recycle_buffers(shares);
+        rest.grant(permit);
+        let first = rest.next_chunk()?.map(|c| c.encoded).unwrap_or_default();
         Ok(BitsOutput::Stream { first, rest })
     }
 
@@ -204,7 +208,7 @@ impl Service {
             started: false,
             finished: false,
             buf: Vec::new(),
-            recycle: false,
+            recycle: None,
             granted: None,
         })
     }

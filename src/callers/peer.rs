@@ -9,8 +9,9 @@
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv6Addr};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use axum::http::HeaderMap;
 use ipnet::IpNet;
@@ -24,22 +25,32 @@ pub struct Peer {
     /// The socket's remote address (`None` over a transport without one: the fuzz targets'
     /// in-memory connections).
     pub addr: Option<IpAddr>,
-    /// A signed request of this connection is reading its body (see [`Peer::signed`]).
-    signed: AtomicBool,
+    /// Signed requests of this connection reading their bodies (see [`Peer::signed`]).
+    signed: AtomicUsize,
 }
+
+/// Signed requests one connection may have reading their bodies at once: HTTP/1 has one at a
+/// time anyway; an HTTP/2 client making a few calls at once on one connection (as Go's and
+/// Java's SDKs may) is not refused for it.
+pub const SIGNED_PER_CONNECTION: usize = 4;
 
 impl Peer {
     /// The peer at `addr`.
     pub fn new(addr: Option<IpAddr>) -> Peer {
-        Peer { addr, signed: AtomicBool::new(false) }
+        Peer { addr, signed: AtomicUsize::new(0) }
     }
 
-    /// The connection's one place for a request whose credential is in its body (SigV4's),
-    /// while that body is read: a second such request on the same connection meanwhile gets
-    /// `None`. So unverified claims hold no place that verified callers share, and the bodies
-    /// they hold in memory number at most one per connection.
+    /// One of the connection's [`SIGNED_PER_CONNECTION`] places for a request whose credential
+    /// is in its body (SigV4's), while that body is read; `None` when they are taken. So
+    /// unverified claims hold no place that verified callers on other connections share, and
+    /// the bodies they hold in memory number at most that many per connection.
     pub fn signed(self: &Arc<Self>) -> Option<SignedPlace> {
-        (!self.signed.swap(true, Ordering::AcqRel)).then(|| SignedPlace(self.clone()))
+        self.signed
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < SIGNED_PER_CONNECTION).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| SignedPlace(self.clone()))
     }
 }
 
@@ -49,7 +60,7 @@ pub struct SignedPlace(Arc<Peer>);
 
 impl Drop for SignedPlace {
     fn drop(&mut self) {
-        self.0.signed.store(false, Ordering::Release);
+        self.0.signed.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -58,6 +69,10 @@ impl Drop for SignedPlace {
 pub struct PeerLimits {
     /// Requests of one peer in progress at once.
     pub max_in_flight: u32,
+    /// Public streams of one peer open at once (a health `Watch`, a reflection session),
+    /// counted apart from its other requests, so that streams held open never take its health
+    /// checks' places.
+    pub max_streams: u32,
     /// Requests one peer may start per second, on average...
     pub requests_per_second: f64,
     /// ...and at once after a pause.
@@ -67,20 +82,33 @@ pub struct PeerLimits {
 }
 
 /// A peer as the limits count it: an IPv4 address or an IPv6 /64 (an IPv4-mapped IPv6
-/// address is its IPv4 address). `None`: no address known, all such requests one peer.
+/// address is its IPv4 address); `None`: no address known, all such requests one peer. Its
+/// streams are counted under a key of their own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct PeerKey(Option<IpAddr>);
+pub struct PeerKey {
+    addr: Option<IpAddr>,
+    stream: bool,
+}
 
 impl PeerKey {
     /// The key of `addr`.
     pub fn of(addr: Option<IpAddr>) -> PeerKey {
-        PeerKey(addr.map(|addr| match addr {
+        PeerKey { addr: Self::prefix(addr), stream: false }
+    }
+
+    /// The key of `addr`'s public streams.
+    pub fn streams_of(addr: Option<IpAddr>) -> PeerKey {
+        PeerKey { addr: Self::prefix(addr), stream: true }
+    }
+
+    fn prefix(addr: Option<IpAddr>) -> Option<IpAddr> {
+        addr.map(|addr| match addr {
             IpAddr::V4(v4) => IpAddr::V4(v4),
             IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
                 Some(v4) => IpAddr::V4(v4),
                 None => IpAddr::V6(Ipv6Addr::from(u128::from(v6) & !((1u128 << 64) - 1))),
             },
-        }))
+        })
     }
 }
 
@@ -95,13 +123,10 @@ pub fn client_addr(peer: Option<IpAddr>, headers: &HeaderMap, trusted: &[IpNet])
     if !trusts(&client) {
         return Some(client);
     }
-    let fields: Vec<&str> = headers
-        .get_all("x-forwarded-for")
-        .iter()
-        .flat_map(|v| v.to_str().map_or_else(|_| vec!["?"], |s| s.split(',').collect()))
-        .collect();
+    let fields: Vec<&[u8]> =
+        headers.get_all("x-forwarded-for").iter().flat_map(|v| v.as_bytes().split(|b| *b == b',')).collect();
     for field in fields.iter().rev() {
-        match parse_forwarded(field) {
+        match std::str::from_utf8(field).ok().and_then(parse_forwarded) {
             Some(addr) => {
                 client = addr;
                 if !trusts(&addr) {
@@ -132,8 +157,19 @@ fn parse_forwarded(field: &str) -> Option<IpAddr> {
 #[derive(Debug)]
 pub struct PeerTable {
     limits: PeerLimits,
-    peers: Mutex<HashMap<PeerKey, Entry>>,
+    peers: Mutex<Peers>,
 }
+
+/// The table proper, and when it was last swept for idle peers.
+#[derive(Debug, Default)]
+struct Peers {
+    entries: HashMap<PeerKey, Entry>,
+    swept: Option<Instant>,
+}
+
+/// How often a full table is swept for idle peers at most: between sweeps a newcomer to a full
+/// table is refused without a scan, so a flood of new addresses costs one scan a second.
+const SWEEP_INTERVAL: Duration = Duration::from_secs(1);
 
 #[derive(Debug)]
 struct Entry {
@@ -146,7 +182,7 @@ impl Entry {
     fn refill(&mut self, limits: &PeerLimits, now: Instant) {
         let elapsed = now.saturating_duration_since(self.at).as_secs_f64();
         self.tokens = (self.tokens + elapsed * limits.requests_per_second).min(limits.burst);
-        self.at = now;
+        self.at = self.at.max(now);
     }
 
     fn idle(&self, limits: &PeerLimits, now: Instant) -> bool {
@@ -165,7 +201,7 @@ pub struct PeerPlace {
 impl Drop for PeerPlace {
     fn drop(&mut self) {
         let mut peers = self.table.peers.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(entry) = peers.get_mut(&self.key) {
+        if let Some(entry) = peers.entries.get_mut(&self.key) {
             entry.in_flight = entry.in_flight.saturating_sub(1);
         }
     }
@@ -174,7 +210,7 @@ impl Drop for PeerPlace {
 impl PeerTable {
     /// An empty table with `limits`.
     pub fn new(limits: PeerLimits) -> Arc<PeerTable> {
-        Arc::new(PeerTable { limits, peers: Mutex::new(HashMap::new()) })
+        Arc::new(PeerTable { limits, peers: Mutex::default() })
     }
 
     /// The limits.
@@ -190,24 +226,28 @@ impl PeerTable {
     /// table is full of peers that are all busy.
     pub fn enter(self: &Arc<Self>, key: PeerKey, now: Instant) -> Result<PeerPlace, ApiError> {
         let limits = &self.limits;
-        let mut peers = self.peers.lock().unwrap_or_else(PoisonError::into_inner);
-        if !peers.contains_key(&key) && peers.len() >= limits.table_size {
-            // Forget every idle peer at once: the scan is paid once per table's worth of new
-            // peers, not per request.
-            peers.retain(|_, entry| !entry.idle(limits, now));
-            if peers.len() >= limits.table_size {
+        let mut guard = self.peers.lock().unwrap_or_else(PoisonError::into_inner);
+        let peers = &mut *guard;
+        if !peers.entries.contains_key(&key) && peers.entries.len() >= limits.table_size {
+            // Forget every idle peer at once, at most once per SWEEP_INTERVAL.
+            if peers.swept.is_some_and(|at| now.saturating_duration_since(at) < SWEEP_INTERVAL) {
+                return Err(ApiError::Overloaded);
+            }
+            peers.swept = Some(now);
+            peers.entries.retain(|_, entry| !entry.idle(limits, now));
+            if peers.entries.len() >= limits.table_size {
                 return Err(ApiError::Overloaded);
             }
         }
-        let entry = peers.entry(key).or_insert(Entry { in_flight: 0, tokens: limits.burst, at: now });
+        let max_in_flight = if key.stream { limits.max_streams } else { limits.max_in_flight };
+        let entry = peers.entries.entry(key).or_insert(Entry { in_flight: 0, tokens: limits.burst, at: now });
         entry.refill(limits, now);
-        if entry.in_flight >= limits.max_in_flight {
+        if entry.in_flight >= max_in_flight {
             return Err(ApiError::rate_limited(
                 "peer_concurrency_limited",
                 1,
                 format!(
-                    "this address has {} requests without credentials in progress, its most",
-                    limits.max_in_flight
+                    "this address has {max_in_flight} requests without credentials in progress, its most"
                 ),
             ));
         }
@@ -229,7 +269,7 @@ impl PeerTable {
 
     /// Peers tracked (tests and the fuzz targets).
     pub fn len(&self) -> usize {
-        self.peers.lock().unwrap_or_else(PoisonError::into_inner).len()
+        self.peers.lock().unwrap_or_else(PoisonError::into_inner).entries.len()
     }
 
     /// No peer tracked.
@@ -240,12 +280,10 @@ impl PeerTable {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
     use super::*;
 
     fn limits(max_in_flight: u32, rate: f64, burst: f64, table_size: usize) -> PeerLimits {
-        PeerLimits { max_in_flight, requests_per_second: rate, burst, table_size }
+        PeerLimits { max_in_flight, max_streams: 2, requests_per_second: rate, burst, table_size }
     }
 
     fn key(s: &str) -> PeerKey {
@@ -282,6 +320,20 @@ mod tests {
     }
 
     #[test]
+    fn streams_are_counted_apart_and_fewer() {
+        let table = PeerTable::new(limits(4, 100.0, 100.0, 16));
+        let now = Instant::now();
+        let addr = Some("192.0.2.1".parse().unwrap());
+        let streams: Vec<PeerPlace> =
+            std::iter::from_fn(|| table.enter(PeerKey::streams_of(addr), now).ok()).collect();
+        assert_eq!(streams.len(), 2);
+        // Its other requests keep their own places.
+        let others: Vec<PeerPlace> =
+            std::iter::from_fn(|| table.enter(PeerKey::of(addr), now).ok()).collect();
+        assert_eq!(others.len(), 4);
+    }
+
+    #[test]
     fn the_table_forgets_idle_peers_and_refuses_when_all_are_busy() {
         let table = PeerTable::new(limits(4, 10.0, 10.0, 2));
         let now = Instant::now();
@@ -291,7 +343,8 @@ mod tests {
         drop(a);
         // 10.0.0.1 has nothing in progress but its bucket is not full yet: still kept.
         assert_eq!(table.enter(key("10.0.0.3"), now).unwrap_err().code(), "overloaded");
-        // Once refilled it is idle, and forgotten for the newcomer.
+        // Once refilled it is idle, and forgotten for the newcomer (the table is swept once a
+        // second at most).
         let later = now + Duration::from_secs(1);
         let _c = table.enter(key("10.0.0.3"), later).unwrap();
         assert_eq!(table.len(), 2);
@@ -299,11 +352,12 @@ mod tests {
     }
 
     #[test]
-    fn one_signed_body_per_connection() {
+    fn a_few_signed_bodies_per_connection() {
         let peer = Arc::new(Peer::new(None));
-        let first = peer.signed().unwrap();
+        let places: Vec<SignedPlace> = std::iter::from_fn(|| peer.signed()).collect();
+        assert_eq!(places.len(), SIGNED_PER_CONNECTION);
         assert!(peer.signed().is_none());
-        drop(first);
+        drop(places);
         assert!(peer.signed().is_some());
     }
 
@@ -324,6 +378,13 @@ mod tests {
         assert_eq!(
             client_addr(Some("10.2.2.2".parse().unwrap()), &forged, &trusted),
             Some("10.3.3.3".parse().unwrap())
+        );
+        // A field that is not text spoils only itself, not the addresses after it.
+        let mut bad = HeaderMap::new();
+        bad.append("x-forwarded-for", axum::http::HeaderValue::from_bytes(b"\xff, 198.51.100.7").unwrap());
+        assert_eq!(
+            client_addr(Some("10.2.2.2".parse().unwrap()), &bad, &trusted),
+            Some("198.51.100.7".parse().unwrap())
         );
         // Ports and brackets as some proxies write them.
         assert_eq!(parse_forwarded(" [2001:db8::1]:443"), Some("2001:db8::1".parse().unwrap()));

@@ -361,8 +361,11 @@ impl Store {
         invocation.arg(&self.id).arg(REPLICA_TTL.as_millis() as u64).arg(if leave { "1" } else { "0" });
         let live: u32 = self.call("heartbeat", invocation).await?;
         if !leave {
-            self.replicas.store(live.max(1), Ordering::Release);
-            self.metrics.replicas.set(i64::from(live.max(1)));
+            // A store that reports more replicas than any fleet has would shrink every share
+            // and lease to nothing: taken at most as the configuration's bound.
+            let live = live.clamp(1, crate::config::quota::MAX_REPLICAS);
+            self.replicas.store(live, Ordering::Release);
+            self.metrics.replicas.set(i64::from(live));
             self.back_up();
         }
         Ok(live)

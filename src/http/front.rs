@@ -110,6 +110,7 @@ impl FrontLayer {
         let trusted_proxies = server.trusted_proxy_nets().unwrap_or_default();
         let peers = PeerTable::new(PeerLimits {
             max_in_flight: server.peer_max_in_flight,
+            max_streams: server.peer_max_streams,
             requests_per_second: server.peer_requests_per_second,
             burst: f64::from(server.peer_burst),
             table_size: server.peer_table_size,
@@ -286,7 +287,9 @@ impl<S> Front<S> {
             Class::Public | Class::Open | Class::PublicStream => {
                 let addr =
                     client_addr(peer.and_then(|p| p.addr), request.headers(), &self.shared.trusted_proxies);
-                Some(self.shared.peers.enter(PeerKey::of(addr), now).map_err(deny)?)
+                let key =
+                    if class == Class::PublicStream { PeerKey::streams_of(addr) } else { PeerKey::of(addr) };
+                Some(self.shared.peers.enter(key, now).map_err(deny)?)
             }
         };
         let Some(place) = cap.enter() else {

@@ -4,6 +4,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
+use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -13,12 +14,12 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use http_body::{Frame, SizeHint};
 use serde_json::Value;
-use tokio::sync::{AcquireError, OwnedSemaphorePermit};
 
 use super::params::{self, Accept, Param, Params, choose_format};
 use super::{RecordedResponse, served};
 use crate::callers::Admission;
 use crate::error::ApiError;
+use crate::service::budget::Permit;
 use crate::service::{BitsOutput, BitsRequest, BytesRequest, Chunks};
 use crate::state::AppState;
 
@@ -119,15 +120,15 @@ fn respond(state: &AppState, admission: &Admission, req: BitsRequest) -> Result<
             }
             response
         }
-        BitsOutput::Stream { first, mut rest } => {
-            rest.recycle_buffers();
+        BitsOutput::Stream { first, rest } => {
             let len = req.format().encoded_len(req.n_bits());
             // The admission travels with the body: the caller's in-flight place is held
             // until the last chunk is sent or the client goes away, as for gRPC streams.
             let body = Body::new(ChunkBody {
-                first,
+                first: Some(first),
                 rest,
                 waiting: None,
+                wait_limit: Duration::from_millis(state.settings.server.write_timeout_ms),
                 left: len,
                 failed: false,
                 _admission: admission.clone(),
@@ -202,8 +203,11 @@ impl<const N: usize> StackText<N> {
 struct ChunkBody {
     first: Option<Bytes>,
     rest: Chunks,
-    /// Waiting for the stream budget's bytes for the next chunk (see `service::buffers`).
+    /// Waiting for the stream budget's bytes for the next chunk (see `service::budget`).
     waiting: Option<Pin<Box<BudgetWait>>>,
+    /// How long a chunk may wait for them (`server.write_timeout_ms`: a stream that makes no
+    /// progress that long is cut, whatever holds it up).
+    wait_limit: Duration,
     /// Encoded bytes still to send, when known in advance.
     left: Option<u64>,
     /// The body ended with an error.
@@ -214,33 +218,37 @@ struct ChunkBody {
     span: tracing::Span,
 }
 
-/// A wait for the stream budget.
-type BudgetWait = dyn Future<Output = Result<OwnedSemaphorePermit, AcquireError>> + Send;
+/// A wait for the stream budget, bounded.
+type BudgetWait = dyn Future<Output = Result<Permit, tokio::time::error::Elapsed>> + Send;
 
 impl ChunkBody {
-    /// The budget's bytes for the next chunk, granted to the stream; pending while the budget
-    /// is spent (woken when chunks of any stream are dropped).
-    fn poll_budget(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+    /// The stream budget's bytes for the next chunk, granted to the stream: at once when the
+    /// budget has room, else once chunks of any stream are dropped; an error when none came
+    /// within the wait limit (the stream is then cut).
+    fn poll_budget(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), ()>> {
+        let Some(shares) = self.rest.shares() else { return Poll::Ready(Ok(())) };
         let waiting = match &mut self.waiting {
             Some(waiting) => waiting,
-            None => {
-                let (budget, cost) = (self.rest.budget(), self.rest.next_cost());
-                match budget.clone().try_acquire_many_owned(cost) {
-                    Ok(permit) => {
-                        self.rest.grant(permit);
-                        return Poll::Ready(());
-                    }
-                    Err(_) => self.waiting.insert(Box::pin(budget.acquire_many_owned(cost))),
+            None => match shares.try_take() {
+                Some(permit) => {
+                    self.rest.grant(permit);
+                    return Poll::Ready(Ok(()));
                 }
-            }
+                None => {
+                    let wait = tokio::time::timeout(self.wait_limit, shares.clone().take());
+                    self.waiting.insert(Box::pin(wait))
+                }
+            },
         };
-        let acquired = ready!(waiting.as_mut().poll(cx));
+        let waited = ready!(waiting.as_mut().poll(cx));
         self.waiting = None;
-        // The semaphore is never closed; were it, the chunk goes without a permit.
-        if let Ok(permit) = acquired {
-            self.rest.grant(permit);
+        match waited {
+            Ok(permit) => {
+                self.rest.grant(permit);
+                Poll::Ready(Ok(()))
+            }
+            Err(_) => Poll::Ready(Err(())),
         }
-        Poll::Ready(())
     }
 
     fn data(&mut self, chunk: Bytes) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
@@ -274,7 +282,12 @@ impl http_body::Body for ChunkBody {
         if self.rest.is_finished() {
             return Poll::Ready(None);
         }
-        ready!(self.poll_budget(cx));
+        if ready!(self.poll_budget(cx)).is_err() {
+            self.span.in_scope(|| {
+                tracing::warn!("aborting a streamed response: no stream budget within the write timeout")
+            });
+            return self.fail("overloaded");
+        }
         // The layers' panic catcher does not reach into a body: catch here, so that a panic
         // while generating cuts this response only, not the connection's task.
         let span = self.span.clone();

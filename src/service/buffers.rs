@@ -7,33 +7,27 @@
 //! free list for the next stream. [`Buffers::take`] hands it out to be overwritten whole (by
 //! the generator) all the same. The list keeps at most [`KEEP_BYTES`] of buffers.
 //!
-//! The budget (`limits.stream_buffer_bytes`): a chunk is generated only once it holds a
-//! [`Budget`] permit for its largest encoded size, and the permit goes back with the buffer,
-//! when the transport drops the bytes (written to the socket, or the stream gone). So the
-//! chunks alive at once, all streams together, never hold more than the budget, however fast
-//! the generators are and however many streams wait on slow clients: a stream whose next chunk
-//! finds the budget spent waits its turn (the semaphore is fair), and a stalled one is cut by
-//! the write timeout.
+//! A lent buffer carries the [`Permit`] of the stream budget it was generated under, given
+//! back with it (`super::budget`). A buffer whose capacity grew past the largest chunk's cost
+//! is freed, not kept, so a recycled buffer never holds more than its permit counts.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
 use bytes::Bytes;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use super::budget::Permit;
 
 /// Capacity kept for reuse, in bytes (170 chunks of the default 48 KiB); buffers beyond it
 /// are freed.
 const KEEP_BYTES: usize = 8 << 20;
 
-/// The free list, and the budget of bytes lent.
+/// The free list.
 #[derive(Debug)]
 pub struct Buffers {
     free: Mutex<Free>,
-    budget: Arc<Semaphore>,
-    budget_bytes: usize,
+    /// The largest capacity kept (a chunk's cost in the stream budget).
+    max_capacity: usize,
 }
-
-/// Bytes of the budget held by one chunk until the transport drops it.
-pub type Budget = OwnedSemaphorePermit;
 
 #[derive(Debug, Default)]
 struct Free {
@@ -43,20 +37,9 @@ struct Free {
 }
 
 impl Buffers {
-    /// An empty free list with a budget of `budget_bytes` lent at once.
-    pub fn new(budget_bytes: usize) -> Buffers {
-        let permits = budget_bytes.min(Semaphore::MAX_PERMITS);
-        Buffers { free: Mutex::default(), budget: Arc::new(Semaphore::new(permits)), budget_bytes: permits }
-    }
-
-    /// The budget's size in bytes.
-    pub fn budget_bytes(&self) -> usize {
-        self.budget_bytes
-    }
-
-    /// The budget's semaphore: one permit per byte.
-    pub fn budget(&self) -> &Arc<Semaphore> {
-        &self.budget
+    /// An empty free list that keeps buffers of at most `max_capacity` bytes.
+    pub fn new(max_capacity: usize) -> Buffers {
+        Buffers { free: Mutex::default(), max_capacity }
     }
 
     /// A buffer of exactly `len` bytes, zeroed, to be overwritten whole: recycled where one is
@@ -78,8 +61,8 @@ impl Buffers {
     }
 
     /// `buf` as shared bytes for the transport; it comes back to `buffers` when dropped, and
-    /// `budget` (the bytes of the budget it was generated under) with it.
-    pub fn share(buffers: &Arc<Buffers>, buf: Vec<u8>, budget: Option<Budget>) -> Bytes {
+    /// `budget` (the stream budget's bytes it was generated under) with it.
+    pub fn share(buffers: &Arc<Buffers>, buf: Vec<u8>, budget: Option<Permit>) -> Bytes {
         Bytes::from_owner(Lent { buf, home: buffers.clone(), _budget: budget })
     }
 
@@ -99,6 +82,10 @@ impl Buffers {
     /// shorter chunk leaves an earlier one's bytes past its length).
     fn put(&self, mut buf: Vec<u8>) {
         let capacity = buf.capacity();
+        if capacity > self.max_capacity || capacity == 0 {
+            super::wiped::wipe(&mut buf);
+            return;
+        }
         buf.fill(0);
         buf.resize(capacity, 0);
         let mut free = self.free.lock().unwrap_or_else(PoisonError::into_inner);
@@ -120,7 +107,7 @@ impl Buffers {
 struct Lent {
     buf: Vec<u8>,
     home: Arc<Buffers>,
-    _budget: Option<Budget>,
+    _budget: Option<Permit>,
 }
 
 impl AsRef<[u8]> for Lent {
@@ -141,7 +128,7 @@ mod tests {
 
     #[test]
     fn a_dropped_chunk_comes_back_and_is_reused_without_reallocating() {
-        let buffers = Arc::new(Buffers::new(1 << 30));
+        let buffers = Arc::new(Buffers::new(KEEP_BYTES));
         let mut buf = buffers.take(4096);
         buf.fill(7);
         let ptr = buf.as_ptr();
@@ -175,7 +162,7 @@ mod tests {
 
     #[test]
     fn at_most_keep_bytes_are_kept() {
-        let buffers = Arc::new(Buffers::new(1 << 30));
+        let buffers = Arc::new(Buffers::new(KEEP_BYTES));
         let size = KEEP_BYTES / 10;
         let lent: Vec<Bytes> = (0..15).map(|_| Buffers::share(&buffers, buffers.take(size), None)).collect();
         drop(lent);
@@ -184,16 +171,13 @@ mod tests {
     }
 
     #[test]
-    fn a_chunk_holds_its_budget_until_the_transport_drops_it() {
-        let buffers = Arc::new(Buffers::new(100));
-        let permit = buffers.budget().clone().try_acquire_many_owned(60).unwrap();
-        let bytes = Buffers::share(&buffers, buffers.take(60), Some(permit));
-        assert_eq!(buffers.budget().available_permits(), 40);
-        assert!(buffers.budget().clone().try_acquire_many_owned(60).is_err(), "over the budget");
-        let clone = bytes.slice(10..20);
-        drop(bytes);
-        assert_eq!(buffers.budget().available_permits(), 40, "held while any slice lives");
-        drop(clone);
-        assert_eq!(buffers.budget().available_permits(), 100);
+    fn a_buffer_grown_past_the_largest_chunk_is_not_kept() {
+        let buffers = Arc::new(Buffers::new(1000));
+        let mut grown = buffers.take_empty();
+        grown.reserve_exact(4000);
+        drop(Buffers::share(&buffers, grown, None));
+        assert_eq!(buffers.free(), 0);
+        drop(Buffers::share(&buffers, buffers.take(1000), None));
+        assert_eq!(buffers.free(), 1);
     }
 }

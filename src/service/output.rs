@@ -7,6 +7,7 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use super::Service;
+use super::budget::{Permit, Shares};
 use super::encoding::{Encoding, JSON_SUFFIX_MAX, SecretFormat, json_prefix, json_suffix};
 use super::request::BitsRequest;
 use crate::drbg::{Algorithm, bits};
@@ -68,8 +69,8 @@ pub enum BitsOutput {
     Whole(Rendered),
     /// A stream: the first encoded chunk, then the rest.
     Stream {
-        /// The first encoded chunk, when the stream budget had room for it at once.
-        first: Option<Bytes>,
+        /// The first encoded chunk.
+        first: Bytes,
         /// The chunks after it.
         rest: Chunks,
     },
@@ -106,14 +107,12 @@ pub struct Chunks {
     pub(super) started: bool,
     pub(super) finished: bool,
     pub(super) buf: Vec<u8>,
-    /// Chunks go out in recycled buffers ([`Chunks::recycle_buffers`]).
-    pub(super) recycle: bool,
+    /// Chunks go out in recycled buffers, under these shares of the stream budget
+    /// ([`Chunks::recycle_buffers`]).
+    pub(super) recycle: Option<Shares>,
     /// The stream budget's bytes for the next chunk ([`Chunks::grant`]).
-    pub(super) granted: Option<super::buffers::Budget>,
+    pub(super) granted: Option<Permit>,
 }
-
-/// Bytes a chunk may hold beyond its encoded data: JSON's prefix and suffix.
-const CHUNK_SLACK: usize = 1024;
 
 impl Drop for Chunks {
     fn drop(&mut self) {
@@ -129,10 +128,11 @@ impl Chunks {
     }
 
     /// Hands the chunks after this call out in recycled buffers, which come back when the
-    /// transport drops them: for transports that send the bytes as they are (HTTP). A
-    /// transport that copies them into a message of its own (gRPC) gains nothing from it.
-    pub fn recycle_buffers(&mut self) {
-        self.recycle = true;
+    /// transport drops them, each under a permit of `shares` ([`Chunks::grant`]): for
+    /// transports that send the bytes as they are (HTTP). A transport that copies them into a
+    /// message of its own (gRPC) gains nothing from it.
+    pub(super) fn recycle_buffers(&mut self, shares: Shares) {
+        self.recycle = Some(shares);
     }
 
     /// Whether every chunk has been handed out.
@@ -140,22 +140,14 @@ impl Chunks {
         self.finished
     }
 
-    /// The stream budget (one permit per byte) its chunks are generated under.
-    pub fn budget(&self) -> std::sync::Arc<tokio::sync::Semaphore> {
-        self.service.buffers().budget().clone()
-    }
-
-    /// Bytes of the budget a chunk takes: the most a recycled buffer holds whatever the
-    /// encoding (hex and JSON double the raw bytes; `bits` chunks are an eighth as large raw),
-    /// so a buffer recycled from any stream is within what its permit counts. Never more than
-    /// the whole budget.
-    pub fn next_cost(&self) -> u32 {
-        let cost = 2 * self.service.rules().stream_chunk_bytes + CHUNK_SLACK;
-        u32::try_from(cost.min(self.service.buffers().budget_bytes())).unwrap_or(u32::MAX)
+    /// The shares of the stream budget the next chunk's permit is taken from (`None`: the
+    /// chunks go out without one, as gRPC's).
+    pub fn shares(&self) -> Option<&Shares> {
+        self.recycle.as_ref()
     }
 
     /// The budget's bytes for the next chunk, which go back when the transport drops it.
-    pub fn grant(&mut self, budget: super::buffers::Budget) {
+    pub fn grant(&mut self, budget: Permit) {
         self.granted = Some(budget);
     }
 
@@ -172,7 +164,7 @@ impl Chunks {
         let remaining = self.req.n_bits() - self.bits_done;
         let n_bits = remaining.min(self.chunk_bytes as u64 * 8);
         let len = bits::byte_len(n_bits) as usize;
-        let buffers = self.recycle.then(|| self.service.buffers().clone());
+        let buffers = self.recycle.is_some().then(|| self.service.buffers().clone());
         // Binary: generated straight into the bytes that go to the socket (no copy), a
         // recycled buffer when the transport gives them back, overwritten whole just below.
         // Other formats: into the wiped scratch buffer, then encoded.
@@ -215,7 +207,7 @@ impl Chunks {
                 // Room for the JSON suffix too: appending it must not grow (and so copy, and
                 // free unwiped) a buffer holding output.
                 let suffix = if format == Encoding::Json { JSON_SUFFIX_MAX } else { 0 };
-                out.reserve(self.buf.len() * format.expansion() + suffix);
+                out.reserve_exact(self.buf.len() * format.expansion() + suffix);
                 format.encode_into(&self.buf, n_bits, &mut out);
             }
         }

@@ -38,6 +38,15 @@ fn anyone() -> Arc<Caller> {
     registry.anonymous().clone()
 }
 
+/// A caller named `name`, with no credentials or limits.
+fn named(name: &str) -> Arc<Caller> {
+    let metrics = Metrics::new(Arc::default());
+    let mut settings = Settings::defaults();
+    settings.callers.insert(name.into(), Default::default());
+    let (registry, _) = crate::callers::Registry::build(&settings, &metrics, None).unwrap();
+    registry.all().find(|c| c.name() == name).unwrap().clone()
+}
+
 fn code<T: std::fmt::Debug>(r: Result<T, ApiError>) -> &'static str {
     r.unwrap_err().code()
 }
@@ -91,7 +100,7 @@ fn small_outputs_are_whole_and_large_ones_stream_with_the_same_bits_semantics() 
     let BitsOutput::Stream { first, mut rest } = s.bits(&anyone(), large).unwrap() else {
         panic!("must stream")
     };
-    let mut body = first.expect("the budget has room").to_vec();
+    let mut body = first.to_vec();
     let mut pieces = 1;
     while let Some(chunk) = rest.next_chunk().unwrap() {
         body.extend_from_slice(&chunk.encoded);
@@ -113,10 +122,9 @@ fn a_binary_stream_reuses_one_recycled_buffer_and_never_repeats_output() {
     let BitsOutput::Stream { first, mut rest } = s.bits(&anyone(), req).unwrap() else {
         panic!("must stream")
     };
-    rest.recycle_buffers();
     let mut seen = std::collections::HashSet::new();
     let mut addresses = std::collections::HashSet::new();
-    let mut total = first.as_ref().map_or(0, bytes::Bytes::len);
+    let mut total = first.len();
     while let Some(chunk) = rest.next_chunk().unwrap() {
         // Sent (here: read) and dropped, as hyper does, before the next one is asked for.
         assert!(seen.insert(chunk.encoded.to_vec()), "a chunk repeated an earlier one");
@@ -133,30 +141,32 @@ fn a_binary_stream_reuses_one_recycled_buffer_and_never_repeats_output() {
 fn streamed_chunks_hold_the_stream_budget_until_they_are_dropped() {
     let s = service();
     let req = || BitsRequest::new(s.rules(), Some(8 * 300 * 20), None, Encoding::Hex, false).unwrap();
+    let cost = budget::chunk_cost(s.rules().stream_chunk_bytes);
+    let total = s.rules().stream_buffer_bytes;
     let BitsOutput::Stream { first, mut rest } = s.bits(&anyone(), req()).unwrap() else {
         panic!("must stream")
     };
-    let first = first.expect("room in the budget");
-    let (budget, cost) = (rest.budget(), rest.next_cost() as usize);
-    let total = s.rules().stream_buffer_bytes;
-    assert_eq!(budget.available_permits(), total - cost, "the first chunk holds its cost");
-    // The budget spent: a new stream's first chunk waits for it (none is generated here).
-    let spent = budget.clone().try_acquire_many_owned((total - cost) as u32).unwrap();
-    let BitsOutput::Stream { first: waiting, .. } = s.bits(&anyone(), req()).unwrap() else {
-        panic!("must stream")
-    };
-    assert!(waiting.is_none(), "no chunk generated without its budget");
-    drop(first);
-    assert_eq!(budget.available_permits(), cost, "given back with the chunk");
-    drop(spent);
-    // A granted chunk holds its permit until the transport drops it (and every slice of it).
-    rest.grant(budget.clone().try_acquire_many_owned(cost as u32).unwrap());
+    assert_eq!(s.0.budget.available(), total - cost, "the first chunk holds its cost");
+    // A chunk generated under a permit holds it until the transport drops it, and every slice.
+    let permit = rest.shares().unwrap().try_take().unwrap();
+    rest.grant(permit);
     let chunk = rest.next_chunk().unwrap().unwrap().encoded;
     let slice = chunk.slice(1..10);
-    drop(chunk);
-    assert_eq!(budget.available_permits(), total - cost);
+    drop((chunk, first));
+    assert_eq!(s.0.budget.available(), total - cost);
     drop(slice);
-    assert_eq!(budget.available_permits(), total);
+    assert_eq!(s.0.budget.available(), total);
+    // The caller's share spent by its own chunks: its next stream is refused before anything
+    // is charged or generated, and another caller's is served.
+    let shares = rest.shares().unwrap().clone();
+    let held: Vec<_> = std::iter::from_fn(|| shares.try_take()).collect();
+    assert_eq!(held.len(), total / budget::CALLER_SHARE / cost);
+    let refused = s.bits(&anyone(), req()).map(drop).unwrap_err();
+    assert_eq!(refused.code(), "overloaded");
+    let other = named("other");
+    assert!(matches!(s.bits(&other, req()), Ok(BitsOutput::Stream { .. })));
+    drop(held);
+    assert_eq!(s.0.budget.available(), total);
 }
 
 #[test]

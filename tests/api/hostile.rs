@@ -443,6 +443,7 @@ async fn public_streams_have_a_cap_of_their_own_and_health_checks_still_pass() {
     // first otherwise: tests/api/doors.rs).
     let mut settings = test_settings();
     settings.server.peer_max_in_flight = 100;
+    settings.server.peer_max_streams = 100;
     settings.server.peer_burst = 1000;
     let app = spawn(settings).await;
     let (client, _driver) = h2_connect(&app.api).await;
