@@ -88,27 +88,31 @@ impl Service {
 
     /// Random bits for `caller`: whole up to `stream_threshold_bytes`, else a stream of
     /// `stream_chunk_bytes` chunks in recycled buffers under the stream budget (for a
-    /// transport that sends the bytes as they are: HTTP), its first chunk generated here (so a
-    /// generator that refuses is an error before anything is sent).
+    /// transport that sends the bytes as they are: HTTP). The first chunk is generated here
+    /// when the budget has room for it now (so a generator that refuses is an error before
+    /// anything is sent); else the transport waits for the budget before generating it
+    /// ([`Chunks::shares`]), and a refusal then cuts the stream.
     ///
     /// # Errors
-    /// 503 `overloaded` when the stream budget has no room for the first chunk now (checked
-    /// first: nothing charged); 403/429 from the caller's policy and byte quota
-    /// ([`Caller::permit`]); 503 `entropy_unavailable` or `generator_failed`. Nothing was
-    /// produced.
+    /// 403/429 from the caller's policy and byte quota ([`Caller::permit`]); 503
+    /// `entropy_unavailable` or `generator_failed`. Nothing was produced.
     pub fn bits(&self, caller: &Arc<Caller>, req: BitsRequest) -> Result<BitsOutput, ApiError> {
+        caller.permit(req.alg(), req.n_bits(), req.pr(), req.byte_len())?;
         let rules = &self.0.rules;
         if req.byte_len() <= rules.stream_threshold_bytes {
-            caller.permit(req.alg(), req.n_bits(), req.pr(), req.byte_len())?;
             return self.render_whole(caller, &req).map(BitsOutput::Whole);
         }
         let shares = self.0.budget.shares(&caller.name_arc(), budget::chunk_cost(rules.stream_chunk_bytes));
-        let permit = shares.try_take().ok_or(ApiError::Overloaded)?;
-        caller.permit(req.alg(), req.n_bits(), req.pr(), req.byte_len())?;
+        let permit = shares.try_take();
         let mut rest = self.open_stream(caller, req, rules.stream_chunk_bytes)?;
         rest.recycle_buffers(shares);
-        rest.grant(permit);
-        let first = rest.next_chunk()?.map(|c| c.encoded).unwrap_or_default();
+        let first = match permit {
+            Some(permit) => {
+                rest.grant(permit);
+                Some(rest.next_chunk()?.map(|c| c.encoded).unwrap_or_default())
+            }
+            None => None,
+        };
         Ok(BitsOutput::Stream { first, rest })
     }
 

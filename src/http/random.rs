@@ -125,7 +125,7 @@ fn respond(state: &AppState, admission: &Admission, req: BitsRequest) -> Result<
             // The admission travels with the body: the caller's in-flight place is held
             // until the last chunk is sent or the client goes away, as for gRPC streams.
             let body = Body::new(ChunkBody {
-                first: Some(first),
+                first,
                 rest,
                 waiting: None,
                 wait_limit: Duration::from_millis(state.settings.server.write_timeout_ms),

@@ -69,8 +69,8 @@ pub enum BitsOutput {
     Whole(Rendered),
     /// A stream: the first encoded chunk, then the rest.
     Stream {
-        /// The first encoded chunk.
-        first: Bytes,
+        /// The first encoded chunk, when the stream budget had room for it at once.
+        first: Option<Bytes>,
         /// The chunks after it.
         rest: Chunks,
     },
