@@ -166,7 +166,7 @@ fn streamed_chunks_hold_the_stream_budget_until_they_are_dropped() {
     let other = named("other");
     let Ok(BitsOutput::Stream { first: served, .. }) = s.bits(&other, req()) else { panic!("a stream") };
     assert!(served.is_some(), "another caller's stream finds the rest of the budget");
-    drop(held);
+    drop((held, served));
     assert_eq!(s.0.budget.available(), total);
 }
 
