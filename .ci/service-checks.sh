@@ -16,7 +16,7 @@ for _ in $(seq 100); do curl -fsS "http://$admin/readyz" >/dev/null 2>&1 && brea
 curl -fsS "http://$admin/readyz"
 
 echo "--- traffic, then promtool check metrics on the live /metrics"
-for alg in chacha20 aes256ctr blake3 randen aes128ctr aes192ctr; do curl -fsS "http://$api/bits?n=4096&alg=$alg" >/dev/null; done
+for alg in chacha20 aes256ctr blake3 randen aes128ctr aes192ctr hash_sha256 hash_sha512 hmac_sha256 hmac_sha512; do curl -fsS "http://$api/bits?n=4096&alg=$alg" >/dev/null; done
 curl -sS "http://$api/bits?n=0" >/dev/null
 curl -fsS "http://$api/uuid?count=5" >/dev/null
 grpcurl -plaintext -d '{"n": 64}' "$api" drbgd.v1.RandomnessService/GetBits >/dev/null

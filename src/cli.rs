@@ -71,7 +71,8 @@ struct ServeArgs {
 
 #[derive(Debug, Args)]
 struct GenerateArgs {
-    /// Algorithm: chacha20, aes256ctr, blake3, randen, aes128ctr or aes192ctr (aliases accepted).
+    /// Algorithm: chacha20, aes256ctr, blake3, randen, aes128ctr, aes192ctr, hash_sha256,
+    /// hash_sha512, hmac_sha256 or hmac_sha512 (aliases accepted).
     #[arg(long, default_value_t = Algorithm::ChaCha20, value_parser = parse_alg)]
     alg: Algorithm,
     /// Number of bits (packed MSB-first; the last byte's unused bits are zero).
@@ -234,8 +235,8 @@ impl WithMechanism for Seeded<'_> {
     fn run<G: Drbg>(self) -> Source {
         let mut drbg = G::instantiate(self.0, &[], b"drbgd generate --seed");
         Box::new(move |buf| {
-            // A CTR_DRBG would need a reseed only after 2^48 calls; a deterministic stream
-            // stops there.
+            // An SP 800-90A mechanism (CTR_DRBG, Hash_DRBG, HMAC_DRBG) would need a reseed only
+            // after 2^48 calls; a deterministic stream stops there.
             drbg.generate(buf, &[]).context("reseed interval exhausted")
         })
     }

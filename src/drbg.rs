@@ -7,6 +7,8 @@
 //! - [`Algorithm`] and its table ([`AlgorithmInfo`]): every algorithm's name, aliases,
 //!   standard, strength and mechanism type, in one place (`drbg/algorithm.rs`).
 //! - [`ctr_drbg`]: NIST SP 800-90A CTR_DRBG (AES, with and without the derivation function).
+//! - [`hash_drbg`] and [`hmac_drbg`]: NIST SP 800-90A Hash_DRBG and HMAC_DRBG, served over
+//!   SHA-256 and SHA-512.
 //! - [`chacha20`] and [`blake3_xof`]: keystream generators behind the shared
 //!   fast-key-erasure buffer of [`fast_key_erasure`].
 //! - [`reseed`]: thresholds (bytes with arc4random-style jitter, age), prediction resistance,
@@ -73,7 +75,7 @@ pub trait Drbg: Send + fmt::Debug + 'static {
     ///
     /// # Errors
     /// [`ReseedRequired`] when the mechanism's own reseed interval is exhausted
-    /// (CTR_DRBG only, after 2^48 requests); the caller must reseed first.
+    /// (the SP 800-90A mechanisms only, after 2^48 requests); the caller must reseed first.
     fn generate(&mut self, out: &mut [u8], additional: &[u8]) -> Result<(), ReseedRequired>;
 
     /// Fills `out`, then `sample` with the stream's next bytes (a health-test block that is

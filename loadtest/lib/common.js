@@ -6,7 +6,10 @@ import { Counter, Trend } from 'k6/metrics';
 export const BASE_URL = __ENV.BASE_URL || 'http://127.0.0.1:8080';
 export const GRPC_ADDR = __ENV.GRPC_ADDR || BASE_URL.replace(/^https?:\/\//, '');
 // Every algorithm drbgd ships (all enabled by default); ALGS=chacha20,blake3 narrows a run.
-export const ALL_ALGS = ['chacha20', 'aes256ctr', 'aes192ctr', 'aes128ctr', 'blake3', 'randen'];
+export const ALL_ALGS = [
+  'chacha20', 'aes256ctr', 'aes192ctr', 'aes128ctr', 'hash_sha256', 'hash_sha512', 'hmac_sha256', 'hmac_sha512',
+  'blake3', 'randen',
+];
 export const ALGS = __ENV.ALGS ? __ENV.ALGS.split(',').map((a) => a.trim()).filter(Boolean) : ALL_ALGS;
 
 // A k6-style duration ("500ms", "30s", "1m", "1h", "1m30s", "1.5h") in seconds. A bare number is

@@ -13,6 +13,8 @@ use std::str::FromStr;
 use super::blake3_xof::Blake3Drbg;
 use super::chacha20::ChaCha20Drbg;
 use super::ctr_drbg::{Aes128CtrDrbg, Aes192CtrDrbg, Aes256CtrDrbg};
+use super::hash_drbg::{HashSha256Drbg, HashSha512Drbg};
+use super::hmac_drbg::{HmacSha256Drbg, HmacSha512Drbg};
 use super::randen::RandenDrbg;
 use super::{Drbg, selftest};
 
@@ -32,6 +34,14 @@ pub enum Algorithm {
     Aes128Ctr,
     /// NIST SP 800-90A CTR_DRBG with AES-192 and the derivation function.
     Aes192Ctr,
+    /// NIST SP 800-90A Hash_DRBG with SHA-256.
+    HashSha256,
+    /// NIST SP 800-90A Hash_DRBG with SHA-512.
+    HashSha512,
+    /// NIST SP 800-90A HMAC_DRBG with SHA-256.
+    HmacSha256,
+    /// NIST SP 800-90A HMAC_DRBG with SHA-512.
+    HmacSha512,
 }
 
 /// What an algorithm is: one row of the table, one row per [`Algorithm`] ([`Algorithm::info`]).
@@ -47,8 +57,9 @@ pub struct AlgorithmInfo {
     pub standard: &'static str,
     /// How the mechanism produces output and erases what produced it.
     pub construction: &'static str,
-    /// Security strength in bits: the AES key size for CTR_DRBG (SP 800-90A table 3), the key
-    /// size for ChaCha20 and keyed BLAKE3, and the 128-bit capacity for Randen.
+    /// Security strength in bits: the AES key size for CTR_DRBG (SP 800-90A table 3), the
+    /// hash's highest strength for Hash_DRBG and HMAC_DRBG (table 2: 256 for SHA-256 and
+    /// SHA-512), the key size for ChaCha20 and keyed BLAKE3, and the 128-bit capacity for Randen.
     pub security_strength_bits: u32,
     /// The known-answer test of the underlying primitive (run by [`selftest`] at start-up,
     /// together with a seeded round trip of the full mechanism).
@@ -56,6 +67,10 @@ pub struct AlgorithmInfo {
 }
 
 const CTR_CONSTRUCTION: &str = "Update step after every Generate; at most 2^19 bits per internal Generate";
+const HASH_CONSTRUCTION: &str = "V = V + Hash(0x03 || V) + C + reseed_counter after every Generate; \
+                                 at most 2^19 bits per internal Generate";
+const HMAC_CONSTRUCTION: &str = "HMAC_DRBG_Update (new Key and V) after every Generate; \
+                                 at most 2^19 bits per internal Generate";
 
 /// The algorithms, in the order of [`Algorithm::ALL`] (a compile-time check below keeps the
 /// two aligned).
@@ -115,6 +130,42 @@ static TABLE: [AlgorithmInfo; Algorithm::COUNT] = [
         security_strength_bits: 192,
         known_answer_test: selftest::aes192ctr_known_answer,
     },
+    AlgorithmInfo {
+        algorithm: Algorithm::HashSha256,
+        name: "hash_sha256",
+        aliases: &["hash-sha256", "hash_drbg", "hash-drbg"],
+        standard: "NIST SP 800-90A Rev. 1 Hash_DRBG (10.1.1) with SHA-256",
+        construction: HASH_CONSTRUCTION,
+        security_strength_bits: 256,
+        known_answer_test: selftest::hash_sha256_known_answer,
+    },
+    AlgorithmInfo {
+        algorithm: Algorithm::HashSha512,
+        name: "hash_sha512",
+        aliases: &["hash-sha512"],
+        standard: "NIST SP 800-90A Rev. 1 Hash_DRBG (10.1.1) with SHA-512",
+        construction: HASH_CONSTRUCTION,
+        security_strength_bits: 256,
+        known_answer_test: selftest::hash_sha512_known_answer,
+    },
+    AlgorithmInfo {
+        algorithm: Algorithm::HmacSha256,
+        name: "hmac_sha256",
+        aliases: &["hmac-sha256", "hmac_drbg", "hmac-drbg"],
+        standard: "NIST SP 800-90A Rev. 1 HMAC_DRBG (10.1.2) with SHA-256",
+        construction: HMAC_CONSTRUCTION,
+        security_strength_bits: 256,
+        known_answer_test: selftest::hmac_sha256_known_answer,
+    },
+    AlgorithmInfo {
+        algorithm: Algorithm::HmacSha512,
+        name: "hmac_sha512",
+        aliases: &["hmac-sha512"],
+        standard: "NIST SP 800-90A Rev. 1 HMAC_DRBG (10.1.2) with SHA-512",
+        construction: HMAC_CONSTRUCTION,
+        security_strength_bits: 256,
+        known_answer_test: selftest::hmac_sha512_known_answer,
+    },
 ];
 
 // Row i of the table describes ALL[i], and ALL[i] has index i.
@@ -139,13 +190,17 @@ pub trait WithMechanism {
 impl Algorithm {
     /// Every algorithm, in a fixed order (the order of the pool's instances and of metric
     /// arrays).
-    pub const ALL: [Algorithm; 6] = [
+    pub const ALL: [Algorithm; 10] = [
         Algorithm::ChaCha20,
         Algorithm::Aes256Ctr,
         Algorithm::Blake3,
         Algorithm::Randen,
         Algorithm::Aes128Ctr,
         Algorithm::Aes192Ctr,
+        Algorithm::HashSha256,
+        Algorithm::HashSha512,
+        Algorithm::HmacSha256,
+        Algorithm::HmacSha512,
     ];
 
     /// The number of algorithms.
@@ -165,11 +220,15 @@ impl Algorithm {
             Algorithm::Randen => code.run::<RandenDrbg>(),
             Algorithm::Aes128Ctr => code.run::<Aes128CtrDrbg>(),
             Algorithm::Aes192Ctr => code.run::<Aes192CtrDrbg>(),
+            Algorithm::HashSha256 => code.run::<HashSha256Drbg>(),
+            Algorithm::HashSha512 => code.run::<HashSha512Drbg>(),
+            Algorithm::HmacSha256 => code.run::<HmacSha256Drbg>(),
+            Algorithm::HmacSha512 => code.run::<HmacSha512Drbg>(),
         }
     }
 
-    /// The canonical name: `chacha20`, `aes256ctr`, `blake3`, `randen`, `aes128ctr` or
-    /// `aes192ctr`.
+    /// The canonical name: `chacha20`, `aes256ctr`, `blake3`, `randen`, `aes128ctr`,
+    /// `aes192ctr`, `hash_sha256`, `hash_sha512`, `hmac_sha256` or `hmac_sha512`.
     pub const fn name(self) -> &'static str {
         self.info().name
     }
@@ -211,7 +270,7 @@ impl FromStr for Algorithm {
     type Err = UnknownAlgorithm;
 
     /// Case-insensitive; accepts the canonical names and the aliases of [`AlgorithmInfo`]
-    /// (`chacha`, `aes`, `aes256`, `ctr_drbg`, `ctr-drbg`, `blake3-xof`, ...).
+    /// (`chacha`, `aes`, `aes256`, `ctr_drbg`, `ctr-drbg`, `blake3-xof`, `hash-drbg`, ...).
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let s = s.trim();
         TABLE
@@ -266,6 +325,8 @@ mod tests {
             assert_eq!(Algorithm::from_name(info.name), Some(alg));
         }
         assert_eq!(" AES ".parse::<Algorithm>(), Ok(Algorithm::Aes256Ctr));
+        assert_eq!("hash_drbg".parse::<Algorithm>(), Ok(Algorithm::HashSha256));
+        assert_eq!("HMAC-DRBG".parse::<Algorithm>(), Ok(Algorithm::HmacSha256));
         assert_eq!("rc4".parse::<Algorithm>(), Err(UnknownAlgorithm));
         assert_eq!(Algorithm::from_name("aes"), None);
     }

@@ -15,6 +15,9 @@
 //!
 //! An instance exists only once instantiated ([`HashDrbg::instantiate`] is its one
 //! constructor), so "generate before instantiate" cannot be written.
+//!
+//! drbgd serves it over SHA-256 and SHA-512 (`hash_sha256`, `hash_sha512`) through the
+//! [`Drbg`] trait; the other hashes are for the CAVP tests only.
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -22,7 +25,7 @@ use std::marker::PhantomData;
 use sha2::digest::{Digest, Output};
 use zeroize::Zeroize;
 
-use super::ReseedRequired;
+use super::{Algorithm, Drbg, ReseedRequired};
 
 /// The largest seedlen in bytes (SP 800-90A 10.1 table 2: 888 bits, SHA-384 and SHA-512).
 const MAX_SEED_LEN: usize = 888 / 8;
@@ -46,6 +49,26 @@ pub const fn security_strength_bits_for(out_len: usize) -> usize {
         21..=28 => 192,
         _ => 256,
     }
+}
+
+/// Hash_DRBG over SHA-256, the `hash_sha256` mechanism.
+pub type HashSha256Drbg = HashDrbg<sha2::Sha256>;
+/// Hash_DRBG over SHA-512, the `hash_sha512` mechanism.
+pub type HashSha512Drbg = HashDrbg<sha2::Sha512>;
+
+/// The service algorithm of each hash Hash_DRBG is served with (its security strength comes
+/// with it).
+pub trait HashDrbgHash: Digest + 'static {
+    /// The service algorithm of this hash.
+    const ALGORITHM: Algorithm;
+}
+
+impl HashDrbgHash for sha2::Sha256 {
+    const ALGORITHM: Algorithm = Algorithm::HashSha256;
+}
+
+impl HashDrbgHash for sha2::Sha512 {
+    const ALGORITHM: Algorithm = Algorithm::HashSha512;
 }
 
 /// A Hash_DRBG instance over hash `D` (SHA-1, SHA-224, SHA-256, SHA-384, SHA-512,
@@ -201,6 +224,27 @@ impl<D: Digest> HashDrbg<D> {
     fn derive_c(&mut self) {
         let n = Self::seed_len();
         hash_df::<D>(&[&[0x00], &self.v[..n]], &mut self.c[..n]);
+    }
+}
+
+impl<D: HashDrbgHash> Drbg for HashDrbg<D> {
+    const ALGORITHM: Algorithm = D::ALGORITHM;
+    /// SP 800-90A 8.6.7, 10.1.1.2: entropy of the security strength (256 bits for SHA-256 and
+    /// SHA-512), at instantiate and at every reseed.
+    const ENTROPY_LEN: usize = D::ALGORITHM.security_strength_bits() as usize / 8;
+    /// SP 800-90A 8.6.7: a nonce of half the security strength.
+    const NONCE_LEN: usize = Self::ENTROPY_LEN / 2;
+
+    fn instantiate(entropy: &[u8], nonce: &[u8], personalization: &[u8]) -> Self {
+        HashDrbg::instantiate(entropy, nonce, personalization)
+    }
+
+    fn reseed(&mut self, entropy: &[u8], additional: &[u8]) {
+        HashDrbg::reseed(self, entropy, additional);
+    }
+
+    fn generate(&mut self, out: &mut [u8], additional: &[u8]) -> Result<(), ReseedRequired> {
+        HashDrbg::generate(self, out, additional)
     }
 }
 
@@ -429,6 +473,18 @@ mod tests {
         assert_eq!(&big[..MAX_BYTES_PER_REQUEST], &first[..]);
         assert_eq!(&big[MAX_BYTES_PER_REQUEST..], &second[..]);
         assert_eq!(a.reseed_counter, 3);
+    }
+
+    /// The served hashes: the table's strength is the mechanism's, and the entropy input and
+    /// nonce the pool draws are that strength and half of it.
+    #[test]
+    fn served_hashes_take_their_strength_from_the_table() {
+        assert_eq!(HashSha256Drbg::security_strength_bits(), 256);
+        assert_eq!(HashSha512Drbg::security_strength_bits(), 256);
+        assert_eq!(Algorithm::HashSha256.security_strength_bits(), 256);
+        assert_eq!(Algorithm::HashSha512.security_strength_bits(), 256);
+        assert_eq!((<HashSha256Drbg as Drbg>::ENTROPY_LEN, <HashSha256Drbg as Drbg>::NONCE_LEN), (32, 16));
+        assert_eq!((<HashSha512Drbg as Drbg>::ENTROPY_LEN, <HashSha512Drbg as Drbg>::NONCE_LEN), (32, 16));
     }
 
     #[test]

@@ -16,6 +16,9 @@
 //!
 //! An instance exists only once instantiated ([`HmacDrbg::instantiate`] is its one
 //! constructor), so "generate before instantiate" cannot be written.
+//!
+//! drbgd serves it over SHA-256 and SHA-512 (`hmac_sha256`, `hmac_sha512`) through the
+//! [`Drbg`] trait; the other hashes are for the CAVP tests only.
 
 use std::fmt;
 
@@ -23,12 +26,32 @@ use hmac::digest::{FixedOutput, Output, OutputSizeUser};
 use hmac::{EagerHash, Hmac, KeyInit, Mac};
 use zeroize::Zeroize;
 
-use super::ReseedRequired;
 use super::hash_drbg::security_strength_bits_for;
 pub use super::hash_drbg::{MAX_BYTES_PER_REQUEST, RESEED_INTERVAL};
+use super::{Algorithm, Drbg, ReseedRequired};
 
 /// An outlen-byte value: V, or a new Key.
 type Block<D> = Output<Hmac<D>>;
+
+/// HMAC_DRBG over SHA-256, the `hmac_sha256` mechanism.
+pub type HmacSha256Drbg = HmacDrbg<sha2::Sha256>;
+/// HMAC_DRBG over SHA-512, the `hmac_sha512` mechanism.
+pub type HmacSha512Drbg = HmacDrbg<sha2::Sha512>;
+
+/// The service algorithm of each hash HMAC_DRBG is served with (its security strength comes
+/// with it).
+pub trait HmacDrbgHash: EagerHash + 'static {
+    /// The service algorithm of this hash.
+    const ALGORITHM: Algorithm;
+}
+
+impl HmacDrbgHash for sha2::Sha256 {
+    const ALGORITHM: Algorithm = Algorithm::HmacSha256;
+}
+
+impl HmacDrbgHash for sha2::Sha512 {
+    const ALGORITHM: Algorithm = Algorithm::HmacSha512;
+}
 
 /// An HMAC_DRBG instance over hash `D` (SHA-1, SHA-224, SHA-256, SHA-384, SHA-512,
 /// SHA-512/224 or SHA-512/256).
@@ -175,6 +198,32 @@ impl<D: EagerHash> HmacDrbg<D> {
     }
 }
 
+/// `Send` is asked of the instance, not proven from `D`: whether the keyed hash states are `Send`
+/// depends on the hash's block-level core (it is for every SHA-2).
+impl<D: HmacDrbgHash> Drbg for HmacDrbg<D>
+where
+    HmacDrbg<D>: Send,
+{
+    const ALGORITHM: Algorithm = D::ALGORITHM;
+    /// SP 800-90A 8.6.7, 10.1.2.3: entropy of the security strength (256 bits for SHA-256 and
+    /// SHA-512), at instantiate and at every reseed.
+    const ENTROPY_LEN: usize = D::ALGORITHM.security_strength_bits() as usize / 8;
+    /// SP 800-90A 8.6.7: a nonce of half the security strength.
+    const NONCE_LEN: usize = Self::ENTROPY_LEN / 2;
+
+    fn instantiate(entropy: &[u8], nonce: &[u8], personalization: &[u8]) -> Self {
+        HmacDrbg::instantiate(entropy, nonce, personalization)
+    }
+
+    fn reseed(&mut self, entropy: &[u8], additional: &[u8]) {
+        HmacDrbg::reseed(self, entropy, additional);
+    }
+
+    fn generate(&mut self, out: &mut [u8], additional: &[u8]) -> Result<(), ReseedRequired> {
+        HmacDrbg::generate(self, out, additional)
+    }
+}
+
 /// HMAC over `D` keyed with `key`.
 fn keyed<D: EagerHash>(key: &[u8]) -> Hmac<D> {
     <Hmac<D> as KeyInit>::new_from_slice(key).expect("HMAC takes keys of any length")
@@ -318,6 +367,18 @@ mod tests {
         assert_eq!(HmacDrbg::<sha2::Sha224>::security_strength_bits(), 192);
         assert_eq!(HmacDrbg::<sha2::Sha512_256>::security_strength_bits(), 256);
         assert_eq!(HmacDrbg::<sha2::Sha384>::security_strength_bits(), 256);
+    }
+
+    /// The served hashes: the table's strength is the mechanism's, and the entropy input and
+    /// nonce the pool draws are that strength and half of it.
+    #[test]
+    fn served_hashes_take_their_strength_from_the_table() {
+        assert_eq!(HmacSha256Drbg::security_strength_bits(), 256);
+        assert_eq!(HmacSha512Drbg::security_strength_bits(), 256);
+        assert_eq!(Algorithm::HmacSha256.security_strength_bits(), 256);
+        assert_eq!(Algorithm::HmacSha512.security_strength_bits(), 256);
+        assert_eq!((<HmacSha256Drbg as Drbg>::ENTROPY_LEN, <HmacSha256Drbg as Drbg>::NONCE_LEN), (32, 16));
+        assert_eq!((<HmacSha512Drbg as Drbg>::ENTROPY_LEN, <HmacSha512Drbg as Drbg>::NONCE_LEN), (32, 16));
     }
 
     #[test]

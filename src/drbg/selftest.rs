@@ -6,6 +6,8 @@ use data_encoding::HEXLOWER;
 
 use super::chacha20::ChaCha20Drbg;
 use super::ctr_drbg::{CtrDrbg, CtrKeySize};
+use super::hash_drbg::{HashSha256Drbg, HashSha512Drbg};
+use super::hmac_drbg::{HmacSha256Drbg, HmacSha512Drbg};
 use super::randen::RandenCore;
 use super::{Algorithm, Drbg, WithMechanism};
 
@@ -19,15 +21,17 @@ pub struct SelfTestError {
     pub what: &'static str,
 }
 
-/// A CTR_DRBG known answer: entropy, nonce, and the second 512-bit output.
-struct CtrKat {
+/// An SP 800-90A known answer, from a CAVP no_reseed record without personalization string or
+/// additional input: entropy, nonce, and the second Generate's output (512 bits for CTR_DRBG,
+/// 1024 for SHA-256, 2048 for SHA-512).
+struct DrbgKat {
     entropy: &'static str,
     nonce: &'static str,
     returned: &'static str,
 }
 
 /// NIST CAVP CTR_DRBG.rsp (no_reseed), `[AES-256 use df]`, first group, COUNT = 0.
-const AES256_KAT: CtrKat = CtrKat {
+const AES256_KAT: DrbgKat = DrbgKat {
     entropy: "36401940fa8b1fba91a1661f211d78a0b9389a74e5bccfece8d766af1a6d3b14",
     nonce: "496f25b0f1301b4f501be30380a137eb",
     returned: "5862eb38bd558dd978a696e6df164782ddd887e7e9a6c9f3f1fbafb78941b535\
@@ -36,7 +40,7 @@ const AES256_KAT: CtrKat = CtrKat {
 
 /// NIST CAVP CTR_DRBG.rsp (no_reseed), `[AES-192 use df]`, group without inputs, COUNT = 0
 /// (OpenSSL's copy, tests/data/ctr_drbg_aes192_df.txt).
-const AES192_KAT: CtrKat = CtrKat {
+const AES192_KAT: DrbgKat = DrbgKat {
     entropy: "4d5be91999c1dc6ae2e5f6deb563b125bc8439e85f2576fc",
     nonce: "11e1c2d4d4f73b9c457fcaa06f4af22e",
     returned: "53c2c0237edf9425842ab91c63723616e98bb6c12d16bf8087772d0a080d289f\
@@ -44,11 +48,63 @@ const AES192_KAT: CtrKat = CtrKat {
 };
 
 /// NIST CAVP CTR_DRBG.rsp (no_reseed), `[AES-128 use df]`, first group, COUNT = 0.
-const AES128_KAT: CtrKat = CtrKat {
+const AES128_KAT: DrbgKat = DrbgKat {
     entropy: "890eb067acf7382eff80b0c73bc872c6",
     nonce: "aad471ef3ef1d203",
     returned: "a5514ed7095f64f3d0d3a5760394ab42062f373a25072a6ea6bcfd8489e94af6\
                cf18659fea22ed1ca0a9e33f718b115ee536b12809c31b72b08ddd8be1910fa3",
+};
+
+/// NIST CAVP Hash_DRBG.rsp (no_reseed), `[SHA-256]`, first group (no personalization string, no
+/// additional input), COUNT = 0: tests/data/hash_drbg_no_reseed.rsp, line 4104.
+const HASH_SHA256_KAT: DrbgKat = DrbgKat {
+    entropy: "a65ad0f345db4e0effe875c3a2e71f42c7129d620ff5c119a9ef55f05185e0fb",
+    nonce: "8581f9317517276e06e9607ddbcbcc2e",
+    returned: "d3e160c35b99f340b2628264d1751060e0045da383ff57a57d73a673d2b8d80d\
+               aaf6a6c35a91bb4579d73fd0c8fed111b0391306828adfed528f018121b3febd\
+               c343e797b87dbb63db1333ded9d1ece177cfa6b71fe8ab1da46624ed6415e51c\
+               cde2c7ca86e283990eeaeb91120415528b2295910281b02dd431f4c9f70427df",
+};
+
+/// NIST CAVP Hash_DRBG.rsp (no_reseed), `[SHA-512]`, first group (no personalization string, no
+/// additional input), COUNT = 0: tests/data/hash_drbg_no_reseed.rsp, line 8200.
+const HASH_SHA512_KAT: DrbgKat = DrbgKat {
+    entropy: "6b50a7d8f8a55d7a3df8bb40bcc3b722d8708de67fda010b03c4c84d72096f8c",
+    nonce: "3ec649cc6256d9fa31db7a2904aaf025",
+    returned: "95b7f17e9802d3577392c6a9c08083b67dd1292265b5f42d237f1c55bb9b10bf\
+               cfd82c77a378b8266a0099143b3c2d64611eeeb69acdc055957c139e8b190c7a\
+               06955f2c797c2778de940396a501f40e91396acf8d7e45ebdbb53bbf8c975230\
+               d2f0ff9106c76119ae498e7fbc03d90f8e4c51627aed5c8d4263d5d2b978873a\
+               0de596ee6dc7f7c29e37eee8b34c90dd1cf6a9ddb22b4cbd086b14b35de93da2\
+               d5cb1806698cbd7bbb67bfe3d31fd2d1dbd2a1e058a3eb99d7e51f1a938eed5e\
+               1c1de23a6b4345d3191409f92f39b3670d8dbfb635d8e6a36932d81033d1448d\
+               63b403ddf88e121b6e819ac381226c1321e4b08644f6727c368c5a9f7a4b3ee2",
+};
+
+/// NIST CAVP HMAC_DRBG.rsp (no_reseed), `[SHA-256]`, first group (no personalization string, no
+/// additional input), COUNT = 0: tests/data/hmac_drbg_no_reseed.rsp, line 4104.
+const HMAC_SHA256_KAT: DrbgKat = DrbgKat {
+    entropy: "ca851911349384bffe89de1cbdc46e6831e44d34a4fb935ee285dd14b71a7488",
+    nonce: "659ba96c601dc69fc902940805ec0ca8",
+    returned: "e528e9abf2dece54d47c7e75e5fe302149f817ea9fb4bee6f4199697d04d5b89\
+               d54fbb978a15b5c443c9ec21036d2460b6f73ebad0dc2aba6e624abf07745bc1\
+               07694bb7547bb0995f70de25d6b29e2d3011bb19d27676c07162c8b5ccde0668\
+               961df86803482cb37ed6d5c0bb8d50cf1f50d476aa0458bdaba806f48be9dcb8",
+};
+
+/// NIST CAVP HMAC_DRBG.rsp (no_reseed), `[SHA-512]`, first group (no personalization string, no
+/// additional input), COUNT = 0: tests/data/hmac_drbg_no_reseed.rsp, line 8200.
+const HMAC_SHA512_KAT: DrbgKat = DrbgKat {
+    entropy: "35049f389a33c0ecb1293238fd951f8ffd517dfde06041d32945b3e26914ba15",
+    nonce: "f7328760be6168e6aa9fb54784989a11",
+    returned: "e76491b0260aacfded01ad39fbf1a66a88284caa5123368a2ad9330ee48335e3\
+               c9c9ba90e6cbc9429962d60c1a6661edcfaa31d972b8264b9d4562cf18494128\
+               a092c17a8da6f3113e8a7edfcd4427082bd390675e9662408144971717303d8d\
+               c352c9e8b95e7f35fa2ac9f549b292bc7c4bc7f01ee0a577859ef6e82d79ef23\
+               892d167c140d22aac32b64ccdfeee2730528a38763b24227f91ac3ffe47fb115\
+               38e435307e77481802b0f613f370ffb0dbeab774fe1efbb1a80d01154a9459e7\
+               3ad361108bbc86b0914f095136cbe634555ce0bb263618dc5c367291ce082551\
+               8987154fe9ecb052b3f0a256fcc30cc14572531c9628973639beda456f2bddf6",
 };
 
 /// RFC 8439 appendix A.1 test vector #1: all-zero key and nonce, block 0.
@@ -96,6 +152,26 @@ pub(super) fn aes192ctr_known_answer() -> bool {
 /// AES-128 CTR_DRBG against [`AES128_KAT`].
 pub(super) fn aes128ctr_known_answer() -> bool {
     ctr_kat::<aes::Aes128Enc>(&AES128_KAT)
+}
+
+/// Hash_DRBG over SHA-256 against [`HASH_SHA256_KAT`].
+pub(super) fn hash_sha256_known_answer() -> bool {
+    drbg_kat::<HashSha256Drbg>(&HASH_SHA256_KAT)
+}
+
+/// Hash_DRBG over SHA-512 against [`HASH_SHA512_KAT`].
+pub(super) fn hash_sha512_known_answer() -> bool {
+    drbg_kat::<HashSha512Drbg>(&HASH_SHA512_KAT)
+}
+
+/// HMAC_DRBG over SHA-256 against [`HMAC_SHA256_KAT`].
+pub(super) fn hmac_sha256_known_answer() -> bool {
+    drbg_kat::<HmacSha256Drbg>(&HMAC_SHA256_KAT)
+}
+
+/// HMAC_DRBG over SHA-512 against [`HMAC_SHA512_KAT`].
+pub(super) fn hmac_sha512_known_answer() -> bool {
+    drbg_kat::<HmacSha512Drbg>(&HMAC_SHA512_KAT)
 }
 
 /// Keyed BLAKE3 of the empty input against [`BLAKE3_KEYED_EMPTY`].
@@ -156,16 +232,23 @@ fn chacha_avx2_agrees() -> bool {
     true
 }
 
-fn ctr_kat<C: CtrKeySize>(kat: &CtrKat) -> bool {
-    let (Ok(entropy), Ok(nonce)) =
-        (HEXLOWER.decode(kat.entropy.as_bytes()), HEXLOWER.decode(kat.nonce.as_bytes()))
+fn ctr_kat<C: CtrKeySize>(kat: &DrbgKat) -> bool {
+    drbg_kat::<CtrDrbg<C>>(kat) && batches_agree::<C>() && own_keystream_agrees::<C>()
+}
+
+/// The CAVP procedure for a no_reseed record, through the [`Drbg`] trait the pool drives:
+/// instantiate, generate twice, the second output compared with the record's.
+fn drbg_kat<G: Drbg>(kat: &DrbgKat) -> bool {
+    let decode = |s: &str| HEXLOWER.decode(s.as_bytes());
+    let (Ok(entropy), Ok(nonce), Ok(returned)) =
+        (decode(kat.entropy), decode(kat.nonce), decode(kat.returned))
     else {
         return false;
     };
-    let mut drbg = CtrDrbg::<C>::instantiate(&entropy, &nonce, &[]);
-    let mut out = [0u8; 64];
+    let mut drbg = G::instantiate(&entropy, &nonce, &[]);
+    let mut out = vec![0u8; returned.len()];
     let ok = drbg.generate(&mut out, &[]).is_ok() && drbg.generate(&mut out, &[]).is_ok();
-    ok && hex(&out) == kat.returned && batches_agree::<C>() && own_keystream_agrees::<C>()
+    ok && out == returned
 }
 
 /// Large requests run their counter blocks through `ctr_drbg::ctr_keystream` (a whole batch,

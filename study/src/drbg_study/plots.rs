@@ -12,8 +12,8 @@ use plotters::prelude::*;
 
 use super::Row;
 
-/// One colour per series (six generators and three study baselines, with room to spare).
-const COLORS: [RGBColor; 10] = [
+/// One colour per series (ten generators and three study baselines, with room to spare).
+const COLORS: [RGBColor; 14] = [
     BLUE,
     RED,
     GREEN,
@@ -24,6 +24,10 @@ const COLORS: [RGBColor; 10] = [
     RGBColor(128, 0, 128),
     RGBColor(139, 69, 19),
     RGBColor(128, 128, 128),
+    RGBColor(0, 128, 128),
+    RGBColor(128, 128, 0),
+    RGBColor(255, 105, 180),
+    RGBColor(0, 0, 128),
 ];
 
 type Chart<'a, DB, Y> = ChartContext<'a, DB, Cartesian2d<LogCoord<f64>, Y>>;
