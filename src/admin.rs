@@ -1,5 +1,6 @@
 //! The admin listener: `/metrics` (Prometheus text), `/livez` (the process runs), `/readyz`
-//! (every shard seeded, self-tests passed, not shutting down).
+//! (every shard seeded, self-tests passed, not shutting down; its body names the approved-only
+//! mode when it is on).
 
 use axum::Router;
 use axum::extract::State;
@@ -39,7 +40,12 @@ async fn livez() -> &'static str {
 
 async fn readyz(State(state): State<AppState>) -> Response {
     if state.check_ready() {
-        (StatusCode::OK, "ready\n").into_response()
+        let body = if state.service.rules().approved_only {
+            "ready (approved-only: SP 800-90A mechanisms only)\n"
+        } else {
+            "ready\n"
+        };
+        (StatusCode::OK, body).into_response()
     } else {
         ApiError::NotReady.into_response()
     }

@@ -74,6 +74,7 @@ impl App {
         }
         let metrics = Arc::new(Metrics::new(pool.stats().clone()));
         metrics.shards.set(pool.shard_count() as i64);
+        metrics.approved_only.set(i64::from(settings.drbg.approved_only));
         let api = TcpListener::bind(settings.server.listen)
             .await
             .with_context(|| format!("cannot listen on {}", settings.server.listen))?;

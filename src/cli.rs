@@ -61,6 +61,10 @@ struct ServeArgs {
     /// Shards (overrides drbg.shards).
     #[arg(long)]
     shards: Option<usize>,
+    /// Serve the SP 800-90A mechanisms only (sets drbg.approved_only): the default algorithm
+    /// becomes aes256ctr unless one is configured.
+    #[arg(long)]
+    approved_only: bool,
     /// Log format (overrides log.format).
     #[arg(long, value_enum)]
     log_format: Option<LogFormat>,
@@ -147,6 +151,9 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     }
     if let Some(v) = args.shards {
         set("drbg", "shards", v.into());
+    }
+    if args.approved_only {
+        set("drbg", "approved_only", true.into());
     }
     if let Some(v) = args.log_format {
         set("log", "format", serde_json::to_value(v)?);

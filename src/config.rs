@@ -144,7 +144,7 @@ pub struct Limits {
     pub max_count: usize,
 }
 
-/// `[drbg]`: four keys, then one `[drbg.<alg>]` table per algorithm (canonical names).
+/// `[drbg]`: five keys, then one `[drbg.<alg>]` table per algorithm (canonical names).
 ///
 /// (De)serialized by hand because the per-algorithm tables sit beside the plain keys: they
 /// become one map keyed by [`Algorithm`], and any other key is refused.
@@ -158,6 +158,10 @@ pub struct DrbgSettings {
     pub shards: usize,
     /// Personalization label.
     pub instance: String,
+    /// Serve the SP 800-90A mechanisms only ([`Algorithm::approved`]): with it, `default_alg`
+    /// and `enabled` left at the embedded defaults become `aes256ctr` and the approved
+    /// algorithms ([`Settings::load`]), and naming any other algorithm is refused.
+    pub approved_only: bool,
     /// `[drbg.<alg>]`: the reseed policy of each algorithm.
     pub policies: PerAlgorithm<PolicySettings>,
 }
@@ -192,7 +196,7 @@ impl<T> std::ops::IndexMut<Algorithm> for PerAlgorithm<T> {
     }
 }
 
-const DRBG_KEYS: [&str; 4] = ["default_alg", "enabled", "shards", "instance"];
+const DRBG_KEYS: [&str; 5] = ["default_alg", "enabled", "shards", "instance", "approved_only"];
 
 /// The keys `[drbg]` accepts (for error messages): its own, then one table per algorithm.
 const DRBG_FIELDS: [&str; DRBG_KEYS.len() + Algorithm::COUNT] = {
@@ -213,6 +217,7 @@ impl Serialize for DrbgSettings {
         map.serialize_entry("enabled", &self.enabled)?;
         map.serialize_entry("shards", &self.shards)?;
         map.serialize_entry("instance", &self.instance)?;
+        map.serialize_entry("approved_only", &self.approved_only)?;
         for (alg, policy) in self.policies.iter() {
             map.serialize_entry(alg.name(), policy)?;
         }
@@ -232,6 +237,7 @@ impl<'de> Deserialize<'de> for DrbgSettings {
 
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<DrbgSettings, A::Error> {
                 let (mut default_alg, mut enabled, mut shards, mut instance) = (None, None, None, None);
+                let mut approved_only = None;
                 let mut policies: [Option<PolicySettings>; Algorithm::COUNT] = [None; Algorithm::COUNT];
                 while let Some(key) = map.next_key::<String>()? {
                     match key.as_str() {
@@ -239,6 +245,7 @@ impl<'de> Deserialize<'de> for DrbgSettings {
                         "enabled" => enabled = Some(map.next_value()?),
                         "shards" => shards = Some(map.next_value()?),
                         "instance" => instance = Some(map.next_value()?),
+                        "approved_only" => approved_only = Some(map.next_value()?),
                         name => match Algorithm::from_name(name) {
                             Some(alg) => policies[alg.index()] = Some(map.next_value()?),
                             None => return Err(de::Error::unknown_field(name, &DRBG_FIELDS)),
@@ -254,6 +261,7 @@ impl<'de> Deserialize<'de> for DrbgSettings {
                     enabled: enabled.ok_or_else(|| missing("enabled"))?,
                     shards: shards.ok_or_else(|| missing("shards"))?,
                     instance: instance.ok_or_else(|| missing("instance"))?,
+                    approved_only: approved_only.ok_or_else(|| missing("approved_only"))?,
                     policies: PerAlgorithm::from_fn(|alg| {
                         policies[alg.index()].unwrap_or_else(|| unreachable!("checked above"))
                     }),
@@ -261,6 +269,25 @@ impl<'de> Deserialize<'de> for DrbgSettings {
             }
         }
         deserializer.deserialize_map(Visitor)
+    }
+}
+
+impl DrbgSettings {
+    /// The defaults `approved_only` implies, for the keys no file, environment variable or flag
+    /// set (`enabled_set`, `default_alg_set`): `enabled` becomes the approved algorithms, and
+    /// `default_alg` becomes `aes256ctr` (or, when `enabled` lists no `aes256ctr`, its first
+    /// approved algorithm).
+    fn follow_approved_only(&mut self, enabled_set: bool, default_alg_set: bool) {
+        if !enabled_set {
+            self.enabled = Algorithm::ALL.into_iter().filter(|alg| alg.approved()).collect();
+        }
+        if !default_alg_set {
+            self.default_alg = if self.enabled.contains(&Algorithm::Aes256Ctr) {
+                Algorithm::Aes256Ctr
+            } else {
+                self.enabled.iter().copied().find(|alg| alg.approved()).unwrap_or(Algorithm::Aes256Ctr)
+            };
+        }
     }
 }
 
@@ -497,9 +524,21 @@ fn host_entry(entry: &str) -> bool {
     host.split('.').all(label) && with_port.is_none_or(port)
 }
 
+/// `figment` with the layers over the embedded defaults merged in, in order: `file`, the
+/// `DRBGD__*` environment, `overrides`.
+fn layered(mut figment: Figment, file: Option<&Path>, overrides: impl Serialize) -> Figment {
+    if let Some(file) = file {
+        figment = figment.merge(Toml::file_exact(file));
+    }
+    figment = figment.merge(Env::prefixed("DRBGD__").split("__").lowercase(true));
+    figment.merge(Serialized::defaults(overrides))
+}
+
 impl Settings {
     /// Loads the layers: defaults, `file`, environment, then `overrides` (CLI flags as a
-    /// nested map), and validates the result.
+    /// nested map), and validates the result. With `drbg.approved_only`, `drbg.enabled` and
+    /// `drbg.default_alg` that no layer but the embedded defaults sets follow it
+    /// ([`DrbgSettings::follow_approved_only`]).
     ///
     /// # Errors
     /// [`ConfigError`] naming the offending key.
@@ -520,15 +559,24 @@ impl Settings {
         {
             return Err(ConfigError::TooDeep(file.display().to_string()));
         }
-        let extracted = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let mut figment = Figment::from(Toml::string(DEFAULT_TOML));
-            if let Some(file) = file {
-                figment = figment.merge(Toml::file_exact(file));
-            }
-            figment = figment.merge(Env::prefixed("DRBGD__").split("__").lowercase(true));
-            figment = figment.merge(Serialized::defaults(overrides));
-            figment.extract::<Settings>().map_err(Box::new)
-        }));
+        let extracted = std::panic::catch_unwind(std::panic::AssertUnwindSafe(
+            || -> Result<Settings, Box<figment::Error>> {
+                // The same layers without the embedded defaults: a key present here was set by
+                // the file, the environment or a flag. (The embedded defaults name every
+                // algorithm, so the merged values cannot tell `approved_only` alone from
+                // `approved_only` with `enabled` or `default_alg` set to those same values.)
+                let explicit = layered(Figment::new(), file, &overrides);
+                let mut settings: Settings =
+                    layered(Figment::from(Toml::string(DEFAULT_TOML)), file, overrides).extract()?;
+                if settings.drbg.approved_only {
+                    settings.drbg.follow_approved_only(
+                        explicit.contains("drbg.enabled"),
+                        explicit.contains("drbg.default_alg"),
+                    );
+                }
+                Ok(settings)
+            },
+        ));
         let settings = extracted.map_err(|_| ConfigError::Unparsable)?.map_err(ConfigError::Load)?;
         settings.validate()?;
         Ok(settings)
@@ -597,6 +645,16 @@ impl Settings {
         let d = &self.drbg;
         if d.enabled.is_empty() {
             return invalid("drbg.enabled", "at least one algorithm must be enabled");
+        }
+        if d.approved_only {
+            let not_approved =
+                |alg: Algorithm| format!("{alg} is not an SP 800-90A mechanism (drbg.approved_only)");
+            if let Some(alg) = d.enabled.iter().find(|alg| !alg.approved()) {
+                return invalid("drbg.enabled", &not_approved(*alg));
+            }
+            if !d.default_alg.approved() {
+                return invalid("drbg.default_alg", &not_approved(d.default_alg));
+            }
         }
         if !d.enabled.contains(&d.default_alg) {
             return invalid("drbg.default_alg", "must be one of drbg.enabled");
@@ -738,6 +796,7 @@ mod tests {
         assert_eq!(s.limits.max_bits, 100_000_000);
         assert_eq!(s.drbg.default_alg, Algorithm::ChaCha20);
         assert_eq!(s.drbg.enabled, Algorithm::ALL);
+        assert!(!s.drbg.approved_only);
         assert_eq!(s.log.format, LogFormat::Text);
         assert_eq!(s.auth.api_keys_file, None);
         for alg in Algorithm::ALL {
@@ -769,6 +828,58 @@ mod tests {
             assert!(s.policy(Algorithm::ChaCha20).jitter);
             assert_eq!(s.log.format, LogFormat::Json);
             assert_eq!(s.api_keys_file(), Some(PathBuf::from("/run/keys")));
+            Ok(())
+        });
+    }
+
+    /// `drbg.approved_only` alone is enough: the embedded `default_alg` and `enabled` follow it;
+    /// a non-approved algorithm that a flag, file or environment variable names is refused.
+    #[test]
+    fn approved_only_sets_its_defaults_and_refuses_what_is_not_approved() {
+        let approved: Vec<Algorithm> = Algorithm::ALL.into_iter().filter(|alg| alg.approved()).collect();
+        assert_eq!(approved.len(), 7);
+        figment::Jail::expect_with(|jail| {
+            let load = |drbg: serde_json::Value| Settings::load(None, serde_json::json!({ "drbg": drbg }));
+            let s = load(serde_json::json!({ "approved_only": true })).unwrap();
+            assert!(s.drbg.approved_only);
+            assert_eq!(s.drbg.default_alg, Algorithm::Aes256Ctr);
+            assert_eq!(s.drbg.enabled, approved);
+            let s = load(serde_json::json!({ "approved_only": false })).unwrap();
+            assert_eq!((s.drbg.default_alg, s.drbg.enabled.len()), (Algorithm::ChaCha20, Algorithm::COUNT));
+
+            let e = load(serde_json::json!({ "approved_only": true, "enabled": ["chacha20", "aes256ctr"] }))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("drbg.enabled") && e.contains("chacha20 is not an SP 800-90A mechanism"),
+                "{e}"
+            );
+            let e = load(serde_json::json!({ "approved_only": true, "default_alg": "chacha20" }))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("drbg.default_alg") && e.contains("chacha20"), "{e}");
+            let named = serde_json::json!({
+                "approved_only": true, "enabled": ["aes256ctr"], "default_alg": "randen"
+            });
+            let e = load(named).unwrap_err().to_string();
+            assert!(e.contains("drbg.default_alg") && e.contains("randen"), "{e}");
+            let s = load(serde_json::json!({ "approved_only": true, "enabled": ["blake3", "hash_sha512"] }));
+            assert!(s.unwrap_err().to_string().contains("drbg.enabled: blake3"));
+            // `enabled` set without aes256ctr: the default is its first approved algorithm.
+            let s = load(serde_json::json!({ "approved_only": true, "enabled": ["hash_sha512"] })).unwrap();
+            assert_eq!(s.drbg.default_alg, Algorithm::HashSha512);
+
+            // From a file and the environment alike; an approved choice is kept.
+            jail.create_file("drbgd.toml", "[drbg]\napproved_only = true\ndefault_alg = \"hmac_sha256\"\n")?;
+            let s = Settings::load(Some(Path::new("drbgd.toml")), serde_json::json!({})).unwrap();
+            assert_eq!((s.drbg.default_alg, &s.drbg.enabled), (Algorithm::HmacSha256, &approved));
+            jail.set_env("DRBGD__DRBG__ENABLED", "[\"hash_sha512\", \"hmac_sha256\"]");
+            let s = Settings::load(Some(Path::new("drbgd.toml")), serde_json::json!({})).unwrap();
+            assert_eq!(s.drbg.enabled, [Algorithm::HashSha512, Algorithm::HmacSha256]);
+            jail.set_env("DRBGD__DRBG__ENABLED", "[\"chacha20\", \"aes256ctr\"]");
+            let e =
+                Settings::load(Some(Path::new("drbgd.toml")), serde_json::json!({})).unwrap_err().to_string();
+            assert!(e.contains("drbg.enabled") && e.contains("chacha20"), "{e}");
             Ok(())
         });
     }

@@ -63,6 +63,8 @@ pub struct Metrics {
     pub shards: IntGauge,
     /// `drbgd_ready`: 1 while /readyz answers 200.
     pub ready: IntGauge,
+    /// `drbgd_approved_only`: 1 while only SP 800-90A mechanisms are served.
+    pub approved_only: IntGauge,
     /// `drbgd_self_test_failures_total{alg}` at start-up (continuous failures come from the pool).
     pub startup_self_test_failures: IntCounterVec,
     /// `drbgd_reloads_total{what,result}`: reloads of mounted files (TLS, API keys).
@@ -176,6 +178,10 @@ impl Metrics {
             output_bytes: counter("output_bytes_total", "Random bytes served.", &["alg"]),
             shards: gauge("shards", "Generator shards (each holds one instance per algorithm)."),
             ready: gauge("ready", "1 while the service reports ready."),
+            approved_only: gauge(
+                "approved_only",
+                "1 while only SP 800-90A mechanisms (CTR_DRBG, Hash_DRBG, HMAC_DRBG) are served (drbg.approved_only).",
+            ),
             startup_self_test_failures: counter(
                 "startup_self_test_failures_total",
                 "Start-up self-test failures (the process refuses to start).",
@@ -253,6 +259,7 @@ impl Metrics {
             Box::new(m.output_bytes.clone()),
             Box::new(m.shards.clone()),
             Box::new(m.ready.clone()),
+            Box::new(m.approved_only.clone()),
             Box::new(m.startup_self_test_failures.clone()),
             Box::new(LifecycleCollector::new(stats)),
             Box::new(m.reloads.clone()),

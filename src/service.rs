@@ -69,6 +69,7 @@ impl Rules {
             stream_buffer_bytes: l.stream_buffer_bytes,
             default_alg: settings.drbg.default_alg,
             enabled: settings.drbg.enabled.clone(),
+            approved_only: settings.drbg.approved_only,
         }
     }
 }

@@ -771,6 +771,11 @@ fn build_policy(
 ) -> anyhow::Result<(Policy, Quota)> {
     let p = &table.policy;
     let enabled = &settings.drbg.enabled;
+    if settings.drbg.approved_only
+        && let Some(alg) = p.algs.iter().flatten().find(|alg| !alg.approved())
+    {
+        bail!("callers.{name}.policy.algs: {alg} is not an SP 800-90A mechanism (drbg.approved_only)");
+    }
     let algs = match &p.algs {
         None => enabled.clone(),
         Some(algs) => {
@@ -943,6 +948,26 @@ mod tests {
         );
         assert!(strict.widened_from(&half).is_empty(), "narrowing is not warned");
         assert!(strict.widened_from(&strict).is_empty());
+    }
+
+    /// With `drbg.approved_only`, a policy naming a non-approved algorithm is refused (not
+    /// warned about and ignored, as an algorithm merely disabled is).
+    #[test]
+    fn an_approved_only_server_refuses_a_policy_naming_another_algorithm() {
+        let metrics = Metrics::new(Arc::default());
+        let mut settings = Settings::defaults();
+        settings.drbg.approved_only = true;
+        settings.drbg.default_alg = Algorithm::Aes256Ctr;
+        settings.drbg.enabled = vec![Algorithm::Aes256Ctr, Algorithm::HmacSha256];
+        let mut web = CallerSettings::default();
+        web.policy.algs = Some(vec![Algorithm::HmacSha256, Algorithm::ChaCha20]);
+        settings.callers.insert("web".into(), web.clone());
+        let Err(e) = Registry::build(&settings, &metrics, None) else { panic!("a non-approved algorithm") };
+        let e = e.to_string();
+        assert!(e.contains("callers.web.policy.algs") && e.contains("chacha20"), "{e}");
+        web.policy.algs = Some(vec![Algorithm::HmacSha256, Algorithm::HashSha512]);
+        settings.callers.insert("web".into(), web);
+        assert!(Registry::build(&settings, &metrics, None).is_ok(), "disabled but approved: warned");
     }
 
     /// RFC 7235: the auth scheme is case-insensitive, and one or more spaces follow it.

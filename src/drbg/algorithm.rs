@@ -1,11 +1,12 @@
 //! The algorithms drbgd serves, described once.
 //!
 //! Everything that differs between algorithms lives in this file: the [`Algorithm`] enum, the
-//! [`AlgorithmInfo`] table (name, aliases, standard, security strength, construction, the
-//! primitive's known-answer test) and [`Algorithm::with_mechanism`], the one `match` from an
-//! algorithm to the [`Drbg`] type implementing it. The pool, the self-tests, the command line,
-//! the config file, the metrics and `GET /algorithms` all read from here; adding an algorithm
-//! means adding a variant, a table row and a match arm, and the compiler points at each.
+//! [`AlgorithmInfo`] table (name, aliases, standard, whether SP 800-90A approves it, security
+//! strength, construction, the primitive's known-answer test) and
+//! [`Algorithm::with_mechanism`], the one `match` from an algorithm to the [`Drbg`] type
+//! implementing it. The pool, the self-tests, the command line, the config file, the metrics
+//! and `GET /algorithms` all read from here; adding an algorithm means adding a variant, a table
+//! row and a match arm, and the compiler points at each.
 
 use std::fmt;
 use std::str::FromStr;
@@ -55,6 +56,9 @@ pub struct AlgorithmInfo {
     pub aliases: &'static [&'static str],
     /// The standard or specification the mechanism follows.
     pub standard: &'static str,
+    /// Whether it is an SP 800-90A Rev. 1 mechanism (CTR_DRBG, Hash_DRBG, HMAC_DRBG): the only
+    /// ones served with `drbg.approved_only`.
+    pub approved: bool,
     /// How the mechanism produces output and erases what produced it.
     pub construction: &'static str,
     /// Security strength in bits: the AES key size for CTR_DRBG (SP 800-90A table 3), the
@@ -80,6 +84,7 @@ static TABLE: [AlgorithmInfo; Algorithm::COUNT] = [
         name: "chacha20",
         aliases: &["chacha", "chacha20rng"],
         standard: "ChaCha20 (RFC 8439 block function, 20 rounds); not a NIST DRBG",
+        approved: false,
         construction: "fast key erasure: each 1 KiB keystream batch yields the next key",
         security_strength_bits: 256,
         known_answer_test: selftest::chacha20_known_answer,
@@ -89,6 +94,7 @@ static TABLE: [AlgorithmInfo; Algorithm::COUNT] = [
         name: "aes256ctr",
         aliases: &["aes", "aes256", "aes-256-ctr", "aes256-ctr", "ctr_drbg", "ctr-drbg", "ctrdrbg"],
         standard: "NIST SP 800-90A Rev. 1 CTR_DRBG (10.2.1) with AES-256 and the derivation function",
+        approved: true,
         construction: CTR_CONSTRUCTION,
         security_strength_bits: 256,
         known_answer_test: selftest::aes256ctr_known_answer,
@@ -98,6 +104,7 @@ static TABLE: [AlgorithmInfo; Algorithm::COUNT] = [
         name: "blake3",
         aliases: &["blake3xof", "blake3-xof", "blake3_xof"],
         standard: "keyed BLAKE3 XOF (BLAKE3 specification); not a NIST DRBG",
+        approved: false,
         construction: "fast key erasure over a keyed hash of a 64-bit counter",
         security_strength_bits: 256,
         known_answer_test: selftest::blake3_known_answer,
@@ -107,6 +114,7 @@ static TABLE: [AlgorithmInfo; Algorithm::COUNT] = [
         name: "randen",
         aliases: &[],
         standard: "Randen (Google, arXiv:1810.02227; Abseil's engine); not a NIST DRBG",
+        approved: false,
         construction: "sponge over a 16-branch Feistel permutation of 2-round AES functions; \
                        handed-out bytes wiped",
         security_strength_bits: 128,
@@ -117,6 +125,7 @@ static TABLE: [AlgorithmInfo; Algorithm::COUNT] = [
         name: "aes128ctr",
         aliases: &["aes128", "aes-128-ctr", "aes128-ctr"],
         standard: "NIST SP 800-90A Rev. 1 CTR_DRBG (10.2.1) with AES-128 and the derivation function",
+        approved: true,
         construction: CTR_CONSTRUCTION,
         security_strength_bits: 128,
         known_answer_test: selftest::aes128ctr_known_answer,
@@ -126,6 +135,7 @@ static TABLE: [AlgorithmInfo; Algorithm::COUNT] = [
         name: "aes192ctr",
         aliases: &["aes192", "aes-192-ctr", "aes192-ctr"],
         standard: "NIST SP 800-90A Rev. 1 CTR_DRBG (10.2.1) with AES-192 and the derivation function",
+        approved: true,
         construction: CTR_CONSTRUCTION,
         security_strength_bits: 192,
         known_answer_test: selftest::aes192ctr_known_answer,
@@ -135,6 +145,7 @@ static TABLE: [AlgorithmInfo; Algorithm::COUNT] = [
         name: "hash_sha256",
         aliases: &["hash-sha256", "hash_drbg", "hash-drbg"],
         standard: "NIST SP 800-90A Rev. 1 Hash_DRBG (10.1.1) with SHA-256",
+        approved: true,
         construction: HASH_CONSTRUCTION,
         security_strength_bits: 256,
         known_answer_test: selftest::hash_sha256_known_answer,
@@ -144,6 +155,7 @@ static TABLE: [AlgorithmInfo; Algorithm::COUNT] = [
         name: "hash_sha512",
         aliases: &["hash-sha512"],
         standard: "NIST SP 800-90A Rev. 1 Hash_DRBG (10.1.1) with SHA-512",
+        approved: true,
         construction: HASH_CONSTRUCTION,
         security_strength_bits: 256,
         known_answer_test: selftest::hash_sha512_known_answer,
@@ -153,6 +165,7 @@ static TABLE: [AlgorithmInfo; Algorithm::COUNT] = [
         name: "hmac_sha256",
         aliases: &["hmac-sha256", "hmac_drbg", "hmac-drbg"],
         standard: "NIST SP 800-90A Rev. 1 HMAC_DRBG (10.1.2) with SHA-256",
+        approved: true,
         construction: HMAC_CONSTRUCTION,
         security_strength_bits: 256,
         known_answer_test: selftest::hmac_sha256_known_answer,
@@ -162,6 +175,7 @@ static TABLE: [AlgorithmInfo; Algorithm::COUNT] = [
         name: "hmac_sha512",
         aliases: &["hmac-sha512"],
         standard: "NIST SP 800-90A Rev. 1 HMAC_DRBG (10.1.2) with SHA-512",
+        approved: true,
         construction: HMAC_CONSTRUCTION,
         security_strength_bits: 256,
         known_answer_test: selftest::hmac_sha512_known_answer,
@@ -231,6 +245,11 @@ impl Algorithm {
     /// `aes192ctr`, `hash_sha256`, `hash_sha512`, `hmac_sha256` or `hmac_sha512`.
     pub const fn name(self) -> &'static str {
         self.info().name
+    }
+
+    /// Whether it is an SP 800-90A mechanism (see [`AlgorithmInfo::approved`]).
+    pub const fn approved(self) -> bool {
+        self.info().approved
     }
 
     /// Security strength in bits (see [`AlgorithmInfo::security_strength_bits`]).
@@ -329,6 +348,26 @@ mod tests {
         assert_eq!("HMAC-DRBG".parse::<Algorithm>(), Ok(Algorithm::HmacSha256));
         assert_eq!("rc4".parse::<Algorithm>(), Err(UnknownAlgorithm));
         assert_eq!(Algorithm::from_name("aes"), None);
+    }
+
+    #[test]
+    fn the_sp800_90a_mechanisms_and_only_they_are_approved() {
+        let approved: Vec<Algorithm> = Algorithm::ALL.into_iter().filter(|a| a.approved()).collect();
+        assert_eq!(
+            approved,
+            [
+                Algorithm::Aes256Ctr,
+                Algorithm::Aes128Ctr,
+                Algorithm::Aes192Ctr,
+                Algorithm::HashSha256,
+                Algorithm::HashSha512,
+                Algorithm::HmacSha256,
+                Algorithm::HmacSha512,
+            ]
+        );
+        for alg in Algorithm::ALL {
+            assert_eq!(alg.approved(), alg.info().standard.starts_with("NIST SP 800-90A"), "{alg}");
+        }
     }
 
     #[test]

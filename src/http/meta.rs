@@ -8,10 +8,17 @@ use crate::callers::Admission;
 use crate::drbg::Algorithm;
 use crate::state::AppState;
 
-/// `GET /algorithms`: what each generator is, its standard, strength and current settings.
+/// `GET /algorithms`: what each generator is, its standard (and whether SP 800-90A approves
+/// it), strength and current settings, and whether only approved ones are served.
 pub fn algorithms(state: &AppState) -> Response {
     let list: Vec<Value> = Algorithm::ALL.into_iter().map(|alg| describe(state, alg)).collect();
-    Json(json!({ "default": state.service.rules().default_alg.name(), "algorithms": list })).into_response()
+    let rules = state.service.rules();
+    Json(json!({
+        "default": rules.default_alg.name(),
+        "approved_only": rules.approved_only,
+        "algorithms": list,
+    }))
+    .into_response()
 }
 
 fn describe(state: &AppState, alg: Algorithm) -> Value {
@@ -22,6 +29,7 @@ fn describe(state: &AppState, alg: Algorithm) -> Value {
         "aliases": info.aliases,
         "enabled": state.service.rules().enabled.contains(&alg),
         "standard": info.standard,
+        "approved": info.approved,
         "construction": info.construction,
         "security_strength_bits": info.security_strength_bits,
         "backtracking_resistance": true,

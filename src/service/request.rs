@@ -47,18 +47,29 @@ pub struct Rules {
     pub default_alg: Algorithm,
     /// The algorithms callers may name.
     pub enabled: Vec<Algorithm>,
+    /// Only SP 800-90A mechanisms are served (`drbg.approved_only`).
+    pub approved_only: bool,
 }
 
 impl Rules {
     /// Resolves an optional algorithm name (any alias, any case) against the enabled set.
     ///
     /// # Errors
-    /// `unknown_alg` for a name that is no algorithm, `alg_disabled` for a disabled one.
+    /// `unknown_alg` for a name that is no algorithm, `alg_not_approved` for one that is no
+    /// SP 800-90A mechanism when only those are served (before `alg_disabled`, which it
+    /// explains better), `alg_disabled` for a disabled one.
     pub fn algorithm(&self, name: Option<&str>) -> Result<Algorithm, ApiError> {
         let Some(name) = name else { return Ok(self.default_alg) };
         let alg: Algorithm = name.parse().map_err(|_| {
             ApiError::invalid("unknown_alg", "alg", format!("alg must be one of {}", crate::drbg::names()))
         })?;
+        if self.approved_only && !alg.approved() {
+            return Err(ApiError::invalid(
+                "alg_not_approved",
+                "alg",
+                format!("{alg} is not an SP 800-90A mechanism; this server serves approved mechanisms only"),
+            ));
+        }
         if !self.enabled.contains(&alg) {
             return Err(ApiError::invalid(
                 "alg_disabled",
@@ -106,7 +117,7 @@ impl BitsRequest {
     /// A request for up to `max_bits` bits (streamed above the threshold).
     ///
     /// # Errors
-    /// `invalid_n` (absent or 0), `n_too_large` (400), `unknown_alg`, `alg_disabled`.
+    /// `invalid_n` (absent or 0), `n_too_large` (400), `unknown_alg`, `alg_not_approved`, `alg_disabled`.
     pub fn new(
         rules: &Rules,
         n: Option<u64>,
@@ -257,7 +268,7 @@ pub struct TokenRequest(pub(super) SecretRequest);
 
 impl TokenRequest {
     /// # Errors
-    /// `invalid_bytes` outside 1..=`max_token_bytes`, `unknown_alg`, `alg_disabled`.
+    /// `invalid_bytes` outside 1..=`max_token_bytes`, `unknown_alg`, `alg_not_approved`, `alg_disabled`.
     pub fn new(
         rules: &Rules,
         bytes: Option<u64>,
@@ -307,7 +318,7 @@ pub struct UuidRequest {
 
 impl UuidRequest {
     /// # Errors
-    /// `invalid_count`, `invalid_version` (not 4 or 7), `unknown_alg`, `alg_disabled`.
+    /// `invalid_count`, `invalid_version` (not 4 or 7), `unknown_alg`, `alg_not_approved`, `alg_disabled`.
     pub fn new(
         rules: &Rules,
         count: Option<u64>,
@@ -352,7 +363,7 @@ pub struct IntRequest {
 impl IntRequest {
     /// # Errors
     /// `invalid_integer` (min or max absent), `invalid_range` (min > max), `invalid_count`,
-    /// `unknown_alg`, `alg_disabled`.
+    /// `unknown_alg`, `alg_not_approved`, `alg_disabled`.
     pub fn new(
         rules: &Rules,
         min: Option<i64>,

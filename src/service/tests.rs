@@ -18,6 +18,7 @@ fn rules() -> Rules {
         stream_buffer_bytes: 1 << 20,
         default_alg: Algorithm::ChaCha20,
         enabled: vec![Algorithm::ChaCha20, Algorithm::Aes256Ctr],
+        approved_only: false,
     }
 }
 
@@ -62,6 +63,16 @@ fn constructors_apply_the_rules_once() {
     assert_eq!(code(bits(Some(8), Some("blake3"))), "alg_disabled");
     assert_eq!(bits(Some(8), Some("AES")).unwrap().alg(), Algorithm::Aes256Ctr);
     assert_eq!(bits(Some(8), None).unwrap().alg(), Algorithm::ChaCha20, "the configured default");
+    // Approved-only: a non-approved algorithm is refused as such, enabled (chacha20) or not
+    // (blake3); an approved one that is disabled is still alg_disabled.
+    let approved = Rules { approved_only: true, default_alg: Algorithm::Aes256Ctr, ..rules() };
+    let bits = |alg| BitsRequest::new(&approved, Some(8), alg, Encoding::Hex, false);
+    assert_eq!(code(bits(Some("chacha20"))), "alg_not_approved");
+    assert_eq!(code(bits(Some("blake3"))), "alg_not_approved");
+    assert_eq!(code(bits(Some("hmac_sha256"))), "alg_disabled");
+    assert_eq!(code(bits(Some("rc4"))), "unknown_alg");
+    assert_eq!(bits(Some("aes")).unwrap().alg(), Algorithm::Aes256Ctr);
+    assert_eq!(bits(None).unwrap().alg(), Algorithm::Aes256Ctr);
     assert_eq!(code(BitsRequest::unary(&r, Some((1 << 16) + 1), None, false)), "n_too_large");
     assert_eq!(code(BytesRequest::new(&r, Some((1 << 17) + 1), None, Encoding::Hex, false)), "n_too_large");
     assert_eq!(BytesRequest::new(&r, Some(3), None, Encoding::Hex, false).unwrap().into_bits().n_bits(), 24);

@@ -1,6 +1,7 @@
 //! API tests: one binary, the real application on port 0 per test.
 
 mod admin;
+mod approved;
 mod callers;
 mod callers_config;
 mod callers_mtls;
