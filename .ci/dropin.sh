@@ -4,7 +4,8 @@
 # - Debian's `pollinate` (Ubuntu's boot-time Pollen client) in its test mode against POST
 #   /pollen without credentials, which exits 0 only when the challenge's answer matched; and, as
 #   a negative control, against a route that does not speak Pollen;
-# - hvac (Vault) and boto3 (AWS KMS), .ci/dropin_clients.py;
+# - hvac (Vault) and boto3 (AWS KMS), .ci/dropin_clients.py, and the KMS door's attacks
+#   (scripts/kms-attacks.py);
 # - the AWS CLI (v1), with the example access key and with a wrong one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,6 +35,8 @@ echo "pollinate refused it, as it must"
 
 echo "--- hvac and boto3"
 python3 .ci/dropin_clients.py "http://$api"
+echo "--- the KMS door attacked: slow signed heads for 10 s while boto3 is served, a session token, a repeated Authorization"
+python3 scripts/kms-attacks.py "http://$api" 10 70 10
 
 echo "--- the AWS CLI"
 aws_cli() {

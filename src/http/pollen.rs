@@ -40,8 +40,10 @@ pub async fn post(State(state): State<AppState>, request: Request) -> Response {
 }
 
 /// The challenge of a form body, as Pollen's server reads it (`r.FormValue("challenge")`):
-/// the `challenge` field form-decoded, empty when absent (pollinate's `--no-challenge` posts
-/// no body and checks nothing), other fields (pollinate's `tag`) ignored. Refused: a repeated
+/// the `challenge` field form-decoded, other fields (pollinate's `tag`) ignored. Empty when
+/// absent, and answered: Canonical's server answers 400 there, but pollinate's
+/// `--no-challenge` posts no body, checks nothing, and its curl (no `-f`) would write a 400's
+/// body into the kernel's pool as seed; fresh bytes are kinder. Refused: a repeated
 /// challenge, one over [`MAX_CHALLENGE`] characters, or one that is not printable ASCII.
 fn challenge(body: &[u8]) -> Result<String, ApiError> {
     let invalid = |why: &str| ApiError::invalid("invalid_challenge", "challenge", why.to_owned());
@@ -81,7 +83,8 @@ mod tests {
         // Form-decoded, not hex-decoded.
         assert_eq!(challenge(b"challenge=a%20b+c").unwrap_err().code(), "invalid_challenge");
         assert_eq!(challenge(b"challenge=abc%21").unwrap(), "abc!");
-        // As Pollen's server: absent or empty is the empty challenge, other fields ignored.
+        // Absent or empty is the empty challenge (Canonical's server answers 400: see
+        // `challenge`), other fields ignored.
         assert_eq!(challenge(b"").unwrap(), "");
         assert_eq!(challenge(b"challenge=").unwrap(), "");
         assert_eq!(challenge(b"tag=vm-1&challenge=ab").unwrap(), "ab");

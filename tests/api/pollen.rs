@@ -47,8 +47,9 @@ async fn answers_the_challenge_and_a_fresh_seed_as_pollen_does() {
     }
     assert_ne!(seeds[0], seeds[1], "fresh output each time");
 
-    // As Pollen's server: no challenge is the empty one (pollinate --no-challenge), and other
-    // fields (pollinate's tag) are ignored.
+    // No challenge is answered as the empty one (pollinate --no-challenge, whose curl would
+    // seed from a 400's body; Canonical's server answers 400), and other fields (pollinate's
+    // tag) are ignored.
     let body = post(&app.api, "").await.text().await.unwrap();
     assert_eq!(body.lines().next().unwrap(), hex(&Sha512::digest(b"")));
     let body = post(&app.api, &format!("tag=vm-1&challenge={challenge}")).await.text().await.unwrap();
