@@ -56,7 +56,7 @@ const AES128_KAT: DrbgKat = DrbgKat {
 };
 
 /// NIST CAVP Hash_DRBG.rsp (no_reseed), `[SHA-256]`, first group (no personalization string, no
-/// additional input), COUNT = 0: tests/data/hash_drbg_no_reseed.rsp, line 4104.
+/// additional input), COUNT = 0: tests/data/hash_drbg_no_reseed.rsp, line 4112 (its group's header at 4104).
 const HASH_SHA256_KAT: DrbgKat = DrbgKat {
     entropy: "a65ad0f345db4e0effe875c3a2e71f42c7129d620ff5c119a9ef55f05185e0fb",
     nonce: "8581f9317517276e06e9607ddbcbcc2e",
@@ -67,7 +67,7 @@ const HASH_SHA256_KAT: DrbgKat = DrbgKat {
 };
 
 /// NIST CAVP Hash_DRBG.rsp (no_reseed), `[SHA-512]`, first group (no personalization string, no
-/// additional input), COUNT = 0: tests/data/hash_drbg_no_reseed.rsp, line 8200.
+/// additional input), COUNT = 0: tests/data/hash_drbg_no_reseed.rsp, line 8208 (its group's header at 8200).
 const HASH_SHA512_KAT: DrbgKat = DrbgKat {
     entropy: "6b50a7d8f8a55d7a3df8bb40bcc3b722d8708de67fda010b03c4c84d72096f8c",
     nonce: "3ec649cc6256d9fa31db7a2904aaf025",
@@ -82,7 +82,7 @@ const HASH_SHA512_KAT: DrbgKat = DrbgKat {
 };
 
 /// NIST CAVP HMAC_DRBG.rsp (no_reseed), `[SHA-256]`, first group (no personalization string, no
-/// additional input), COUNT = 0: tests/data/hmac_drbg_no_reseed.rsp, line 4104.
+/// additional input), COUNT = 0: tests/data/hmac_drbg_no_reseed.rsp, line 4112 (its group's header at 4104).
 const HMAC_SHA256_KAT: DrbgKat = DrbgKat {
     entropy: "ca851911349384bffe89de1cbdc46e6831e44d34a4fb935ee285dd14b71a7488",
     nonce: "659ba96c601dc69fc902940805ec0ca8",
@@ -93,7 +93,7 @@ const HMAC_SHA256_KAT: DrbgKat = DrbgKat {
 };
 
 /// NIST CAVP HMAC_DRBG.rsp (no_reseed), `[SHA-512]`, first group (no personalization string, no
-/// additional input), COUNT = 0: tests/data/hmac_drbg_no_reseed.rsp, line 8200.
+/// additional input), COUNT = 0: tests/data/hmac_drbg_no_reseed.rsp, line 8208 (its group's header at 8200).
 const HMAC_SHA512_KAT: DrbgKat = DrbgKat {
     entropy: "35049f389a33c0ecb1293238fd951f8ffd517dfde06041d32945b3e26914ba15",
     nonce: "f7328760be6168e6aa9fb54784989a11",
