@@ -17,7 +17,11 @@ const DROP_IN: &str = "config/examples/drop-in.toml";
 
 fn drop_in(extra: serde_json::Value) -> Settings {
     let mut overrides = serde_json::json!({
-        "server": { "listen": "127.0.0.1:0", "admin_listen": "127.0.0.1:0" },
+        // The per-peer limits this file's figures assume (the defaults are higher).
+        "server": {
+            "listen": "127.0.0.1:0", "admin_listen": "127.0.0.1:0",
+            "peer_max_in_flight": 4, "peer_requests_per_second": 2.0, "peer_burst": 4,
+        },
         "drbg": { "shards": 2 },
         "log": { "audit": false },
     });
