@@ -123,9 +123,8 @@ pub fn client_addr(peer: Option<IpAddr>, headers: &HeaderMap, trusted: &[IpNet])
     if !trusts(&client) {
         return Some(client);
     }
-    let fields: Vec<&[u8]> =
-        headers.get_all("x-forwarded-for").iter().flat_map(|v| v.as_bytes().split(|b| *b == b',')).collect();
-    for field in fields.iter().rev() {
+    let fields = headers.get_all("x-forwarded-for").iter().flat_map(|v| v.as_bytes().split(|b| *b == b','));
+    for field in fields.rev() {
         match std::str::from_utf8(field).ok().and_then(parse_forwarded) {
             Some(addr) => {
                 client = addr;
@@ -213,11 +212,6 @@ impl PeerTable {
         Arc::new(PeerTable { limits, peers: Mutex::default() })
     }
 
-    /// The limits.
-    pub fn limits(&self) -> &PeerLimits {
-        &self.limits
-    }
-
     /// A place for one request of `key` as of `now`, and a token of its bucket.
     ///
     /// # Errors
@@ -267,14 +261,10 @@ impl PeerTable {
         Ok(PeerPlace { table: self.clone(), key })
     }
 
-    /// Peers tracked (tests and the fuzz targets).
-    pub fn len(&self) -> usize {
+    /// Peers tracked.
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.peers.lock().unwrap_or_else(PoisonError::into_inner).entries.len()
-    }
-
-    /// No peer tracked.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 

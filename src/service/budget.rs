@@ -55,7 +55,7 @@ pub struct Shares {
 }
 
 impl StreamBudget {
-    /// A budget of `bytes` for chunks of `chunk_bytes` raw bytes.
+    /// A budget of `bytes`, a quarter of it for each caller.
     pub fn new(bytes: usize) -> StreamBudget {
         let bytes = bytes.min(Semaphore::MAX_PERMITS);
         StreamBudget {
@@ -74,7 +74,8 @@ impl StreamBudget {
         Shares { caller: caller.clone(), all: self.all.clone(), cost }
     }
 
-    /// Bytes of the whole budget not held (tests).
+    /// Bytes of the whole budget not held.
+    #[cfg(test)]
     pub fn available(&self) -> usize {
         self.all.available_permits()
     }
