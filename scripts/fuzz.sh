@@ -10,7 +10,8 @@
 # Env:   SANITIZER=none (default; works on the stable toolchain) or address (ASan: nightly,
 #        `cargo +nightly fuzz`, a build of its own); KEEP_GOING=1 goes on to the next target
 #        after a crash (the exit status is still 1); SEED=n fixes libFuzzer's random seed
-#        (CI: the same mutations every run, so a failure is one to reproduce, not a fluke).
+#        (CI: the same mutations every run, so a failure is one to reproduce, not a fluke);
+#        JOBS=n runs n targets at once (CI: 2, one per core).
 # Needs: cargo-fuzz (`cargo install --locked cargo-fuzz@0.13.2`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,23 +29,39 @@ cargo=(cargo)
 [ -z "$build_only" ] || exit 0
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || mapfile -t targets < <(cargo fuzz list)
-for t in "${targets[@]}"; do
-  mkdir -p "fuzz/corpus-local/$t"
-  log=$(mktemp)
+# The binaries `cargo fuzz run` would start (it would re-check the build first, ~20 s a target).
+triple=$(rustc -vV | sed -n 's/^host: //p')
+bin_dir=fuzz/target/$triple/release
+# JOBS targets at once (libFuzzer runs one thread: two fill two cores), each for SECONDS.
+jobs=${JOBS:-1}
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
+run_one() {
+  local t=$1
+  mkdir -p "fuzz/corpus-local/$t" "fuzz/artifacts/$t"
   status=0
-  "${cargo[@]}" fuzz run -O --sanitizer "$sanitizer" "$t" "fuzz/corpus-local/$t" "fuzz/corpus/$t" -- \
-    -max_total_time="$secs" -print_final_stats=1 -rss_limit_mb=2048 ${SEED:+-seed="$SEED"} >"$log" 2>&1 || status=$?
+  "$bin_dir/$t" -artifact_prefix="fuzz/artifacts/$t/" -max_total_time="$secs" -print_final_stats=1 \
+    -rss_limit_mb=2048 ${SEED:+-seed="$SEED"} "fuzz/corpus-local/$t" "fuzz/corpus/$t" >"$logs/$t.log" 2>&1 || status=$?
+  echo "$status" >"$logs/$t.status"
+}
+report() {
+  local t=$1 log=$logs/$1.log status runs cov ft
+  status=$(cat "$logs/$t.status")
   runs=$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -oE '[0-9]+$' || echo '?')
   cov=$(grep -oE 'cov: [0-9]+' "$log" | tail -1 | grep -oE '[0-9]+' || echo '?')
   ft=$(grep -oE 'ft: [0-9]+' "$log" | tail -1 | grep -oE '[0-9]+' || echo '?')
   printf '%-16s %8ss  executions %10s  coverage %6s  features %6s  exit %s\n' "$t" "$secs" "$runs" "$cov" "$ft" "$status"
   if [ "$status" -ne 0 ]; then
     grep -E 'panicked|ERROR|SUMMARY|Test unit written' "$log" | head -20 ||
-      tail -n 20 "$log"  # no crash: a build that failed, say
-    rm -f "$log"
+      tail -n 20 "$log"  # no crash: a binary that did not start, say
     failed=1
-    [ -n "${KEEP_GOING:-}" ] || exit 1
   fi
-  rm -f "$log"
+}
+for ((i = 0; i < ${#targets[@]}; i += jobs)); do
+  batch=("${targets[@]:i:jobs}")
+  for t in "${batch[@]}"; do run_one "$t" & done
+  wait
+  for t in "${batch[@]}"; do report "$t"; done
+  if [ -n "${failed:-}" ] && [ -z "${KEEP_GOING:-}" ]; then exit 1; fi
 done
 exit "${failed:-0}"
