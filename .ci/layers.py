@@ -21,6 +21,7 @@ LAYERS = [
     ["metrics"],  # the Prometheus series
     ["callers"],  # who asks, what they may ask, how much
     ["service"],  # typed request -> output
+    ["receipts"],  # signed receipts of output: keys, canonical JSON, signatures
     ["state", "memory", "vmgenid"],  # the shared handle; heap trimming; VM generation listener
     ["http"],  # the call pipeline, endpoints, REST
     ["grpc"],  # the gRPC adapter (uses the pipeline's records)

@@ -15,6 +15,7 @@ use crate::config::{ConfigSource, Settings};
 use crate::drbg::entropy::{EntropySource, OsEntropy};
 use crate::drbg::{Pool, selftest};
 use crate::metrics::Metrics;
+use crate::receipts::Receipts;
 use crate::reload::{Reloader, Watched};
 use crate::server::{Phase, ServeOptions, serve};
 use crate::service::{Rules, Service};
@@ -40,8 +41,9 @@ impl App {
     /// Runs the self-tests, seeds the pool from the OS and binds both listeners.
     ///
     /// # Errors
-    /// A failed self-test, an entropy source that cannot seed, invalid API key settings, or a
-    /// listener that cannot bind. drbgd never starts serving in any of these cases.
+    /// A failed self-test, an entropy source that cannot seed, invalid API key settings, a
+    /// receipt key that cannot be read, or a listener that cannot bind. drbgd never starts
+    /// serving in any of these cases.
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
         Self::build_with_entropy(settings, Arc::new(OsEntropy)).await
     }
@@ -83,14 +85,19 @@ impl App {
             .with_context(|| format!("cannot listen on {}", settings.server.admin_listen))?;
         let pool = Arc::new(pool);
         let rules = Rules::from_settings(&settings);
-        let openapi =
-            serde_json::to_vec(&crate::http::openapi::document(&rules, settings.auth.enabled, |route| {
-                settings.serves(route)
-            }))
-            .context("render the OpenAPI document")?;
+        let receipts = Receipts::from_settings(&settings.receipts)?;
+        let receipts_served = settings.receipts.enabled.then_some(settings.receipts.max_output_bytes);
+        let openapi = serde_json::to_vec(&crate::http::openapi::document(
+            &rules,
+            settings.auth.enabled,
+            receipts_served,
+            |route| settings.serves(route),
+        ))
+        .context("render the OpenAPI document")?;
         let service = Service::new(pool.clone(), metrics.clone(), rules);
         let state = AppState::new(Inner {
             callers: Callers::from_settings(&settings, metrics.clone())?,
+            receipts,
             service,
             pool,
             metrics,
@@ -111,7 +118,7 @@ impl App {
         self
     }
 
-    /// Runs every reload (callers and TLS) at once: what SIGHUP does.
+    /// Runs every reload (callers, receipt keys and TLS) at once: what SIGHUP does.
     pub fn reloader(&self) -> Reloader {
         Reloader::new(&self.watched(), self.state.metrics.reloads.clone())
     }
@@ -206,11 +213,13 @@ impl App {
         Ok(())
     }
 
-    /// What reloads, and on which files' change: TLS (certificate, key, client CAs) and the
-    /// callers (the config file, the API keys file and the AWS secret files). A callers reload loads the settings
+    /// What reloads, and on which files' change: TLS (certificate, key, client CAs), the
+    /// callers (the config file, the API keys file and the AWS secret files) and the receipt
+    /// keys (the config file and the key files). A callers reload loads the settings
     /// again and takes `[callers]` from them (and the keys file's lines). A change of `[auth]`
     /// or `[tls]` refuses it (those never change by reload); a change of any other section
     /// needs a restart to apply, is warned of, and does not hold up `[callers]` and the keys.
+    /// A receipts reload takes `[receipts] signing_keys` and reads the key files again.
     fn watched(&self) -> Vec<Watched> {
         let mut watched = Vec::new();
         if let Some(tls) = &self.tls {
@@ -245,7 +254,32 @@ impl App {
                 })
             }),
         });
+        watched.push(self.watched_receipts());
         watched
+    }
+
+    /// The receipt keys' reload: on a change of the config file or of a key file in force (a
+    /// key rotated in place), `[receipts] signing_keys` read again and the key files loaded.
+    fn watched_receipts(&self) -> Watched {
+        let config: Vec<_> = self.source.as_ref().and_then(|s| s.file.clone()).into_iter().collect();
+        let state = self.state.clone();
+        let files: crate::reload::FilesFn =
+            Arc::new(move || config.iter().cloned().chain(state.receipts.files()).collect());
+        let (state, source) = (self.state.clone(), self.source.clone());
+        Watched {
+            what: "receipts",
+            loaded: crate::reload::fingerprint(&files()),
+            files,
+            reload: Arc::new(move || {
+                state.receipts.reload_from(|| {
+                    let fresh = match &source {
+                        Some(source) => source.load()?,
+                        None => state.settings.clone(),
+                    };
+                    Ok(fresh.receipts)
+                })
+            }),
+        }
     }
 }
 
@@ -257,7 +291,10 @@ impl App {
 /// # Errors
 /// `[auth]` or `[tls]` changed.
 fn callers_of(fresh: Settings, running: &Settings) -> anyhow::Result<Settings> {
-    let changed = changed_outside_callers(&fresh, running);
+    // `[receipts]` has a reload of its own (`App::watched_receipts`), which says what of it
+    // waits for a restart.
+    let mut changed = changed_outside_callers(&fresh, running);
+    changed.retain(|section| section != "receipts");
     let refused: Vec<&str> =
         changed.iter().map(String::as_str).filter(|s| ["auth", "tls"].contains(s)).collect();
     anyhow::ensure!(

@@ -551,6 +551,7 @@ impl Caller {
                 routes: self.policy.routes().collect(),
                 max_bits: self.policy.max_bits,
                 pr: self.policy.pr,
+                receipts: self.policy.receipts,
             },
             quota: QuotaUsage {
                 scope: self.quota_scope(),
@@ -600,6 +601,8 @@ pub struct PolicyUsage {
     pub max_bits: u64,
     /// Whether `pr=true` is allowed.
     pub pr: bool,
+    /// Whether signed receipts (`receipt=true`) are allowed.
+    pub receipts: bool,
 }
 
 /// A quota now.

@@ -1,5 +1,6 @@
-//! The command line: `drbgd [serve]`, `drbgd generate`, `drbgd selftest`, `drbgd healthcheck`.
-//! (The source experiments are a separate binary, `drbgd-study`, in `study/`.)
+//! The command line: `drbgd [serve]`, `drbgd generate`, `drbgd selftest`, `drbgd healthcheck`,
+//! `drbgd verify` (a signed receipt, offline) and `drbgd keygen receipt` (a receipt signing
+//! key). (The source experiments are a separate binary, `drbgd-study`, in `study/`.)
 
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -8,6 +9,8 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use zeroize::Zeroize;
+
+mod fetch;
 
 use crate::config::LogFormat;
 use crate::drbg::entropy::OsEntropy;
@@ -42,6 +45,46 @@ enum Command {
     Generate(GenerateArgs),
     /// Run the start-up self-tests and print one line per algorithm.
     Selftest,
+    /// Check a signed receipt offline: exit 0 only if it is valid (else its reason, exit 1).
+    Verify(VerifyArgs),
+    /// Make a key.
+    Keygen {
+        /// What for.
+        #[command(subcommand)]
+        what: KeygenCommand,
+    },
+}
+
+#[derive(Debug, Args)]
+struct VerifyArgs {
+    /// The receipt: a JSON file of what drbgd answered to receipt=true (`{"random": ...,
+    /// "signature": ...}`); `-` reads standard input.
+    file: std::path::PathBuf,
+    /// The verification keys: a JWK set file, or the https:// URL of one (a drbgd's /keys;
+    /// http:// to a loopback address only).
+    #[arg(long, required_unless_present = "key", conflicts_with = "key")]
+    jwks: Option<String>,
+    /// Roots (PEM) that the --jwks https:// server's certificate must chain to, instead of the
+    /// Mozilla roots (a drbgd behind a private CA).
+    #[arg(long, requires = "jwks")]
+    ca: Option<std::path::PathBuf>,
+    /// The verification key: a PEM file (the public key, or the private key itself).
+    #[arg(long)]
+    key: Option<std::path::PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+enum KeygenCommand {
+    /// An Ed25519 receipt signing key from drbgd's own generator, written as PKCS#8 PEM (mode
+    /// 0600; an existing file is never overwritten); prints its key id and public key.
+    Receipt {
+        /// The file to write.
+        #[arg(long)]
+        out: std::path::PathBuf,
+        /// The generator that draws the key (aliases accepted).
+        #[arg(long, default_value_t = Algorithm::ChaCha20, value_parser = parse_alg)]
+        alg: Algorithm,
+    },
 }
 
 #[derive(Debug, Args, Default)]
@@ -123,6 +166,8 @@ pub fn main() -> ExitCode {
         Some(Command::Generate(args)) => generate(&args),
         Some(Command::Selftest) => run_selftest(),
         Some(Command::Healthcheck { admin }) => healthcheck(admin),
+        Some(Command::Verify(args)) => verify(&args),
+        Some(Command::Keygen { what: KeygenCommand::Receipt { out, alg } }) => keygen_receipt(&out, alg),
         Some(Command::Serve(args)) => serve(&args),
         None => serve(&ServeArgs::default()),
     };
@@ -196,6 +241,66 @@ fn healthcheck(admin: std::net::SocketAddr) -> anyhow::Result<()> {
     } else {
         bail!("unhealthy: {}", response.lines().next().unwrap_or("no response"))
     }
+}
+
+/// `drbgd verify FILE (--jwks FILE|URL | --key PEM)`: prints `valid` and the receipt's key id
+/// and serial, or fails with the reason.
+fn verify(args: &VerifyArgs) -> anyhow::Result<()> {
+    use crate::receipts::{jwks, keys, verify};
+    let receipt = if args.file.as_os_str() == "-" {
+        let mut text = Vec::new();
+        io::Read::read_to_end(&mut io::stdin().lock(), &mut text).context("cannot read standard input")?;
+        text
+    } else {
+        std::fs::read(&args.file).with_context(|| format!("cannot read {}", args.file.display()))?
+    };
+    let known = match (&args.jwks, &args.key) {
+        (_, Some(pem)) => {
+            vec![keys::public_key_file(pem).with_context(|| format!("--key {}", pem.display()))?]
+        }
+        (Some(source), None) => {
+            let text = if source.starts_with("http://") || source.starts_with("https://") {
+                fetch::get(source, args.ca.as_deref())?
+            } else {
+                std::fs::read(source).with_context(|| format!("cannot read {source}"))?
+            };
+            let set: serde_json::Value = serde_json::from_slice(&text).context("--jwks: not JSON")?;
+            jwks::parse(&set).context("--jwks")?
+        }
+        (None, None) => bail!("give --jwks or --key"),
+    };
+    let key = |id: &str| known.iter().find(|k| k.id == id).map(|k| k.key);
+    let verdict = verify::verify_json(&receipt, key).context("not a receipt")?;
+    let (key_id, serial) =
+        (verdict.key_id.as_deref().unwrap_or("-"), verdict.serial.as_deref().unwrap_or("-"));
+    match verdict.failure {
+        None => {
+            println!("valid: key_id {key_id}, serial {serial}");
+            Ok(())
+        }
+        Some(reason) => bail!("invalid: {} (key_id {key_id}, serial {serial})", reason.code()),
+    }
+}
+
+/// `drbgd keygen receipt --out FILE`: 32 bytes from `alg` (reseeded from the OS first) as an
+/// Ed25519 private key in PKCS#8 PEM, written to a new file of mode 0600.
+fn keygen_receipt(out: &std::path::Path, alg: Algorithm) -> anyhow::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    selftest::run(alg).context("refusing to generate")?;
+    let config = PoolConfig { shards: 1, ..PoolConfig::default() };
+    let pool = Pool::new(&config, Arc::new(OsEntropy)).context("cannot seed from the OS")?;
+    let mut secret = zeroize::Zeroizing::new([0u8; 32]);
+    pool.fill(alg, &mut secret[..], true).context("generator refused")?;
+    let (pem, public) = crate::receipts::keys::private_pem(&secret)?;
+    let mut file =
+        std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(out).with_context(
+            || format!("cannot create {} (an existing file is never overwritten)", out.display()),
+        )?;
+    file.write_all(pem.as_bytes())?;
+    file.sync_all()?;
+    println!("key_id: {}", public.id);
+    print!("{}", crate::receipts::keys::public_pem(&public.key)?);
+    Ok(())
 }
 
 fn run_selftest() -> anyhow::Result<()> {

@@ -48,6 +48,9 @@ pub struct Settings {
     pub vault: VaultSettings,
     /// AWS KMS `GenerateRandom` (off by default).
     pub kms: KmsSettings,
+    /// Signed receipts (off by default).
+    #[serde(default)]
+    pub receipts: ReceiptsSettings,
     /// Named callers: `[callers.<name>]` with credentials, policy and quota ([`callers`]).
     /// None by default.
     #[serde(default)]
@@ -389,6 +392,37 @@ pub struct KmsSettings {
     pub hosts: Vec<String>,
 }
 
+/// `[receipts]`: Ed25519-signed receipts of random output (`receipt=true`), the keys that sign
+/// and verify them (`GET /keys`, `POST /verify`). See docs/verifiable.md.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReceiptsSettings {
+    /// Answer `receipt=true` with a signed receipt; off: such requests are refused (400
+    /// `receipts_disabled`). Needs a key in `signing_keys`.
+    pub enabled: bool,
+    /// PKCS#8 PEM files of Ed25519 keys (paths as given, relative to the working directory):
+    /// the first signs, every one verifies (`GET /keys`), so keys rotate. A key after the first
+    /// may be a public key alone (`BEGIN PUBLIC KEY`). Reloaded when the files change and on
+    /// SIGHUP.
+    pub signing_keys: Vec<String>,
+    /// Most raw output bytes one receipt covers (a larger request with `receipt=true` is refused,
+    /// 400 `receipt_too_large`); at most [`MAX_RECEIPT_OUTPUT_BYTES`].
+    pub max_output_bytes: u64,
+}
+
+/// The largest `receipts.max_output_bytes`: 256 KiB. A receipt is held whole (never streamed)
+/// with its output written out up to 8 times (as bits), and `POST /verify`, a public route,
+/// reads one of that size: at this bound a body of 2 MiB + 16 KiB, and a gRPC reply (output,
+/// and the receipt carrying it again) well within a default client's 4 MiB.
+pub const MAX_RECEIPT_OUTPUT_BYTES: u64 = 256 * 1024;
+
+impl Default for ReceiptsSettings {
+    /// Off, no keys, the stream threshold's default (64 KiB) as the largest output.
+    fn default() -> Self {
+        ReceiptsSettings { enabled: false, signing_keys: Vec::new(), max_output_bytes: 65_536 }
+    }
+}
+
 /// `[log]`.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -695,6 +729,20 @@ impl Settings {
                 "kms.hosts",
                 &format!("{bad:?} is not host[:port] (no scheme, path or spaces), as clients sign it"),
             );
+        }
+        let r = &self.receipts;
+        if !(1..=MAX_RECEIPT_OUTPUT_BYTES).contains(&r.max_output_bytes) {
+            return invalid("receipts.max_output_bytes", "must be in 1..=262144 (256 KiB)");
+        }
+        if r.max_output_bytes > self.limits.stream_threshold_bytes as u64 {
+            // Larger outputs are streamed under the stream memory budget; a receipt is whole.
+            return invalid(
+                "receipts.max_output_bytes",
+                "must be at most limits.stream_threshold_bytes (a receipt is never streamed)",
+            );
+        }
+        if r.enabled && r.signing_keys.is_empty() {
+            return invalid("receipts.signing_keys", "receipts.enabled needs a key file to sign with");
         }
         self.tracing.validate()?;
         self.quota.validate()

@@ -28,6 +28,13 @@ pub enum ApiError {
         /// A human sentence.
         detail: String,
     },
+    /// 413: a request body over its route's cap (`body_too_large`; `POST /verify`, whose cap
+    /// is the largest receipt this server issues).
+    #[error("the body must be at most {limit} bytes")]
+    BodyTooLarge {
+        /// The cap, in bytes.
+        limit: usize,
+    },
     /// 401: missing or wrong bearer API key.
     #[error("a valid bearer API key is required")]
     Unauthorized,
@@ -128,6 +135,7 @@ impl ApiError {
             | ApiError::BadSignature { code, .. }
             | ApiError::RateLimited { code, .. } => code,
             ApiError::TooLarge { .. } => "n_too_large",
+            ApiError::BodyTooLarge { .. } => "body_too_large",
             ApiError::Unauthorized => "unauthorized",
             ApiError::Overloaded => "overloaded",
             ApiError::Timeout => "timeout",
@@ -148,6 +156,7 @@ impl ApiError {
         match self {
             ApiError::InvalidParameter { .. } => StatusCode::BAD_REQUEST,
             ApiError::TooLarge { .. } => StatusCode::BAD_REQUEST,
+            ApiError::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::Unauthorized | ApiError::BadSignature { .. } => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden { .. } => StatusCode::FORBIDDEN,
             ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
@@ -169,6 +178,8 @@ impl ApiError {
     pub fn grpc_code(&self) -> tonic::Code {
         match self {
             ApiError::InvalidParameter { .. } | ApiError::TooLarge { .. } => tonic::Code::InvalidArgument,
+            // (REST only: gRPC's own message cap answers OUT_OF_RANGE too.)
+            ApiError::BodyTooLarge { .. } => tonic::Code::OutOfRange,
             ApiError::Overloaded | ApiError::RateLimited { .. } => tonic::Code::ResourceExhausted,
             ApiError::Unauthorized | ApiError::BadSignature { .. } => tonic::Code::Unauthenticated,
             ApiError::Forbidden { .. } => tonic::Code::PermissionDenied,
@@ -190,6 +201,7 @@ impl ApiError {
         match self {
             ApiError::InvalidParameter { param, .. } => Some(param),
             ApiError::TooLarge { param, .. } => Some(param),
+            ApiError::BodyTooLarge { .. } => Some("body"),
             _ => None,
         }
     }

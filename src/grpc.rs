@@ -5,7 +5,10 @@
 //! defaults and errors are the HTTP ones. Callers are admitted in front of it, from the
 //! call's head (the front layer of [`crate::http`]), and their admission arrives in the
 //! request's extensions; the front layer also writes the access and audit lines and the
-//! rate-limit metadata. Every service decodes at most [`MAX_REQUEST_MESSAGE_BYTES`] a message.
+//! rate-limit metadata. A unary call with `receipt` set also replies with the signed receipt
+//! REST would answer ([`crate::receipts`]). Health and reflection decode at most
+//! [`MAX_REQUEST_MESSAGE_BYTES`] a message, the randomness service
+//! [`MAX_RANDOMNESS_MESSAGE_BYTES`].
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -15,9 +18,10 @@ use futures_util::Stream;
 use tonic::{Request, Response, Status};
 use tonic_health::ServingStatus;
 
-use crate::callers::{Admission, Caller};
+use crate::callers::{Admission, Caller, Route};
 use crate::drbg::Algorithm;
 use crate::error::ApiError;
+use crate::receipts::{Ask, Random};
 use crate::service::{
     BitsRequest, BytesRequest, Chunks, IntRequest, NonceRequest, Secret, SecretFormat, TokenRequest,
     UuidRequest,
@@ -42,11 +46,17 @@ pub const MAX_STREAM_CHUNK_BYTES: usize = 1 << 20;
 pub const MIN_STREAM_CHUNK_BYTES: usize = 4096;
 /// Largest message the server encodes: the unary limit plus framing.
 const MAX_MESSAGE_BYTES: usize = (MAX_UNARY_BITS as usize / 8) + 64 * 1024;
+/// Largest reply the server encodes: a unary reply with a receipt, which carries the output a
+/// second time, written out (at most 8 characters a byte, as bits) in its canonical JSON.
+const MAX_REPLY_BYTES: usize = MAX_MESSAGE_BYTES + 8 * crate::config::MAX_RECEIPT_OUTPUT_BYTES as usize;
 /// Largest request message any gRPC service here decodes: the largest valid request (a
 /// `GetIntsRequest` with every field at its widest) is under 100 bytes, and reflection's
 /// symbol lookups well under this. A length prefix above it is refused before the message
 /// is read (`OUT_OF_RANGE`), so a client cannot make the server buffer tonic's default 4 MiB.
 pub const MAX_REQUEST_MESSAGE_BYTES: usize = 1024;
+/// Largest request message the randomness service decodes: a request with the largest
+/// `user_data` (1 KiB, [`crate::receipts::USER_DATA_MAX`]) and every other field at its widest.
+pub const MAX_RANDOMNESS_MESSAGE_BYTES: usize = 2048;
 /// The fully qualified service name.
 pub const SERVICE_NAME: &str = "drbgd.v1.RandomnessService";
 /// How often the health service re-reads readiness.
@@ -74,8 +84,8 @@ pub fn router(state: AppState) -> axum::Router {
         .expect("valid descriptors")
         .max_decoding_message_size(MAX_REQUEST_MESSAGE_BYTES);
     let randomness = RandomnessServiceServer::new(RandomnessAdapter { state })
-        .max_encoding_message_size(MAX_MESSAGE_BYTES)
-        .max_decoding_message_size(MAX_REQUEST_MESSAGE_BYTES);
+        .max_encoding_message_size(MAX_REPLY_BYTES)
+        .max_decoding_message_size(MAX_RANDOMNESS_MESSAGE_BYTES);
     tonic::service::Routes::new(randomness)
         .add_service(health)
         .add_service(reflection)
@@ -105,6 +115,24 @@ pub struct RandomnessAdapter {
 
 type Reply<T> = Result<Response<T>, Status>;
 
+/// What a unary call answers: its reply, and what it served for the records.
+struct Answer<T> {
+    reply: T,
+    alg: Algorithm,
+    /// Random bits served (0 where the count is not a number of bits, as for `GetInts`).
+    n_bits: u64,
+    /// The serial of the receipt in the reply, if any.
+    serial: Option<String>,
+}
+
+/// A unary reply's receipt fields: empty without `receipt`.
+#[derive(Default)]
+struct Signed {
+    json: String,
+    signature: String,
+    serial: Option<String>,
+}
+
 impl RandomnessAdapter {
     /// Runs a unary call for its admitted caller: latency by method, algorithm and code, and
     /// what was served for the front layer's records.
@@ -112,15 +140,15 @@ impl RandomnessAdapter {
         &self,
         request: Request<Q>,
         method: &'static str,
-        call: impl FnOnce(&Arc<Caller>, Q) -> Result<(T, Algorithm, u64), ApiError>,
+        call: impl FnOnce(&Arc<Caller>, Q) -> Result<Answer<T>, ApiError>,
     ) -> Reply<T> {
         let start = Instant::now();
         let admission = admission(&request)?;
         let result = call(&admission.caller, request.into_inner());
         match result {
-            Ok((t, alg, n)) => {
+            Ok(Answer { reply, alg, n_bits, serial }) => {
                 self.observe(method, alg.name(), None, start);
-                Ok(served(Response::new(t), alg, n))
+                Ok(served(Response::new(reply), alg, n_bits, serial))
             }
             Err(e) => {
                 self.observe(method, "none", Some(&e), start);
@@ -142,10 +170,46 @@ impl RandomnessAdapter {
             .observe(start.elapsed().as_secs_f64());
     }
 
-    /// One unary bits reply; the output is moved, not copied, into the message.
-    fn bits(&self, caller: &Arc<Caller>, req: &BitsRequest) -> Result<(Vec<u8>, u64), ApiError> {
+    /// One unary bits reply (the output is moved, not copied, into the message), and its
+    /// receipt when `ask` is one (`route`: `/bits` or `/bytes`, as the receipt says).
+    fn bits(
+        &self,
+        caller: &Arc<Caller>,
+        req: &BitsRequest,
+        ask: Option<&Ask>,
+        route: Route,
+    ) -> Result<(Vec<u8>, u64, Signed), ApiError> {
+        if let Some(ask) = ask {
+            ask.check_size(req.byte_len())?;
+        }
         let mut generated = self.state.service.whole(caller, req)?;
-        Ok((std::mem::take(&mut generated.data), generated.ones))
+        let signed = self.sign(caller, ask, || Random::bits(route, req, &generated.data))?;
+        Ok((std::mem::take(&mut generated.data), generated.ones, signed))
+    }
+
+    /// The receipt a message asks for (`receipt`, `user_data`; an empty `user_data` is none).
+    ///
+    /// # Errors
+    /// As [`crate::receipts::Receipts::ask`].
+    fn ask(&self, caller: &Caller, receipt: bool, user_data: &str) -> Result<Option<Ask>, ApiError> {
+        self.state.receipts.ask(caller, receipt, Some(user_data))
+    }
+
+    /// The receipt of `random` when `ask` is one (else empty fields).
+    ///
+    /// # Errors
+    /// 503 when no serial could be drawn.
+    fn sign(
+        &self,
+        caller: &Caller,
+        ask: Option<&Ask>,
+        random: impl FnOnce() -> Random,
+    ) -> Result<Signed, ApiError> {
+        let Some(ask) = ask else { return Ok(Signed::default()) };
+        let receipt = self.state.receipts.issue(&self.state.service, caller, ask, random())?;
+        let serial = Some(receipt.serial().to_owned());
+        let (json, signature) = receipt.into_parts();
+        Ok(Signed { json, signature, serial })
     }
 }
 
@@ -220,23 +284,39 @@ impl Randomness for RandomnessAdapter {
     async fn get_bits(&self, request: Request<pb::GetBitsRequest>) -> Reply<pb::GetBitsResponse> {
         self.unary(request, "GetBits", |caller, r| {
             let alg = alg_name(r.alg)?;
+            let ask = self.ask(caller, r.receipt, &r.user_data)?;
             let rules = self.state.service.rules();
             let req = BitsRequest::unary(rules, Some(r.n), alg.as_deref(), r.prediction_resistance)?;
-            let (data, ones) = self.bits(caller, &req)?;
-            let reply = pb::GetBitsResponse { data, n: req.n_bits(), alg: wire_alg(req.alg()), ones };
-            Ok((reply, req.alg(), req.n_bits()))
+            let (data, ones, signed) = self.bits(caller, &req, ask.as_ref(), Route::Bits)?;
+            let reply = pb::GetBitsResponse {
+                data,
+                n: req.n_bits(),
+                alg: wire_alg(req.alg()),
+                ones,
+                receipt_json: signed.json,
+                receipt_signature: signed.signature,
+            };
+            Ok(Answer { reply, alg: req.alg(), n_bits: req.n_bits(), serial: signed.serial })
         })
     }
 
     async fn get_bytes(&self, request: Request<pb::GetBytesRequest>) -> Reply<pb::GetBytesResponse> {
         self.unary(request, "GetBytes", |caller, r| {
             let alg = alg_name(r.alg)?;
+            let ask = self.ask(caller, r.receipt, &r.user_data)?;
             let rules = self.state.service.rules();
             let req =
                 BytesRequest::unary(rules, Some(r.n), alg.as_deref(), r.prediction_resistance)?.into_bits();
-            let (data, ones) = self.bits(caller, &req)?;
-            let reply = pb::GetBytesResponse { data, n: req.byte_len(), alg: wire_alg(req.alg()), ones };
-            Ok((reply, req.alg(), req.n_bits()))
+            let (data, ones, signed) = self.bits(caller, &req, ask.as_ref(), Route::Bytes)?;
+            let reply = pb::GetBytesResponse {
+                data,
+                n: req.byte_len(),
+                alg: wire_alg(req.alg()),
+                ones,
+                receipt_json: signed.json,
+                receipt_signature: signed.signature,
+            };
+            Ok(Answer { reply, alg: req.alg(), n_bits: req.n_bits(), serial: signed.serial })
         })
     }
 
@@ -298,49 +378,95 @@ impl Randomness for RandomnessAdapter {
     async fn get_token(&self, request: Request<pb::GetTokenRequest>) -> Reply<pb::GetTokenResponse> {
         self.unary(request, "GetToken", |caller, r| {
             let alg = alg_name(r.alg)?;
+            let ask = self.ask(caller, r.receipt, &r.user_data)?;
             let rules = self.state.service.rules();
             let req = TokenRequest::new(rules, nonzero(r.bytes), secret_format(r.format)?, alg.as_deref())?;
-            let Secret { mut value, format, alg, bytes } = self.state.service.token(caller, req)?;
+            if let Some(ask) = &ask {
+                ask.check_size(req.secret().bytes())?;
+            }
+            let secret = self.state.service.token(caller, req)?;
+            let signed = self.sign(caller, ask.as_ref(), || Random::secret(Route::Token, &secret))?;
+            let Secret { mut value, format, alg, bytes } = secret;
             // Moved into the message, which tonic encodes and drops unwiped (docs/security.md).
             let token = std::mem::take(&mut *value);
-            let reply = pb::GetTokenResponse { token, format: wire_format(format), alg: wire_alg(alg) };
-            Ok((reply, alg, bytes * 8))
+            let reply = pb::GetTokenResponse {
+                token,
+                format: wire_format(format),
+                alg: wire_alg(alg),
+                receipt_json: signed.json,
+                receipt_signature: signed.signature,
+            };
+            Ok(Answer { reply, alg, n_bits: bytes * 8, serial: signed.serial })
         })
     }
 
     async fn get_nonce(&self, request: Request<pb::GetNonceRequest>) -> Reply<pb::GetNonceResponse> {
         self.unary(request, "GetNonce", |caller, r| {
             let alg = alg_name(r.alg)?;
+            let ask = self.ask(caller, r.receipt, &r.user_data)?;
             let rules = self.state.service.rules();
             let req = NonceRequest::new(rules, nonzero(r.bytes), secret_format(r.format)?, alg.as_deref())?;
-            let Secret { mut value, format, alg, bytes } = self.state.service.nonce(caller, req)?;
+            if let Some(ask) = &ask {
+                ask.check_size(req.secret().bytes())?;
+            }
+            let secret = self.state.service.nonce(caller, req)?;
+            let signed = self.sign(caller, ask.as_ref(), || Random::secret(Route::Nonce, &secret))?;
+            let Secret { mut value, format, alg, bytes } = secret;
             let nonce = std::mem::take(&mut *value);
-            let reply = pb::GetNonceResponse { nonce, format: wire_format(format), alg: wire_alg(alg) };
-            Ok((reply, alg, bytes * 8))
+            let reply = pb::GetNonceResponse {
+                nonce,
+                format: wire_format(format),
+                alg: wire_alg(alg),
+                receipt_json: signed.json,
+                receipt_signature: signed.signature,
+            };
+            Ok(Answer { reply, alg, n_bits: bytes * 8, serial: signed.serial })
         })
     }
 
     async fn get_uuids(&self, request: Request<pb::GetUuidsRequest>) -> Reply<pb::GetUuidsResponse> {
         self.unary(request, "GetUuids", |caller, r| {
             let alg = alg_name(r.alg)?;
+            let ask = self.ask(caller, r.receipt, &r.user_data)?;
             let rules = self.state.service.rules();
             let req = UuidRequest::new(rules, nonzero(r.count), nonzero(r.version), alg.as_deref())?;
+            if let Some(ask) = &ask {
+                ask.check_size(req.count() as u64 * 16)?;
+            }
             let out = self.state.service.uuids(caller, req)?;
-            let n = out.uuids.len() as u64 * 122;
+            let signed = self.sign(caller, ask.as_ref(), || Random::uuids(&out))?;
+            let n_bits = out.uuids.len() as u64 * 122;
             let uuids = out.uuids.iter().map(ToString::to_string).collect();
-            let reply =
-                pb::GetUuidsResponse { uuids, version: u32::from(out.version), alg: wire_alg(out.alg) };
-            Ok((reply, out.alg, n))
+            let reply = pb::GetUuidsResponse {
+                uuids,
+                version: u32::from(out.version),
+                alg: wire_alg(out.alg),
+                receipt_json: signed.json,
+                receipt_signature: signed.signature,
+            };
+            Ok(Answer { reply, alg: out.alg, n_bits, serial: signed.serial })
         })
     }
 
     async fn get_ints(&self, request: Request<pb::GetIntsRequest>) -> Reply<pb::GetIntsResponse> {
         self.unary(request, "GetInts", |caller, r| {
             let alg = alg_name(r.alg)?;
+            let ask = self.ask(caller, r.receipt, &r.user_data)?;
             let rules = self.state.service.rules();
             let req = IntRequest::new(rules, Some(r.min), Some(r.max), nonzero(r.count), alg.as_deref())?;
+            if let Some(ask) = &ask {
+                ask.check_size(req.count() as u64 * 8)?;
+            }
             let out = self.state.service.ints(caller, req)?;
-            Ok((pb::GetIntsResponse { values: out.values, alg: wire_alg(out.alg) }, out.alg, 0))
+            let signed = self.sign(caller, ask.as_ref(), || Random::ints(&out))?;
+            let alg = out.alg;
+            let reply = pb::GetIntsResponse {
+                values: out.values,
+                alg: wire_alg(alg),
+                receipt_json: signed.json,
+                receipt_signature: signed.signature,
+            };
+            Ok(Answer { reply, alg, n_bits: 0, serial: signed.serial })
         })
     }
 
@@ -373,6 +499,7 @@ fn usage_reply(u: crate::callers::Usage) -> pb::GetUsageResponse {
         max_in_flight: u.quota.max_in_flight.unwrap_or(0),
         in_flight: u.quota.in_flight,
         quota_scope: u.quota.scope.to_string(),
+        receipts_allowed: u.policy.receipts,
         requests_total: u.counters.requests,
         output_bytes_total: u.counters.output_bytes,
         denied: u.counters.denied.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
@@ -389,10 +516,11 @@ fn admission<T>(request: &Request<T>) -> Result<Admission, Status> {
     request.extensions().get::<Admission>().cloned().ok_or_else(|| ApiError::Internal.to_status())
 }
 
-/// `response`, with what it serves recorded for the front layer's access and audit lines.
-fn served<T>(mut response: Response<T>, alg: Algorithm, n_bits: u64) -> Response<T> {
+/// `response`, with what it serves (and the serial of its receipt) recorded for the front
+/// layer's access and audit lines.
+fn served<T>(mut response: Response<T>, alg: Algorithm, n_bits: u64, serial: Option<String>) -> Response<T> {
     let served = crate::http::ServedOutput { alg, n_bits };
-    let outcome = crate::http::Record { served: Some(served), ..crate::http::Record::default() };
+    let outcome = crate::http::Record { served: Some(served), serial, ..crate::http::Record::default() };
     response.extensions_mut().insert(outcome);
     response
 }

@@ -11,6 +11,7 @@ mod params;
 mod pollen;
 mod problem;
 mod random;
+mod receipt;
 mod values;
 mod vault;
 
@@ -44,8 +45,8 @@ impl From<Router> for Api {
 }
 
 /// The API: the REST routes and the gRPC services. Callers are admitted in front of it
-/// ([`service`]): every route but `/openapi.json`, gRPC health and reflection needs one
-/// (`anonymous` when auth is off).
+/// ([`service`]): every route but `/openapi.json`, `/keys`, `/verify`, gRPC health and
+/// reflection needs one (`anonymous` when auth is off).
 pub fn router(state: AppState, grpc: Router) -> Api {
     let mut router = Router::new();
     for endpoint in Endpoint::ALL {
@@ -112,6 +113,8 @@ pub struct Record {
     /// The caller the endpoint named itself, after the head (a signed request's, whose
     /// signature covers its body), and when: the records and rate-limit fields name it.
     pub named: Option<(std::sync::Arc<crate::callers::Caller>, tokio::time::Instant)>,
+    /// The serial of the signed receipt served, for the audit line.
+    pub serial: Option<String>,
 }
 
 impl Record {

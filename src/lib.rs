@@ -4,6 +4,8 @@
 //! - [`drbg`]: the generators, their seeding, reseeding, fork safety and the shard pool. No
 //!   I/O except the OS entropy source; knows nothing of HTTP.
 //! - [`service`]: a validated request becomes output (shared by HTTP and gRPC).
+//! - [`receipts`]: signed receipts of output (keys, canonical JSON, Ed25519 signing and
+//!   verification, the JWK set), for both transports and the command line.
 //! - [`http`]: the HTTP API (router, the call pipeline, handlers per resource, the drop-in
 //!   front-ends for Vault, AWS KMS and Pollen clients).
 //! - [`grpc`]: the gRPC API, health and reflection, on the API port.
@@ -36,6 +38,7 @@ pub mod grpc;
 pub mod http;
 pub mod memory;
 pub mod metrics;
+pub mod receipts;
 pub mod reload;
 pub mod route;
 pub mod server;

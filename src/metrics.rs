@@ -240,7 +240,7 @@ impl Metrics {
                 .map(|_| OnceLock::new())
                 .collect(),
         };
-        for what in ["tls", "callers"] {
+        for what in ["tls", "callers", "receipts"] {
             for result in ["ok", "error"] {
                 m.reloads.with_label_values(&[what, result]);
             }

@@ -22,6 +22,8 @@ pub const ROUTES: &[&str] = &[
     "/usage",
     "/openapi.json",
     "/v1/transit/random",
+    "/keys",
+    "/verify",
 ];
 
 /// A random-output endpoint (HTTP route and the gRPC methods that serve the same thing).

@@ -301,6 +301,15 @@ impl Service {
         Ok(Ints { values, min: req.min(), max: req.max(), alg: req.alg() })
     }
 
+    /// Fills `buf` from the default generator for the server's own use (a receipt's serial):
+    /// charged to no caller, counted in no caller's output.
+    ///
+    /// # Errors
+    /// 503 `entropy_unavailable` or `generator_failed`; `buf` is then zeroed.
+    pub fn fill_own(&self, buf: &mut [u8]) -> Result<(), ApiError> {
+        self.fill(self.0.rules.default_alg, buf, false).map(drop)
+    }
+
     /// Fills `buf` from the calling thread's shard: the time in the generator, and when it
     /// finished.
     fn fill(&self, alg: Algorithm, buf: &mut [u8], pr: bool) -> Result<(Duration, Instant), ApiError> {

@@ -8,6 +8,7 @@ use crate::callers::Callers;
 use crate::config::Settings;
 use crate::drbg::Pool;
 use crate::metrics::Metrics;
+use crate::receipts::Receipts;
 use crate::service::Service;
 use crate::telemetry::request_id::ProcessRequestIds;
 
@@ -31,6 +32,8 @@ pub struct Inner {
     pub readiness: Readiness,
     /// The callers: credentials, policies, quotas (reloadable).
     pub callers: Callers,
+    /// Signed receipts: whether they are issued, and the keys (reloadable).
+    pub receipts: Receipts,
     /// Maker of request ids (process prefix + counter).
     pub request_ids: ProcessRequestIds,
     /// `/openapi.json`, rendered once from the rules and the auth setting.

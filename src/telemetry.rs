@@ -202,7 +202,7 @@ impl Access<'_> {
     /// The audit line of the same request (`transport`: `http`).
     pub fn audit(&self, transport: &'static str) -> Audit<'_> {
         let Access { request_id, trace_id, caller, route, alg, n, status, code, .. } = *self;
-        Audit { transport, request_id, trace_id, caller, route, alg, n, status, code }
+        Audit { transport, request_id, trace_id, caller, route, alg, n, status, code, serial: "" }
     }
 
     /// The line as a tracing event (JSON lines, a terminal, tests).
@@ -249,18 +249,32 @@ pub struct Audit<'a> {
     pub status: u16,
     /// The error's machine code, empty on success.
     pub code: &'a str,
+    /// The serial of the signed receipt served, empty for none (the field is then left out).
+    pub serial: &'a str,
 }
 
-impl Audit<'_> {
+impl<'a> Audit<'a> {
+    /// The same line naming the serial of the receipt served (empty: none).
+    #[must_use]
+    pub fn with_serial(self, serial: &'a str) -> Self {
+        Audit { serial, ..self }
+    }
+
     /// Writes the line.
     pub fn log(&self) {
-        let Audit { transport, request_id, trace_id, caller, route, alg, n, status, code } = *self;
+        let Audit { transport, request_id, trace_id, caller, route, alg, n, status, code, serial } = *self;
+        // A field recorded only when there is a receipt.
+        let serial = (!serial.is_empty()).then_some(serial);
         if trace_id.is_empty() {
-            tracing::info!(target: AUDIT_TARGET, transport, request_id, caller, route, alg, n, status, code, "audit");
+            tracing::info!(
+                target: AUDIT_TARGET,
+                transport, request_id, caller, route, alg, n, status, code, serial,
+                "audit"
+            );
         } else {
             tracing::info!(
                 target: AUDIT_TARGET,
-                transport, request_id, trace_id, caller, route, alg, n, status, code,
+                transport, request_id, trace_id, caller, route, alg, n, status, code, serial,
                 "audit"
             );
         }

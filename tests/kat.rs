@@ -3,6 +3,10 @@
 //!   AES-128, AES-192 and AES-256, use df and no df: all 4,320 records (all 512-bit outputs).
 //! - Large CTR_DRBG Generate calls (257 bytes to 64 KiB + 100) against OpenSSL 3's EVP_RAND
 //!   "CTR-DRBG", AES-128/192/256 with and without df (`scripts/ctr_drbg_vectors.sh`).
+//! - NIST CAVP Hash_DRBG and HMAC_DRBG (CAVS 14.3): all 10,080 records, every hash.
+//! - Hash_DRBG and HMAC_DRBG Generate calls (1 byte to 64 KiB + 100) with varied input lengths
+//!   and reseeds against OpenSSL 3's EVP_RAND "HASH-DRBG" and "HMAC-DRBG", every hash
+//!   (`scripts/sha_drbg_vectors.sh`).
 //! - RFC 8439 ChaCha20 block function and keystream vectors, and rand_chacha's ChaCha20Rng as
 //!   an independent implementation of the same keystream.
 //! - The official BLAKE3 test vectors (keyed_hash, derive_key, 131-byte XOF output).
@@ -103,7 +107,8 @@ fn cavp_ctr_drbg_all_records() {
     assert!(per_option.values().all(|&n| n == 720), "{per_option:?}");
 }
 
-/// One record of tests/data/ctr_drbg_openssl.txt: its section and its calls, in order.
+/// One record of tests/data/ctr_drbg_openssl.txt or sha_drbg_openssl.txt: its section and its calls,
+/// in order.
 struct OpensslRecord {
     section: String,
     count: String,
@@ -137,11 +142,36 @@ fn parse_openssl(path: &str) -> Vec<OpensslRecord> {
     records
 }
 
+/// Checks one Generate's output against its record field: the output in hex (a difference is
+/// reported at its first byte and that byte's block of `block_len` bytes), or `sha256:` and the
+/// SHA-256 of the output.
+fn check_openssl_output(what: &str, step: usize, out: &[u8], expected: &str, block_len: usize) {
+    use sha2::Digest;
+    let len = out.len();
+    if let Some(digest) = expected.strip_prefix("sha256:") {
+        assert_eq!(
+            hex::encode(sha2::Sha256::digest(out)),
+            digest,
+            "{what}, call {step}: Generate({len}) differs from OpenSSL (SHA-256 of the output)"
+        );
+    } else {
+        let expected = if expected == "-" { Vec::new() } else { hex::decode(expected).unwrap() };
+        assert_eq!(expected.len(), len, "{what}: output length");
+        if let Some(i) = out.iter().zip(&expected).position(|(a, b)| a != b) {
+            panic!(
+                "{what}, call {step}: Generate({len}) differs from OpenSSL at byte {i} (block {}): ours {:02x}, OpenSSL {:02x}",
+                i / block_len,
+                out[i],
+                expected[i]
+            );
+        }
+    }
+}
+
 /// Runs one record through our CTR_DRBG: with df through the service's `Drbg` trait, without
 /// df through `CtrDrbg::new(.., false)`. Returns the number of Generate calls checked.
 fn run_openssl_record<C: drbgd::drbg::ctr_drbg::CtrKeySize>(use_df: bool, r: &OpensslRecord) -> usize {
     use drbgd::drbg::Drbg;
-    use sha2::Digest;
     let bytes = |s: &str| if s == "-" { Vec::new() } else { hex::decode(s).unwrap() };
     let what = format!("[{}] COUNT = {}", r.section, r.count);
     let mut drbg: Option<CtrDrbg<C>> = None;
@@ -161,24 +191,7 @@ fn run_openssl_record<C: drbgd::drbg::ctr_drbg::CtrKeySize>(use_df: bool, r: &Op
                 let len: usize = f[0].parse().unwrap();
                 let mut out = vec![0u8; len];
                 drbg.as_mut().expect("instantiated").generate(&mut out, &bytes(&f[1])).unwrap();
-                if let Some(digest) = f[2].strip_prefix("sha256:") {
-                    assert_eq!(
-                        hex::encode(sha2::Sha256::digest(&out)),
-                        digest,
-                        "{what}, call {step}: Generate({len}) differs from OpenSSL (SHA-256 of the output)"
-                    );
-                } else {
-                    let expected = bytes(&f[2]);
-                    assert_eq!(expected.len(), len, "{what}: output length");
-                    if let Some(i) = out.iter().zip(&expected).position(|(a, b)| a != b) {
-                        panic!(
-                            "{what}, call {step}: Generate({len}) differs from OpenSSL at byte {i} (block {}): ours {:02x}, OpenSSL {:02x}",
-                            i / 16,
-                            out[i],
-                            expected[i]
-                        );
-                    }
-                }
+                check_openssl_output(&what, step, &out, &f[2], 16);
                 generates += 1;
             }
             other => panic!("{what}: unexpected call {other:?}"),
@@ -693,18 +706,19 @@ fn run_sha_record<M: CavpDrbg>(kind: &str, r: &Record) -> Vec<u8> {
     out
 }
 
-/// One record through the mechanism `$drbg` over its section's hash.
+/// `$run::<$drbg<H>>(args)`: one record through the mechanism `$drbg` over the hash `H` its
+/// section names (`SHA-512/224`).
 macro_rules! run_by_hash {
-    ($drbg:ident, $hash:expr, $kind:expr, $record:expr) => {
+    ($run:ident, $drbg:ident, $hash:expr $(, $arg:expr)*) => {
         match $hash {
-            "SHA-1" => run_sha_record::<$drbg<sha1::Sha1>>($kind, $record),
-            "SHA-224" => run_sha_record::<$drbg<sha2::Sha224>>($kind, $record),
-            "SHA-256" => run_sha_record::<$drbg<sha2::Sha256>>($kind, $record),
-            "SHA-384" => run_sha_record::<$drbg<sha2::Sha384>>($kind, $record),
-            "SHA-512" => run_sha_record::<$drbg<sha2::Sha512>>($kind, $record),
-            "SHA-512/224" => run_sha_record::<$drbg<sha2::Sha512_224>>($kind, $record),
-            "SHA-512/256" => run_sha_record::<$drbg<sha2::Sha512_256>>($kind, $record),
-            other => panic!("unexpected section [{other}]"),
+            "SHA-1" => $run::<$drbg<sha1::Sha1>>($($arg),*),
+            "SHA-224" => $run::<$drbg<sha2::Sha224>>($($arg),*),
+            "SHA-256" => $run::<$drbg<sha2::Sha256>>($($arg),*),
+            "SHA-384" => $run::<$drbg<sha2::Sha384>>($($arg),*),
+            "SHA-512" => $run::<$drbg<sha2::Sha512>>($($arg),*),
+            "SHA-512/224" => $run::<$drbg<sha2::Sha512_224>>($($arg),*),
+            "SHA-512/256" => $run::<$drbg<sha2::Sha512_256>>($($arg),*),
+            other => panic!("unexpected hash [{other}]"),
         }
     };
 }
@@ -721,8 +735,8 @@ fn check_sha_drbg_files(family: &str) {
         assert_eq!(records.len(), 1680, "{path}: records");
         for (i, (hash, r)) in records.iter().enumerate() {
             let out = match family {
-                "hash" => run_by_hash!(HashDrbg, hash.as_str(), kind, r),
-                "hmac" => run_by_hash!(HmacDrbg, hash.as_str(), kind, r),
+                "hash" => run_by_hash!(run_sha_record, HashDrbg, hash.as_str(), kind, r),
+                "hmac" => run_by_hash!(run_sha_record, HmacDrbg, hash.as_str(), kind, r),
                 _ => unreachable!(),
             };
             assert_eq!(hex::encode(&out), hex::encode(r.one("ReturnedBits")), "{path} [{hash}] record #{i}");
@@ -745,4 +759,76 @@ fn cavp_hash_drbg_all_records() {
 #[test]
 fn cavp_hmac_drbg_all_records() {
     check_sha_drbg_files("hmac");
+}
+
+// ---------- OpenSSL Hash_DRBG and HMAC_DRBG ----------
+
+/// outlen in bytes of a section's hash (SP 800-90A 10.1 table 2): the block of an output byte.
+fn sha_out_len(hash: &str) -> usize {
+    match hash {
+        "SHA-1" => 20,
+        "SHA-224" | "SHA-512/224" => 28,
+        "SHA-256" | "SHA-512/256" => 32,
+        "SHA-384" => 48,
+        "SHA-512" => 64,
+        other => panic!("unexpected hash {other}"),
+    }
+}
+
+/// Runs one record of tests/data/sha_drbg_openssl.txt through our mechanism `M` (the calls the
+/// CAVP test makes: instantiate, reseed, generate, an empty additional input being Null, as
+/// OpenSSL was given NULL). A Generate above 65,536 bytes is one `generate` call here: it makes
+/// Generates of at most 65,536 bytes with the same additional input, as EVP_RAND_generate did.
+/// Returns the number of Generate calls checked.
+fn run_openssl_sha_record<M: CavpDrbg>(r: &OpensslRecord, out_len: usize) -> usize {
+    let bytes = |s: &str| if s == "-" { Vec::new() } else { hex::decode(s).unwrap() };
+    let what = format!("[{}] COUNT = {}", r.section, r.count);
+    let mut drbg: Option<M> = None;
+    let mut generates = 0;
+    for (step, (op, f)) in r.steps.iter().enumerate() {
+        match (op.as_str(), f.len()) {
+            ("Instantiate", 3) => drbg = Some(M::new(&bytes(&f[0]), &bytes(&f[1]), &bytes(&f[2]))),
+            ("Reseed", 2) => drbg.as_mut().expect("instantiated").reseed_with(&bytes(&f[0]), &bytes(&f[1])),
+            ("Generate", 3) => {
+                let len: usize = f[0].parse().unwrap();
+                // OpenSSL makes no Generate for 0 bytes, drbgd makes one: the file has none.
+                assert!(len > 0, "{what}, call {step}: a 0-byte Generate");
+                let mut out = vec![0u8; len];
+                drbg.as_mut().expect("instantiated").generate_with(&mut out, &bytes(&f[1]));
+                check_openssl_output(&what, step, &out, &f[2], out_len);
+                generates += 1;
+            }
+            other => panic!("{what}: unexpected call {other:?}"),
+        }
+    }
+    generates
+}
+
+/// Hash_DRBG and HMAC_DRBG against an independent implementation, OpenSSL 3's HASH-DRBG and
+/// HMAC-DRBG (tests/data/sha_drbg_openssl.txt, made by scripts/sha_drbg_vectors.sh): each
+/// mechanism with each of the seven hashes, 24 records each. Entropy inputs from the security
+/// strength to 128 bytes, nonces of 1 to 64 bytes, personalization and additional input empty or
+/// up to 200 bytes, reseeds in a third of the records, and Generates of 1 byte to 65,636 (one
+/// byte, either side of whole hash outputs, exactly 65,536, and above it, so two Generates).
+#[test]
+fn openssl_hash_and_hmac_drbg() {
+    let records = parse_openssl("tests/data/sha_drbg_openssl.txt");
+    let mut per_section = std::collections::BTreeMap::new();
+    let mut generates = 0;
+    for r in &records {
+        let Some((mechanism, hash)) = r.section.split_once(' ') else {
+            panic!("unexpected section [{}]", r.section);
+        };
+        let out_len = sha_out_len(hash);
+        generates += match mechanism {
+            "HASH-DRBG" => run_by_hash!(run_openssl_sha_record, HashDrbg, hash, r, out_len),
+            "HMAC-DRBG" => run_by_hash!(run_openssl_sha_record, HmacDrbg, hash, r, out_len),
+            _ => panic!("unexpected section [{}]", r.section),
+        };
+        *per_section.entry(r.section.clone()).or_insert(0) += 1;
+    }
+    assert_eq!(records.len(), 336);
+    assert_eq!(per_section.len(), 14, "{per_section:?}");
+    assert!(per_section.values().all(|&n| n == 24), "{per_section:?}");
+    assert_eq!(generates, 861);
 }

@@ -17,17 +17,26 @@ pub struct Policy {
     pub max_bits: u64,
     /// Whether `pr=true` is allowed.
     pub pr: bool,
+    /// Whether signed receipts (`receipt=true`) are allowed.
+    pub receipts: bool,
 }
 
 impl Policy {
-    /// A policy allowing exactly these.
+    /// A policy allowing exactly these, and receipts.
     pub fn new(algs: &[Algorithm], routes: &[Route], max_bits: u64, pr: bool) -> Self {
         Policy {
             algs: algs.iter().fold(0, |m, a| m | 1 << a.index()),
             routes: routes.iter().fold(0, |m, r| m | r.bit()),
             max_bits,
             pr,
+            receipts: true,
         }
+    }
+
+    /// The same policy, receipts allowed or not.
+    #[must_use]
+    pub fn with_receipts(self, receipts: bool) -> Self {
+        Policy { receipts, ..self }
     }
 
     /// The allowed algorithms, in [`Algorithm::ALL`] order.
@@ -40,14 +49,15 @@ impl Policy {
         Route::ALL.into_iter().filter(|r| self.routes & r.bit() != 0)
     }
 
-    /// What this policy allows that `other` does not: `algs`, `routes`, `max_bits`, `pr` (the
-    /// keys, in that order; empty when it is no wider).
+    /// What this policy allows that `other` does not: `algs`, `routes`, `max_bits`, `pr`,
+    /// `receipts` (the keys, in that order; empty when it is no wider).
     pub fn wider_than(&self, other: &Policy) -> Vec<&'static str> {
         [
             (self.algs & !other.algs != 0, "algs"),
             (self.routes & !other.routes != 0, "routes"),
             (self.max_bits > other.max_bits, "max_bits"),
             (self.pr && !other.pr, "pr"),
+            (self.receipts && !other.receipts, "receipts"),
         ]
         .into_iter()
         .filter_map(|(wider, key)| wider.then_some(key))
@@ -95,6 +105,20 @@ impl Policy {
         }
         Ok(())
     }
+
+    /// 403 `receipts_not_allowed` unless signed receipts are allowed.
+    ///
+    /// # Errors
+    /// As above.
+    pub fn check_receipts(&self) -> Result<(), ApiError> {
+        if !self.receipts {
+            return Err(ApiError::forbidden(
+                "receipts_not_allowed",
+                "this caller may not ask for signed receipts (receipt=true)".to_string(),
+            ));
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -111,6 +135,8 @@ mod tests {
         assert_eq!(code(p.check(Algorithm::ChaCha20, 4097, false)), "n_not_allowed");
         assert_eq!(code(p.check(Algorithm::ChaCha20, 8, true)), "pr_not_allowed");
         assert_eq!(code(p.check_route(Route::Int)), "route_not_allowed");
+        assert!(p.check_receipts().is_ok());
+        assert_eq!(code(p.clone().with_receipts(false).check_receipts()), "receipts_not_allowed");
         assert_eq!(p.algs().collect::<Vec<_>>(), [Algorithm::ChaCha20]);
         assert_eq!(p.routes().collect::<Vec<_>>(), [Route::Bits, Route::Token]);
         let open = Policy::new(&Algorithm::ALL, &Route::ALL, 100, true);

@@ -32,12 +32,13 @@ pub const DEFAULT: &str = "default";
 pub const UNKNOWN: &str = "unknown";
 
 /// Denial codes counted per caller, in `/usage` and `drbgd_caller_denials_total`.
-pub const DENIALS: [&str; 8] = [
+pub const DENIALS: [&str; 9] = [
     "unknown_client",
     "route_not_allowed",
     "alg_not_allowed",
     "n_not_allowed",
     "pr_not_allowed",
+    "receipts_not_allowed",
     "rate_limited",
     "concurrency_limited",
     "quota_store_unavailable",
@@ -850,7 +851,7 @@ fn build_policy(
         }
         _ => max_bits,
     };
-    Ok((Policy::new(&algs, &routes, max_bits, p.pr), quota))
+    Ok((Policy::new(&algs, &routes, max_bits, p.pr).with_receipts(p.receipts), quota))
 }
 
 #[cfg(test)]

@@ -53,7 +53,7 @@ pub struct PolicySettings {
     /// Random-output endpoints the caller may call (`/bits`, `/bytes`, `/token`, `/nonce`,
     /// `/uuid`, `/int`; the gRPC method of each counts as the same endpoint); all when absent.
     /// `/algorithms` and `/usage` are open to every caller (and count against its quota),
-    /// `/openapi.json` to everyone.
+    /// `/openapi.json`, `/keys` and `/verify` to everyone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub routes: Option<Vec<Route>>,
     /// Most random bits per request, on every endpoint; `limits.max_bits` when absent.
@@ -62,11 +62,15 @@ pub struct PolicySettings {
     /// Whether the caller may ask for prediction resistance (`pr=true`).
     #[serde(default = "yes")]
     pub pr: bool,
+    /// Whether the caller may ask for signed receipts (`receipt=true`, with `[receipts]
+    /// enabled`); refused: 403 `receipts_not_allowed`.
+    #[serde(default = "yes")]
+    pub receipts: bool,
 }
 
 impl Default for PolicySettings {
     fn default() -> Self {
-        PolicySettings { algs: None, routes: None, max_bits: None, pr: true }
+        PolicySettings { algs: None, routes: None, max_bits: None, pr: true, receipts: true }
     }
 }
 

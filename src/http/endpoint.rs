@@ -1,9 +1,10 @@
 //! The API's endpoints and who may call them: the REST GET endpoints, one per route of
 //! [`ROUTES`] (same order), each a plain function from the request's head and its caller's
-//! admission to its response; and the guard of every gRPC method ([`grpc_guard`]). The front
-//! layer admits the caller a guard asks for before anything else runs (see
-//! `http/front.rs`). Every GET endpoint answers without waiting (the generators are
-//! in-process; a large output streams from its body), so none needs a future of its own.
+//! admission to its response; the random-output endpoints' POST (the same parameters as a JSON
+//! body); and the guard of every gRPC method ([`grpc_guard`]). The front layer admits the
+//! caller a guard asks for before anything else runs (see `http/front.rs`). Every GET endpoint
+//! answers without waiting (the generators are in-process; a large output streams from its
+//! body), so none needs a future of its own.
 //!
 //! The router serves them (and a HEAD, which it answers without the body), and the front layer
 //! calls them directly for a GET of a route's exact path: the same function, without the
@@ -15,7 +16,8 @@ use axum::http::request::Parts;
 use axum::response::IntoResponse;
 use axum::routing::{MethodRouter, get, post};
 
-use super::{RecordedResponse, kms, meta, openapi, pollen, random, values, vault};
+use super::params::{Accept, Params};
+use super::{RecordedResponse, kms, meta, openapi, pollen, random, receipt, values, vault};
 use crate::callers::{Admission, Route};
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -93,11 +95,15 @@ pub enum Endpoint {
     OpenApi,
     /// `/v1/transit/random[/…]`: Vault's other path to the same thing.
     VaultTransit,
+    /// `/keys`: the receipts' verification keys, a JWKS (public: they hold no secret).
+    Keys,
+    /// `POST /verify`: checks a receipt (public).
+    Verify,
 }
 
 impl Endpoint {
     /// Every endpoint, in the order of [`ROUTES`].
-    pub const ALL: [Endpoint; 13] = [
+    pub const ALL: [Endpoint; 15] = [
         Endpoint::Bits,
         Endpoint::Bytes,
         Endpoint::Token,
@@ -111,6 +117,8 @@ impl Endpoint {
         Endpoint::Usage,
         Endpoint::OpenApi,
         Endpoint::VaultTransit,
+        Endpoint::Keys,
+        Endpoint::Verify,
     ];
 
     /// The endpoint at `index` of [`ROUTES`].
@@ -118,10 +126,10 @@ impl Endpoint {
         Endpoint::ALL.get(index).copied()
     }
 
-    /// Whether it answers GET (all but the drop-in front-ends', which the router answers 405
-    /// with `Allow`).
+    /// Whether it answers GET (all but `/verify` and the drop-in front-ends', which the router
+    /// answers 405 with `Allow`).
     pub fn serves_get(self) -> bool {
-        !matches!(self.guard(), Guard::Route(r) | Guard::Signed(r) if r.drop_in())
+        self != Endpoint::Verify && !matches!(self.guard(), Guard::Route(r) | Guard::Signed(r) if r.drop_in())
     }
 
     /// Whether the configuration serves it (the drop-in front-ends are off by default).
@@ -188,39 +196,93 @@ impl Endpoint {
             Endpoint::Vault | Endpoint::VaultTransit => Guard::Route(Route::Vault),
             Endpoint::Kms => Guard::Signed(Route::Kms),
             Endpoint::Algorithms | Endpoint::Usage => Guard::Caller,
-            Endpoint::OpenApi => Guard::Public,
+            Endpoint::OpenApi | Endpoint::Keys | Endpoint::Verify => Guard::Public,
         }
+    }
+
+    /// Whether it is a random-output endpoint of drbgd's own API: its parameters come as a
+    /// GET's query or a POST's JSON body, `receipt=true` included.
+    pub fn random_output(self) -> bool {
+        matches!(
+            self,
+            Endpoint::Bits
+                | Endpoint::Bytes
+                | Endpoint::Token
+                | Endpoint::Nonce
+                | Endpoint::Uuid
+                | Endpoint::Int
+        )
     }
 
     /// The response to a GET of this endpoint (errors as problem+json), for a caller
     /// admitted as [`Endpoint::guard`] says (`None` only for a public endpoint).
     pub fn answer(self, state: &AppState, admission: Option<&Admission>, parts: &Parts) -> RecordedResponse {
-        if self.guard() == Guard::Public {
-            return openapi::get(state).into();
+        match self {
+            Endpoint::OpenApi => return openapi::get(state).into(),
+            Endpoint::Keys => return receipt::keys(state).into(),
+            // POST only: the front layer sends its GETs to the router, whose 405 names POST.
+            Endpoint::Verify => return ApiError::MethodNotAllowed.into(),
+            _ => {}
         }
         // The front layer admits before it calls; a guarded endpoint reached without an
         // admission is a wiring fault, never served.
         let Some(admission) = admission else { return ApiError::Internal.into() };
         let answer = match self {
-            Endpoint::Bits => random::get_bits(state, admission, parts),
-            Endpoint::Bytes => random::get_bytes(state, admission, parts),
-            Endpoint::Token => values::token(state, admission, parts),
-            Endpoint::Nonce => values::nonce(state, admission, parts),
-            Endpoint::Uuid => values::uuid(state, admission, parts),
-            Endpoint::Int => values::int(state, admission, parts),
+            Endpoint::Bits
+            | Endpoint::Bytes
+            | Endpoint::Token
+            | Endpoint::Nonce
+            | Endpoint::Uuid
+            | Endpoint::Int => Params::of(parts).and_then(|params| {
+                // HEAD leaves out the body: a receipt would be signed and audited unseen.
+                if parts.method == axum::http::Method::HEAD
+                    && params.get(super::params::Param::Receipt).is_some()
+                {
+                    return Err(ApiError::invalid(
+                        "receipt_on_head",
+                        "receipt",
+                        "a receipt is in the body, which HEAD leaves out: ask with GET",
+                    ));
+                }
+                self.respond(state, admission, Accept::of(&parts.headers), &params)
+            }),
             // POST only: the front layer sends its GETs to the router, whose 405 names POST.
             Endpoint::Pollen | Endpoint::Vault | Endpoint::VaultTransit | Endpoint::Kms => {
                 Err(ApiError::MethodNotAllowed)
             }
             Endpoint::Algorithms => Ok(meta::algorithms(state).into()),
             Endpoint::Usage => Ok(meta::usage(admission).into()),
-            Endpoint::OpenApi => Ok(openapi::get(state).into()),
+            Endpoint::OpenApi | Endpoint::Keys | Endpoint::Verify => Err(ApiError::Internal),
         };
         answer.unwrap_or_else(RecordedResponse::from)
     }
 
-    /// The endpoint as the router's method router for its path (`POST /bits` added; `/pollen`
-    /// is POST only): the admission the front layer made travels in the request's extensions.
+    /// The response of a random-output endpoint to its parameters (a GET's query, a POST's
+    /// JSON body), `accept` choosing the encoding where the parameters do not.
+    ///
+    /// # Errors
+    /// The endpoint's, as problem+json; 405 for an endpoint that takes no parameters.
+    fn respond(
+        self,
+        state: &AppState,
+        admission: &Admission,
+        accept: Accept<'_>,
+        params: &Params<'_>,
+    ) -> Result<RecordedResponse, ApiError> {
+        match self {
+            Endpoint::Bits => random::bits(state, admission, accept, params),
+            Endpoint::Bytes => random::bytes(state, admission, accept, params),
+            Endpoint::Token => values::token(state, admission, accept, params),
+            Endpoint::Nonce => values::nonce(state, admission, accept, params),
+            Endpoint::Uuid => values::uuid(state, admission, accept, params),
+            Endpoint::Int => values::int(state, admission, accept, params),
+            _ => Err(ApiError::MethodNotAllowed),
+        }
+    }
+
+    /// The endpoint as the router's method router for its path (a POST with a JSON body added
+    /// to every random-output endpoint; `/pollen` and `/verify` are POST only): the admission
+    /// the front layer made travels in the request's extensions.
     pub fn method_router(self) -> MethodRouter<AppState> {
         match self {
             Endpoint::Pollen => return post(pollen::post),
@@ -228,6 +290,7 @@ impl Endpoint {
                 return post(vault::post).put(vault::post).fallback(vault::method_not_allowed);
             }
             Endpoint::Kms => return post(kms::post).fallback(kms::method_not_allowed),
+            Endpoint::Verify => return post(receipt::verify),
             _ => {}
         }
         let method = get(move |State(state): State<AppState>, request: Request| {
@@ -235,10 +298,26 @@ impl Endpoint {
             let admission = parts.extensions.get::<Admission>();
             std::future::ready(self.answer(&state, admission, &parts).into_response())
         });
-        match self {
-            Endpoint::Bits => method.post(random::post_bits),
-            _ => method,
+        if self.random_output() {
+            method.post(move |State(state): State<AppState>, request: Request| self.post(state, request))
+        } else {
+            method
         }
+    }
+
+    /// A POST of a random-output endpoint: its parameters as a JSON body (`{"n": 256, ...}`),
+    /// read once the caller was admitted from the head (the front layer), under the server's
+    /// body deadline, at most [`random::MAX_JSON_BODY`] bytes of it.
+    async fn post(self, state: AppState, request: Request) -> axum::response::Response {
+        let (parts, body) = request.into_parts();
+        let Some(admission) = parts.extensions.get::<Admission>().cloned() else {
+            return RecordedResponse::from(ApiError::Internal).into_response();
+        };
+        let answer = match random::json_params(body).await {
+            Ok(params) => self.respond(&state, &admission, Accept::of(&parts.headers), &params),
+            Err(e) => Err(e),
+        };
+        answer.unwrap_or_else(RecordedResponse::from).into_response()
     }
 }
 
@@ -298,7 +377,9 @@ mod tests {
                 Guard::Route(Route::Vault) => assert!(e.label().starts_with("/v1/"), "{e:?}"),
                 Guard::Route(route) | Guard::Signed(route) => assert_eq!(route.path(), e.label()),
                 Guard::Caller => assert!(matches!(e, Endpoint::Algorithms | Endpoint::Usage), "{e:?}"),
-                Guard::Public => assert_eq!(e, Endpoint::OpenApi),
+                Guard::Public => {
+                    assert!(matches!(e, Endpoint::OpenApi | Endpoint::Keys | Endpoint::Verify), "{e:?}")
+                }
             }
             for path in e.paths() {
                 let concrete = path.replace("{a}", "platform").replace("{b}", "32");

@@ -8,7 +8,8 @@
 //!    names the caller from its bearer key or client certificate and checks its policy,
 //!    before any body is read and before the request takes any shared capacity. Unknown or
 //!    refused callers are answered at once (401/403; gRPC `UNAUTHENTICATED` /
-//!    `PERMISSION_DENIED`). `/openapi.json`, gRPC health and reflection are public.
+//!    `PERMISSION_DENIED`). `/openapi.json`, the receipts' `/keys` and `/verify`, gRPC health
+//!    and reflection are public.
 //! 3. **The server's cap** on requests in progress (`server.concurrency_limit`; public
 //!    requests have a small cap of their own, [`PUBLIC_CONCURRENCY`]): past it, 503
 //!    `overloaded` with `Retry-After` at once, never a queue; the caller's quota untouched.
@@ -145,11 +146,11 @@ impl<S> Layer<S> for FrontLayer {
     }
 }
 
-/// Public requests (no caller: `/openapi.json`, gRPC health and reflection, paths that are no
-/// route) in progress at once, at most: they have a cap of their own, so that clients without
-/// credentials never take a place an authorized caller needs. A public request that goes to
-/// the router holds its place until its body is dropped (a reflection stream, to its end),
-/// and its body is due within [`PUBLIC_BODY_TIMEOUT`].
+/// Public requests (no caller: `/openapi.json`, `/keys`, `/verify`, gRPC health and reflection,
+/// paths that are no route) in progress at once, at most: they have a cap of their own, so that
+/// clients without credentials never take a place an authorized caller needs. A public request
+/// that goes to the router holds its place until its body is dropped (a reflection stream, to
+/// its end), and its body is due within [`PUBLIC_BODY_TIMEOUT`].
 pub const PUBLIC_CONCURRENCY: usize = 64;
 /// Requests of `anonymous` on a route open to requests without credentials (`[pollen]
 /// anonymous`) in progress at once, at most: a cap of their own, as public requests have.
@@ -696,12 +697,23 @@ impl Observe {
             );
         }
         if !outcome.recorded_at_end {
-            self.line(alg, served.map_or(0, |s| s.n_bits), status, code.unwrap_or(""), elapsed);
+            let (n, code, serial) =
+                (served.map_or(0, |s| s.n_bits), code.unwrap_or(""), outcome.serial.as_deref().unwrap_or(""));
+            self.line(alg, n, status, code, serial, elapsed);
         }
     }
 
-    /// The access line and, with `log.audit`, the audit line.
-    fn line(&self, alg: &'static str, n: u64, status: u16, code: &'static str, elapsed: Duration) {
+    /// The access line and, with `log.audit`, the audit line (with the serial of the receipt
+    /// served, if any).
+    fn line(
+        &self,
+        alg: &'static str,
+        n: u64,
+        status: u16,
+        code: &'static str,
+        serial: &str,
+        elapsed: Duration,
+    ) {
         let caller = match &self.caller {
             Some(caller) => caller.name(),
             // A public route names none; a request refused before its caller was named: `unknown`.
@@ -727,7 +739,7 @@ impl Observe {
         // line would only add to the backlog (and without bound, under a flood): it leaves
         // its access line (which may be dropped) and its count in drbgd_errors_total.
         if self.state.settings.log.audit && code != ApiError::AuditUnavailable.code() {
-            access.audit(if self.grpc() { "grpc" } else { "http" }).log();
+            access.audit(if self.grpc() { "grpc" } else { "http" }).with_serial(serial).log();
         }
     }
 }
@@ -749,7 +761,7 @@ impl Drop for Observe {
                 let seconds = self.start.elapsed().as_secs_f64();
                 self.state.metrics.observe_http(self.route_index, None, error.status(), seconds);
             }
-            self.line("none", 0, status, code, self.start.elapsed());
+            self.line("none", 0, status, code, "", self.start.elapsed());
         }
     }
 }

@@ -1,8 +1,8 @@
 //! `GET /openapi.json`, generated at start-up from the typed requests' rules and the response
 //! types: the configured limits (`n`, `bytes`, `count` maxima), every enabled algorithm with
-//! every alias it accepts, the formats of [`Encoding`] and [`SecretFormat`], the bearer
-//! security scheme on every operation that needs it (when auth is on), and the problem+json
-//! error schema. The paths are those of [`super::ROUTES`], the router's own list; an API test
+//! every alias it accepts, the formats of [`Encoding`] and [`SecretFormat`], the receipt
+//! parameters and answer (when `[receipts]` is on), the bearer security scheme on every
+//! operation that needs it (when auth is on), and the problem+json error schema. The paths are those of [`super::ROUTES`], the router's own list; an API test
 //! calls every documented operation and checks that nothing undocumented is routed.
 //!
 //! utoipa builds the document: its `ToSchema` derive describes the response structs the
@@ -19,8 +19,8 @@ use utoipa::openapi::request_body::RequestBodyBuilder;
 use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityRequirement, SecurityScheme};
 use utoipa::openapi::{
-    ComponentsBuilder, ContentBuilder, InfoBuilder, OpenApi, OpenApiBuilder, PathItem, PathsBuilder, Ref,
-    Required, ResponseBuilder, Schema,
+    ComponentsBuilder, ContentBuilder, InfoBuilder, OneOfBuilder, OpenApi, OpenApiBuilder, PathItem,
+    PathsBuilder, Ref, Required, ResponseBuilder, Schema,
 };
 use utoipa::{PartialSchema, ToSchema};
 
@@ -109,51 +109,134 @@ pub struct IntsJson {
     pub alg: String,
 }
 
-/// The document for `rules`, with the bearer scheme applied when `auth` is on, and the drop-in
-/// front-ends' paths for the routes `serves`.
-pub fn document(rules: &Rules, auth: bool, serves: impl Fn(Route) -> bool) -> OpenApi {
-    let d = Describe { rules, auth };
+/// A signed receipt (`receipt=true`, with `[receipts]` on): what was served, to whom and when,
+/// and its signature. See `GET /keys`, `POST /verify` and docs/verifiable.md.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Receipt {
+    /// The endpoint, its parameters (defaults applied), the output as `data` (a string, or a
+    /// list of strings for `/uuid` and `/int`; binary output as base64, `data_encoding` saying
+    /// so), `serial` (a UUIDv7), `issued_at` (RFC 3339, UTC, milliseconds), `caller`,
+    /// `user_data` (if given) and `key_id`. Integers beyond ±(2^53 - 1) are strings. Its RFC 8785
+    /// (JCS) canonical JSON, exactly as served, is what `signature` signs.
+    #[schema(value_type = Object)]
+    pub random: serde_json::Value,
+    /// The Ed25519 signature of `random`'s canonical JSON, base64url without padding.
+    pub signature: String,
+}
+
+/// The receipts' verification keys (`GET /keys`): an RFC 7517 JWK set.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Jwks {
+    /// The keys in force, the signing key first.
+    pub keys: Vec<Jwk>,
+}
+
+/// An Ed25519 public key as an RFC 8037 JWK.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Jwk {
+    /// `OKP`.
+    pub kty: String,
+    /// `Ed25519`.
+    pub crv: String,
+    /// The raw 32-byte public key, base64url without padding.
+    pub x: String,
+    /// The key id: a receipt's `key_id`.
+    pub kid: String,
+    /// `sig`.
+    #[serde(rename = "use")]
+    pub usage: String,
+    /// `EdDSA`.
+    pub alg: String,
+}
+
+/// `POST /verify`'s answer for a well-formed receipt.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Verdict {
+    /// Whether the signature verifies with the key `key_id` names.
+    pub valid: bool,
+    /// Why not: `unknown_key`, `malformed_signature` or `signature_mismatch`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The receipt's `key_id`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key_id: Option<String>,
+    /// The receipt's `serial`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub serial: Option<String>,
+}
+
+/// The paths that need no credentials: their answers carry no caller's rate-limit fields.
+const PUBLIC_PATHS: [&str; 3] = ["/openapi.json", "/keys", "/verify"];
+
+/// The document for `rules`, with the bearer scheme applied when `auth` is on, the receipt
+/// parameters and answers when receipts are served (`receipts`: the most output bytes one
+/// covers), and the drop-in front-ends' paths for the routes `serves`.
+pub fn document(rules: &Rules, auth: bool, receipts: Option<u64>, serves: impl Fn(Route) -> bool) -> OpenApi {
+    let d = Describe { rules, auth, receipts };
     let bits_responses = |op: OperationBuilder| {
         let ok = ResponseBuilder::new()
             .description("OK; streamed above the configured threshold")
             .content("text/plain", content(string_schema()))
             .content("application/octet-stream", content(binary_schema()))
-            .content("application/json", content(Ref::from_schema_name("BitsJson").into()));
+            .content("application/json", content(d.json_or_receipt("BitsJson")));
         d.errors(op.response("200", ok.build()), &["400", "403", "429", "503"])
     };
-    let get_bits =
-        bits_responses(d.op("getBits", "n random bits (packed MSB-first)").parameters(Some(d.query(
-            params::BITS,
-            &Context { n: Some((rules.max_bits, "Number of bits.")), ..Context::default() },
-        ))));
+    let bits_context = Context { n: Some((rules.max_bits, "Number of bits.")), ..Context::default() };
+    let get_bits = bits_responses(
+        d.op("getBits", "n random bits (packed MSB-first)")
+            .parameters(Some(d.query(params::BITS, &bits_context))),
+    );
     let post_bits = bits_responses(
-        d.op("postBits", "n random bits, parameters in a JSON body").request_body(Some(
-            RequestBodyBuilder::new()
-                .required(Some(Required::True))
-                .content("application/json", content(d.bits_body().into()))
-                .build(),
-        )),
+        d.op("postBits", "n random bits, parameters in a JSON body")
+            .request_body(Some(d.body(params::BITS, &bits_context))),
     );
-    let get_bytes = bits_responses(d.op("getBytes", "n random bytes").parameters(Some(d.query(
-        params::BITS,
-        &Context { n: Some((rules.max_bits / 8, "Number of bytes.")), ..Context::default() },
-    ))));
-    let secret = |id: &str, summary: &str, default_bytes: u64, default_format: SecretFormat| {
-        let context = Context { secret: Some((default_bytes, default_format)), ..Context::default() };
-        let op = d.op(id, summary).parameters(Some(d.query(params::SECRET, &context)));
-        d.errors(op.response("200", d.text_or_json("SecretJson")), &["400", "403", "429", "503"])
+    let bytes_context = Context { n: Some((rules.max_bits / 8, "Number of bytes.")), ..Context::default() };
+    let get_bytes = bits_responses(
+        d.op("getBytes", "n random bytes").parameters(Some(d.query(params::BITS, &bytes_context))),
+    );
+    let post_bytes = bits_responses(
+        d.op("postBytes", "n random bytes, parameters in a JSON body")
+            .request_body(Some(d.body(params::BITS, &bytes_context))),
+    );
+    // A random-output route's GET and POST: the same parameters in the query or a JSON body.
+    let get_and_post = |id: &str, summary: &str, list: &[Param], context: &Context, schema: &str| {
+        let ok = |op: OperationBuilder| {
+            d.errors(op.response("200", d.text_or_json(schema)), &["400", "403", "429", "503"])
+        };
+        let get = ok(d.op(&format!("get{id}"), summary).parameters(Some(d.query(list, context))));
+        let post = ok(d
+            .op(&format!("post{id}"), &format!("{summary}, parameters in a JSON body"))
+            .request_body(Some(d.body(list, context))));
+        utoipa::openapi::path::PathItemBuilder::new()
+            .operation(HttpMethod::Get, get.build())
+            .operation(HttpMethod::Post, post.build())
+            .build()
     };
-    let uuid = d.errors(
-        d.op("getUuids", "RFC 9562 UUIDs")
-            .parameters(Some(d.query(params::UUID, &Context::default())))
-            .response("200", d.text_or_json("UuidsJson")),
-        &["400", "403", "429", "503"],
+    let secret_context = |default_bytes: u64, default_format: SecretFormat| Context {
+        secret: Some((default_bytes, default_format)),
+        ..Context::default()
+    };
+    let token = get_and_post(
+        "Token",
+        "A token for sessions, API keys, CSRF",
+        params::SECRET,
+        &secret_context(DEFAULT_TOKEN_BYTES, crate::service::request::DEFAULT_TOKEN_FORMAT),
+        "SecretJson",
     );
-    let int = d.errors(
-        d.op("getInts", "Uniform integers in [min, max] without modulo bias")
-            .parameters(Some(d.query(params::INT, &Context::default())))
-            .response("200", d.text_or_json("IntsJson")),
-        &["400", "403", "429", "503"],
+    let nonce = get_and_post(
+        "Nonce",
+        "A nonce (12 bytes for AES-GCM/ChaCha20-Poly1305, 24 for XChaCha)",
+        params::SECRET,
+        &secret_context(DEFAULT_NONCE_BYTES, crate::service::request::DEFAULT_NONCE_FORMAT),
+        "SecretJson",
+    );
+    let uuid = get_and_post("Uuids", "RFC 9562 UUIDs", params::UUID, &Context::default(), "UuidsJson");
+    let int = get_and_post(
+        "Ints",
+        "Uniform integers in [min, max] without modulo bias",
+        params::INT,
+        &Context::default(),
+        "IntsJson",
     );
     let algorithms = d.errors(
         d.op("getAlgorithms", "The generators and their settings").response(
@@ -228,46 +311,24 @@ pub fn document(rules: &Rules, auth: bool, serves: impl Fn(Route) -> bool) -> Op
                 .build(),
         )
         .response("503", problem("Service unavailable"));
+    let both = |get: OperationBuilder, post: OperationBuilder| {
+        utoipa::openapi::path::PathItemBuilder::new()
+            .operation(HttpMethod::Get, get.build())
+            .operation(HttpMethod::Post, post.build())
+            .build()
+    };
     let paths = PathsBuilder::new()
-        .path(
-            "/bits",
-            utoipa::openapi::path::PathItemBuilder::new()
-                .operation(HttpMethod::Get, get_bits.build())
-                .operation(HttpMethod::Post, post_bits.build())
-                .build(),
-        )
-        .path("/bytes", PathItem::new(HttpMethod::Get, get_bytes.build()))
-        .path(
-            "/token",
-            PathItem::new(
-                HttpMethod::Get,
-                secret(
-                    "getToken",
-                    "A token for sessions, API keys, CSRF",
-                    DEFAULT_TOKEN_BYTES,
-                    crate::service::request::DEFAULT_TOKEN_FORMAT,
-                )
-                .build(),
-            ),
-        )
-        .path(
-            "/nonce",
-            PathItem::new(
-                HttpMethod::Get,
-                secret(
-                    "getNonce",
-                    "A nonce (12 bytes for AES-GCM/ChaCha20-Poly1305, 24 for XChaCha)",
-                    DEFAULT_NONCE_BYTES,
-                    crate::service::request::DEFAULT_NONCE_FORMAT,
-                )
-                .build(),
-            ),
-        )
-        .path("/uuid", PathItem::new(HttpMethod::Get, uuid.build()))
-        .path("/int", PathItem::new(HttpMethod::Get, int.build()))
+        .path("/bits", both(get_bits, post_bits))
+        .path("/bytes", both(get_bytes, post_bytes))
+        .path("/token", token)
+        .path("/nonce", nonce)
+        .path("/uuid", uuid)
+        .path("/int", int)
         .path("/algorithms", PathItem::new(HttpMethod::Get, algorithms.build()))
         .path("/usage", PathItem::new(HttpMethod::Get, usage.build()))
-        .path("/openapi.json", PathItem::new(HttpMethod::Get, openapi.build()));
+        .path("/openapi.json", PathItem::new(HttpMethod::Get, openapi.build()))
+        .path("/keys", PathItem::new(HttpMethod::Get, keys_operation().build()))
+        .path("/verify", PathItem::new(HttpMethod::Post, verify_operation().build()));
     let paths = if serves(Route::Pollen) {
         paths.path("/pollen", PathItem::new(HttpMethod::Post, pollen_op.build()))
     } else {
@@ -279,6 +340,10 @@ pub fn document(rules: &Rules, auth: bool, serves: impl Fn(Route) -> bool) -> Op
         .schema("SecretJson", SecretJson::schema())
         .schema("UuidsJson", UuidsJson::schema())
         .schema("IntsJson", IntsJson::schema())
+        .schema("Receipt", Receipt::schema())
+        .schema("Jwks", Jwks::schema())
+        .schema("Jwk", Jwk::schema())
+        .schema("Verdict", Verdict::schema())
         .schema("Usage", crate::callers::Usage::schema())
         .schema("PolicyUsage", crate::callers::PolicyUsage::schema())
         .schema("QuotaUsage", crate::callers::QuotaUsage::schema())
@@ -302,7 +367,7 @@ pub fn document(rules: &Rules, auth: bool, serves: impl Fn(Route) -> bool) -> Op
         .build();
     // Every admitted route's answers carry the caller's rate-limit fields, successes included.
     for (path, item) in &mut document.paths.paths {
-        if path == "/openapi.json" {
+        if PUBLIC_PATHS.contains(&path.as_str()) {
             continue;
         }
         for op in [&mut item.get, &mut item.post].into_iter().flatten() {
@@ -312,6 +377,64 @@ pub fn document(rules: &Rules, auth: bool, serves: impl Fn(Route) -> bool) -> Op
         }
     }
     document
+}
+
+/// `GET /keys`: public, like the contract.
+fn keys_operation() -> OperationBuilder {
+    OperationBuilder::new()
+        .operation_id(Some("getKeys"))
+        .summary(Some(
+            "The receipts' verification keys: an RFC 8037 JWK set, the signing key first (public, also with auth on)",
+        ))
+        .response("200", json_response("OK", "application/json", "Jwks"))
+        .response("429", peer_limited())
+        .response("503", problem("Service unavailable"))
+}
+
+/// `POST /verify`: public, like the contract.
+fn verify_operation() -> OperationBuilder {
+    let receipt = ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .property(
+            "random",
+            ObjectBuilder::new()
+                .schema_type(Type::Object)
+                .description(Some("The receipt's random object, as served (any member order and spacing)")),
+        )
+        .property(
+            "signature",
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .description(Some("The Ed25519 signature, base64url without padding")),
+        )
+        .required("random")
+        .required("signature")
+        .additional_properties(Some(utoipa::openapi::schema::AdditionalProperties::FreeForm(false)));
+    OperationBuilder::new()
+        .operation_id(Some("postVerify"))
+        .summary(Some(
+            "Checks a receipt against the keys in force: 200 with valid true, or false and the reason (public, also with auth on)",
+        ))
+        .request_body(Some(
+            RequestBodyBuilder::new()
+                .required(Some(Required::True))
+                .content("application/json", content(receipt.into()))
+                .build(),
+        ))
+        .response("200", json_response("The verdict", "application/json", "Verdict"))
+        .response("400", problem("Not a receipt (invalid_receipt), or a body that could not be read (invalid_body)"))
+        .response("413", problem("Larger than any receipt this server issues (body_too_large)"))
+        .response("429", peer_limited())
+        .response("503", problem("Service unavailable"))
+}
+
+/// A public route's 429: over its address's share.
+fn peer_limited() -> utoipa::openapi::Response {
+    let mut r = problem(
+        "Over this address's share of requests without credentials (peer_rate_limited, peer_concurrency_limited); retry after Retry-After seconds",
+    );
+    r.headers.insert("Retry-After".into(), header("Whole seconds to wait."));
+    r
 }
 
 /// `GET /openapi.json`: the document rendered at start-up.
@@ -333,6 +456,8 @@ struct Context {
 struct Describe<'a> {
     rules: &'a Rules,
     auth: bool,
+    /// With receipts served: the most output bytes one covers.
+    receipts: Option<u64>,
 }
 
 impl Describe<'_> {
@@ -350,9 +475,11 @@ impl Describe<'_> {
     fn errors(&self, mut op: OperationBuilder, codes: &[&str]) -> OperationBuilder {
         for code in codes {
             let response = match *code {
-                "400" => problem("Invalid parameter, or n above the configured limit (n_too_large)"),
+                "400" => problem(
+                    "Invalid parameter, n above the configured limit (n_too_large), or a receipt refused (receipts_disabled, receipt_too_large, user_data_too_large, user_data_without_receipt)",
+                ),
                 "403" => with_rate_limit_fields(problem(
-                    "Outside the caller's policy (route_not_allowed, alg_not_allowed, n_not_allowed, pr_not_allowed), a trusted client certificate naming no caller and no key (unknown_client), or a key and a certificate naming different callers (credentials_conflict)",
+                    "Outside the caller's policy (route_not_allowed, alg_not_allowed, n_not_allowed, pr_not_allowed, receipts_not_allowed), a trusted client certificate naming no caller and no key (unknown_client), or a key and a certificate naming different callers (credentials_conflict)",
                 )),
                 "429" => {
                     let mut r = with_rate_limit_fields(problem(
@@ -424,9 +551,66 @@ impl Describe<'_> {
         names
     }
 
-    /// The query parameters of a route, `list` (its handler's own), described for `context`.
+    /// The receipt parameters every random-output route takes, when receipts are served.
+    fn receipt_params(&self) -> &'static [Param] {
+        if self.receipts.is_some() { params::RECEIPT } else { &[] }
+    }
+
+    /// The query parameters of a route, `list` (its handler's own) and the receipt's,
+    /// described for `context`.
     fn query(&self, list: &[Param], context: &Context) -> Vec<utoipa::openapi::path::Parameter> {
-        list.iter().map(|&p| self.describe(p, context)).collect()
+        list.iter().chain(self.receipt_params()).map(|&p| self.describe(p, context)).collect()
+    }
+
+    /// A route's POST body: the members of `list` (and the receipt's), each of its JSON type;
+    /// `n`, `min` and `max` required, no other member.
+    fn body(&self, list: &[Param], context: &Context) -> utoipa::openapi::request_body::RequestBody {
+        let mut body = ObjectBuilder::new().schema_type(Type::Object);
+        for &param in list.iter().chain(self.receipt_params()) {
+            body = body.property(param.name(), self.member(param, context));
+        }
+        for &param in list.iter().filter(|p| matches!(p, Param::N | Param::Min | Param::Max)) {
+            body = body.required(param.name());
+        }
+        let body =
+            body.additional_properties(Some(utoipa::openapi::schema::AdditionalProperties::FreeForm(false)));
+        RequestBodyBuilder::new()
+            .required(Some(Required::True))
+            .content("application/json", content(body.into()))
+            .build()
+    }
+
+    /// A body member's schema: the query parameter's, but for the integers' bounds, which may
+    /// also be strings of decimal digits (a bound beyond 2^53 that a client's JSON numbers
+    /// cannot carry).
+    fn member(&self, param: Param, context: &Context) -> utoipa::openapi::RefOr<Schema> {
+        match param {
+            Param::Min | Param::Max => OneOfBuilder::new()
+                .item(
+                    ObjectBuilder::new()
+                        .schema_type(Type::Integer)
+                        .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64))),
+                )
+                .item(ObjectBuilder::new().schema_type(Type::String).pattern(Some("^-?[0-9]+$")))
+                .description(Some(if param == Param::Min {
+                    "Lower bound (inclusive): an integer, or a string of decimal digits."
+                } else {
+                    "Upper bound (inclusive), at least min: an integer, or a string of decimal digits."
+                }))
+                .into(),
+            _ => self.describe(param, context).schema.unwrap_or_else(|| ObjectBuilder::new().into()),
+        }
+    }
+
+    /// The JSON answer of a route: `schema`, or with receipts served also a [`Receipt`].
+    fn json_or_receipt(&self, schema: &str) -> utoipa::openapi::RefOr<Schema> {
+        match self.receipts {
+            Some(_) => OneOfBuilder::new()
+                .item(Ref::from_schema_name(schema))
+                .item(Ref::from_schema_name("Receipt"))
+                .into(),
+            None => Ref::from_schema_name(schema).into(),
+        }
     }
 
     fn describe(&self, param: Param, context: &Context) -> utoipa::openapi::path::Parameter {
@@ -480,6 +664,23 @@ impl Describe<'_> {
                 "Upper bound (inclusive); at least min (else 400 invalid_range).",
                 int64(),
             ),
+            (Param::Receipt, _) => self.bool_param(
+                name,
+                &format!(
+                    "Answer a signed receipt instead (application/json: random, signature; see /keys, /verify); \
+                     output of at most {} bytes.",
+                    self.receipts.unwrap_or_default()
+                ),
+            ),
+            (Param::UserData, _) => self.param(
+                name,
+                false,
+                "Your own string in the receipt: at most 1024 bytes of UTF-8, with receipt=true only.",
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .max_length(Some(crate::receipts::USER_DATA_MAX))
+                    .into(),
+            ),
         }
     }
 
@@ -489,37 +690,11 @@ impl Describe<'_> {
         self.param(Param::Alg.name(), false, &description, schema.into())
     }
 
-    /// `POST /bits`'s body: the members of [`params::BITS`].
-    fn bits_body(&self) -> Schema {
-        let mut body = ObjectBuilder::new().schema_type(Type::Object);
-        for &param in params::BITS {
-            let schema: Schema = match param {
-                Param::N => ObjectBuilder::new()
-                    .schema_type(Type::Integer)
-                    .minimum(Some(1.0))
-                    .maximum(Some(self.rules.max_bits as f64))
-                    .into(),
-                Param::Alg => {
-                    ObjectBuilder::new().schema_type(Type::String).enum_values(Some(self.alg_names())).into()
-                }
-                Param::Format => ObjectBuilder::new()
-                    .schema_type(Type::String)
-                    .enum_values(Some(Encoding::ALL.map(Encoding::name)))
-                    .into(),
-                _ => ObjectBuilder::new().schema_type(Type::Boolean).into(),
-            };
-            body = body.property(param.name(), schema);
-        }
-        body.required(Param::N.name())
-            .additional_properties(Some(utoipa::openapi::schema::AdditionalProperties::FreeForm(false)))
-            .into()
-    }
-
     fn text_or_json(&self, schema: &str) -> utoipa::openapi::Response {
         ResponseBuilder::new()
-            .description("OK: one value per line, or JSON with Accept: application/json")
+            .description("OK: one value per line, or JSON with Accept: application/json (or a receipt)")
             .content("text/plain", content(string_schema()))
-            .content("application/json", content(Ref::from_schema_name(schema).into()))
+            .content("application/json", content(self.json_or_receipt(schema)))
             .build()
     }
 }

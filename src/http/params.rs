@@ -1,7 +1,8 @@
 //! Strict query parsing: unknown or repeated parameters are errors, numbers must be numbers,
 //! and every failure names the parameter and a stable code. The parameters themselves are
 //! written once, here ([`Param`] and each route's list), for the handlers that read them and
-//! the OpenAPI document that describes them.
+//! the OpenAPI document that describes them. A POST's JSON body becomes the same parameters
+//! ([`Params::from_json`]).
 
 use std::borrow::Cow;
 
@@ -33,6 +34,10 @@ pub enum Param {
     Min,
     /// The integers' upper bound.
     Max,
+    /// Answer with a signed receipt.
+    Receipt,
+    /// The caller's own string in the receipt.
+    UserData,
 }
 
 impl Param {
@@ -48,7 +53,14 @@ impl Param {
             Param::Version => "version",
             Param::Min => "min",
             Param::Max => "max",
+            Param::Receipt => "receipt",
+            Param::UserData => "user_data",
         }
+    }
+
+    /// The parameter named `name`.
+    fn named(name: &str) -> Option<Param> {
+        [BITS, SECRET, UUID, INT, RECEIPT].into_iter().flatten().copied().find(|p| p.name() == name)
     }
 
     /// The error code of a value that is not a number of the right kind.
@@ -58,8 +70,9 @@ impl Param {
             Param::Bytes => "invalid_bytes",
             Param::Count => "invalid_count",
             Param::Version => "invalid_version",
-            Param::Pr => "invalid_boolean",
+            Param::Pr | Param::Receipt => "invalid_boolean",
             Param::Min | Param::Max | Param::Alg | Param::Format => "invalid_integer",
+            Param::UserData => "invalid_body",
         }
     }
 }
@@ -72,6 +85,9 @@ pub const SECRET: &[Param] = &[Param::Bytes, Param::Format, Param::Alg];
 pub const UUID: &[Param] = &[Param::Count, Param::Version, Param::Alg];
 /// The parameters of `/int`.
 pub const INT: &[Param] = &[Param::Min, Param::Max, Param::Count, Param::Alg];
+/// The parameters every random-output route takes besides its own: a signed receipt
+/// (`receipt=true`) and the caller's string in it.
+pub const RECEIPT: &[Param] = &[Param::Receipt, Param::UserData];
 
 /// The most query parameters a request may give.
 pub const MAX_PARAMS: usize = 16;
@@ -100,6 +116,15 @@ impl<'a> Params<'a> {
         let query = parts.uri.query().unwrap_or("");
         let mut params = Params(SmallVec::new());
         if query.bytes().any(|b| b == b'%' || b == b'+') {
+            // Escapes that decode to no UTF-8 text are refused, not replaced by U+FFFD (a
+            // receipt's user_data would sign what the caller never sent).
+            if percent_encoding::percent_decode_str(query).decode_utf8().is_err() {
+                return Err(ApiError::invalid(
+                    "invalid_encoding",
+                    "query",
+                    "the query's %-escapes do not decode to UTF-8 text",
+                ));
+            }
             for (key, value) in form_urlencoded::parse(query.as_bytes()) {
                 params.add(key, value)?;
             }
@@ -146,56 +171,37 @@ fn plain_pairs(query: &str) -> impl Iterator<Item = (&str, &str)> {
 }
 
 impl Params<'_> {
-    /// The members of a JSON object body (`POST /bits`) as parameters: `n` must be a
-    /// non-negative integer, `pr` a boolean, the others strings.
+    /// The members of a JSON object body (a random-output endpoint's POST) as parameters, each
+    /// of its JSON type: `n`, `bytes`, `count` and `version` non-negative integers, `min` and
+    /// `max` integers (or strings of decimal digits, for bounds beyond 2^53 that a client's
+    /// JSON numbers cannot carry), `pr` and `receipt` booleans, the others strings.
     ///
     /// # Errors
-    /// `invalid_body` for a body that is not an object or a member of the wrong type,
-    /// `invalid_n`, `invalid_boolean`.
+    /// `invalid_body` for a body that is not an object or a member of the wrong type, the
+    /// member's own code for a number of the wrong kind (`invalid_n`, `invalid_bytes`, ...)
+    /// or a boolean that is none (`invalid_boolean`).
     pub fn from_json(body: &serde_json::Value) -> Result<Params<'static>, ApiError> {
-        use serde_json::Value;
         let object = body
             .as_object()
             .ok_or_else(|| ApiError::invalid("invalid_body", "body", "the body must be a JSON object"))?;
         let mut params = SmallVec::with_capacity(object.len());
         for (key, value) in object {
-            let (n, pr) = (Param::N.name(), Param::Pr.name());
-            let text = match (key.as_str(), value) {
-                (k, Value::Number(v)) if k == n && v.is_u64() => v.to_string(),
-                // JSON has one number type: 1116.0 is the integer 1116 (as JSON Schema says).
-                (k, Value::Number(v))
-                    if k == n
-                        && v.as_f64().is_some_and(|f| {
-                            f.fract() == 0.0 && (0.0..9.007_199_254_740_992e15).contains(&f)
-                        }) =>
-                {
-                    (v.as_f64().unwrap_or_default() as u64).to_string()
-                }
-                (k, _) if k == n => {
-                    return Err(ApiError::invalid("invalid_n", n, "n must be a positive integer"));
-                }
-                (k, Value::Bool(b)) if k == pr => b.to_string(),
-                (k, _) if k == pr => {
-                    return Err(ApiError::invalid("invalid_boolean", pr, "pr must be true or false"));
-                }
-                (_, Value::String(s)) => s.clone(),
-                _ => return Err(ApiError::invalid("invalid_body", key, format!("{key} must be a string"))),
-            };
+            let text = json_member(key, value)?;
             params.push((Cow::Owned(key.clone()), Cow::Owned(text)));
         }
         Ok(Params(params))
     }
 
-    /// Rejects any parameter not in `allowed`.
+    /// Rejects any parameter not in `allowed` or [`RECEIPT`] (every random-output route's).
     ///
     /// # Errors
     /// `unknown_parameter`, naming the first unknown one in alphabetical order (the same
     /// for a query and a JSON body).
     pub fn allow(&self, allowed: &[Param]) -> Result<&Self, ApiError> {
-        let known = |k: &str| allowed.iter().any(|p| p.name() == k);
+        let known = |k: &str| allowed.iter().chain(RECEIPT).any(|p| p.name() == k);
         match self.0.iter().map(|(k, _)| k).filter(|k| !known(k)).min() {
             Some(k) => {
-                let names: Vec<&str> = allowed.iter().map(|p| p.name()).collect();
+                let names: Vec<&str> = allowed.iter().chain(RECEIPT).map(|p| p.name()).collect();
                 Err(ApiError::invalid(
                     "unknown_parameter",
                     k,
@@ -265,6 +271,61 @@ impl Params<'_> {
             Some(_) => Err(ApiError::invalid("invalid_boolean", key, format!("{key} must be true or false"))),
         }
     }
+}
+
+/// A JSON body's member as the text of its parameter, checked against the parameter's JSON
+/// type (a member that names no parameter must be a string: `allow` names it then).
+fn json_member(key: &str, value: &serde_json::Value) -> Result<String, ApiError> {
+    use serde_json::Value;
+    let param = Param::named(key);
+    let wrong = |param: Param, what: &str| {
+        let code =
+            if param == Param::Alg || param == Param::Format { "invalid_body" } else { param.invalid_code() };
+        Err(ApiError::invalid(code, key, format!("{key} must be {what}")))
+    };
+    match (param, value) {
+        (Some(p @ (Param::N | Param::Bytes | Param::Count | Param::Version)), value) => {
+            match json_integer(value) {
+                Some(n) if n >= 0 => Ok(n.to_string()),
+                _ => wrong(p, "a positive integer"),
+            }
+        }
+        (Some(p @ (Param::Min | Param::Max)), Value::String(s)) if !decimal(s) => {
+            wrong(p, "an integer (a number, or a string of decimal digits)")
+        }
+        (Some(Param::Min | Param::Max), Value::String(s)) => Ok(s.clone()),
+        (Some(p @ (Param::Min | Param::Max)), value) => match json_integer(value) {
+            Some(n) => Ok(n.to_string()),
+            None => wrong(p, "an integer (a number, or a string of decimal digits)"),
+        },
+        (Some(p @ (Param::Pr | Param::Receipt)), value) => match value {
+            Value::Bool(b) => Ok(b.to_string()),
+            _ => wrong(p, "true or false"),
+        },
+        (_, Value::String(s)) => Ok(s.clone()),
+        (Some(p), _) => wrong(p, "a string"),
+        (None, _) => Err(ApiError::invalid("invalid_body", key, format!("{key} must be a string"))),
+    }
+}
+
+/// A JSON number that is an integer, as an `i128` (every `i64` and `u64`). JSON has one number
+/// type: 1116.0 is the integer 1116 (as JSON Schema says), up to 2^53 where doubles are exact.
+fn json_integer(value: &serde_json::Value) -> Option<i128> {
+    let number = value.as_number()?;
+    if let Some(n) = number.as_i64() {
+        return Some(i128::from(n));
+    }
+    if let Some(n) = number.as_u64() {
+        return Some(i128::from(n));
+    }
+    let f = number.as_f64()?;
+    (f.fract() == 0.0 && f.abs() < 9.007_199_254_740_992e15).then_some(f as i128)
+}
+
+/// Whether `s` is an integer in decimal digits, with an optional minus sign.
+fn decimal(s: &str) -> bool {
+    let digits = s.strip_prefix('-').unwrap_or(s);
+    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// The request's `Accept` header.
@@ -397,8 +458,25 @@ mod tests {
         assert_eq!(bad(serde_json::json!([1])), "invalid_body");
         assert_eq!(bad(serde_json::json!({"n": -1})), "invalid_n");
         assert_eq!(bad(serde_json::json!({"n": 1.5})), "invalid_n");
+        assert_eq!(bad(serde_json::json!({"n": "8"})), "invalid_n");
         assert_eq!(Params::from_json(&serde_json::json!({"n": 1116.0})).unwrap().get(Param::N), Some("1116"));
         assert_eq!(bad(serde_json::json!({"pr": "yes"})), "invalid_boolean");
+        assert_eq!(bad(serde_json::json!({"pr": "true"})), "invalid_boolean");
+        assert_eq!(bad(serde_json::json!({"receipt": 1})), "invalid_boolean");
         assert_eq!(bad(serde_json::json!({"alg": 3})), "invalid_body");
+        assert_eq!(bad(serde_json::json!({"user_data": 3})), "invalid_body");
+        assert_eq!(bad(serde_json::json!({"bytes": "32"})), "invalid_bytes");
+        assert_eq!(bad(serde_json::json!({"min": "+5"})), "invalid_integer");
+        assert_eq!(bad(serde_json::json!({"max": 1.5})), "invalid_integer");
+        // Bounds beyond 2^53, as numbers (serde_json reads them exactly) or digit strings.
+        let p = Params::from_json(&serde_json::json!({
+            "min": i64::MIN, "max": "9223372036854775807", "count": 3, "receipt": true, "user_data": "draw 7"
+        }))
+        .unwrap();
+        assert_eq!(p.i64(Param::Min).unwrap(), Some(i64::MIN));
+        assert_eq!(p.i64(Param::Max).unwrap(), Some(i64::MAX));
+        assert_eq!(p.u64(Param::Count).unwrap(), Some(3));
+        assert!(p.flag(Param::Receipt).unwrap());
+        assert_eq!(p.get(Param::UserData), Some("draw 7"));
     }
 }

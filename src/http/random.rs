@@ -1,5 +1,6 @@
-//! `GET /bits`, `POST /bits` and `GET /bytes`: random output in any encoding, streamed when
-//! large. Parse into a typed request, call the service, encode.
+//! `/bits` and `/bytes` (GET, and POST with a JSON body): random output in any encoding,
+//! streamed when large, or with `receipt=true` a signed receipt of it. Parse into a typed
+//! request, call the service, encode. Also the reading of every random-output POST's JSON body.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -7,17 +8,13 @@ use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::extract::{Request, State};
-use axum::http::request::Parts;
-use axum::http::{HeaderValue, header};
-use axum::response::{IntoResponse, Response};
+use axum::http::HeaderValue;
 use bytes::Bytes;
 use http_body::{Frame, SizeHint};
-use serde_json::Value;
 
 use super::params::{self, Accept, Param, Params, choose_format};
-use super::{RecordedResponse, served};
-use crate::callers::Admission;
+use super::{RecordedResponse, receipt, served};
+use crate::callers::{Admission, Route};
 use crate::error::ApiError;
 use crate::service::budget::Permit;
 use crate::service::{BitsOutput, BitsRequest, BytesRequest, Chunks};
@@ -25,43 +22,71 @@ use crate::state::AppState;
 
 const SERVER_TIMING: axum::http::HeaderName = axum::http::HeaderName::from_static("server-timing");
 
-/// `GET /bits?n=&alg=&format=&pr=`.
-pub fn get_bits(
+/// `/bits?n=&alg=&format=&pr=&receipt=&user_data=` (a GET's query or a POST's JSON body).
+pub fn bits(
     state: &AppState,
     admission: &Admission,
-    parts: &Parts,
+    accept: Accept<'_>,
+    params: &Params<'_>,
 ) -> Result<RecordedResponse, ApiError> {
-    respond(state, admission, bits_request(state, Accept::of(&parts.headers), &Params::of(parts)?)?)
+    params.allow(params::BITS)?;
+    let ask = receipt::ask(state, admission, params)?;
+    let format = choose_format(params.get(Param::Format), receipt::accept(ask.as_ref(), accept))?;
+    let (n, alg, pr) = (params.u64(Param::N)?, params.get(Param::Alg), params.flag(Param::Pr)?);
+    let req = BitsRequest::new(state.service.rules(), n, alg, format, pr)?;
+    match ask {
+        Some(ask) => receipt::bits(state, admission, &ask, Route::Bits, &req),
+        None => respond(state, admission, req),
+    }
 }
 
-/// Most bytes of a `POST /bits` body: its four members with room to spare.
-const MAX_JSON_BODY: usize = 4096;
-
-/// `POST /bits` with `{"n": 256, "alg": "...", "format": "...", "pr": false}`: the caller was
-/// admitted from the head before any of the body is read (the front layer), and the body is
-/// read under the server's body deadline, at most [`MAX_JSON_BODY`] bytes of it.
-pub async fn post_bits(State(state): State<AppState>, request: Request) -> Response {
-    let (parts, body) = request.into_parts();
-    let Some(admission) = parts.extensions.get::<Admission>().cloned() else {
-        return RecordedResponse::from(ApiError::Internal).into_response();
-    };
-    let accept = parts.headers.get(header::ACCEPT).cloned();
-    let answer = match axum::body::to_bytes(body, MAX_JSON_BODY).await {
-        Err(e) => Err(body_error(&e, MAX_JSON_BODY)),
-        Ok(bytes) => serde_json::from_slice::<Value>(&bytes)
-            .map_err(|e| ApiError::invalid("invalid_body", "body", format!("the body is not JSON: {e}")))
-            .and_then(|body| bits_request(&state, Accept::from(accept.as_ref()), &Params::from_json(&body)?)),
+/// `/bytes?n=&alg=&format=&pr=&receipt=&user_data=`: the same, counted in bytes.
+pub fn bytes(
+    state: &AppState,
+    admission: &Admission,
+    accept: Accept<'_>,
+    params: &Params<'_>,
+) -> Result<RecordedResponse, ApiError> {
+    params.allow(params::BITS)?;
+    let ask = receipt::ask(state, admission, params)?;
+    let format = choose_format(params.get(Param::Format), receipt::accept(ask.as_ref(), accept))?;
+    let (n, alg, pr) = (params.u64(Param::N)?, params.get(Param::Alg), params.flag(Param::Pr)?);
+    let req = BytesRequest::new(state.service.rules(), n, alg, format, pr)?.into_bits();
+    match ask {
+        Some(ask) => receipt::bits(state, admission, &ask, Route::Bytes, &req),
+        None => respond(state, admission, req),
     }
-    .and_then(|req| respond(&state, &admission, req));
-    answer.unwrap_or_else(RecordedResponse::from).into_response()
+}
+
+/// Most bytes of a random-output POST's JSON body: its members with room to spare, and a
+/// `user_data` of 1 KiB written with JSON escapes (up to six bytes a byte).
+pub const MAX_JSON_BODY: usize = 8192;
+
+/// The parameters of a random-output POST's JSON body (`{"n": 256, "alg": "...", ...}`), read
+/// under the server's body deadline, at most [`MAX_JSON_BODY`] bytes of it.
+///
+/// # Errors
+/// `invalid_body` (unreadable, too large, not JSON, not an object, a member of the wrong type),
+/// a member's own code ([`Params::from_json`]); 499 when the client went away.
+pub async fn json_params(body: Body) -> Result<Params<'static>, ApiError> {
+    let bytes = axum::body::to_bytes(body, MAX_JSON_BODY).await.map_err(|e| body_error(&e, MAX_JSON_BODY))?;
+    // A member given twice is refused, as a query parameter given twice is.
+    let body = crate::receipts::strict_json::from_slice(&bytes).map_err(|e| {
+        ApiError::invalid("invalid_body", "body", format!("the body is not JSON of distinct members: {e}"))
+    })?;
+    Params::from_json(&body)
+}
+
+/// Whether a body could not be read because it is over its cap.
+pub(super) fn too_large(error: &axum::Error) -> bool {
+    std::iter::successors(Some(error as &(dyn std::error::Error + 'static)), |e| e.source())
+        .any(|e| e.is::<http_body_util::LengthLimitError>())
 }
 
 /// The error of a body that could not be read: too large (over `limit` bytes), or not
 /// received in time.
 pub(super) fn body_error(error: &axum::Error, limit: usize) -> ApiError {
-    let too_large = std::iter::successors(Some(error as &(dyn std::error::Error + 'static)), |e| e.source())
-        .any(|e| e.is::<http_body_util::LengthLimitError>());
-    if too_large {
+    if too_large(error) {
         return ApiError::invalid("invalid_body", "body", format!("the body must be at most {limit} bytes"));
     }
     if super::deadline::BodyTimeout::caused(error) {
@@ -85,27 +110,6 @@ fn client_went_away(error: &axum::Error) -> bool {
         e.downcast_ref::<hyper::Error>().is_some_and(hyper::Error::is_incomplete_message)
             || e.downcast_ref::<h2::Error>().is_some_and(|h2| h2.reason() == Some(h2::Reason::CANCEL))
     })
-}
-
-/// `GET /bytes?n=&alg=&format=&pr=`: the same, counted in bytes.
-pub fn get_bytes(
-    state: &AppState,
-    admission: &Admission,
-    parts: &Parts,
-) -> Result<RecordedResponse, ApiError> {
-    let params = Params::of(parts)?;
-    params.allow(params::BITS)?;
-    let format = choose_format(params.get(Param::Format), Accept::of(&parts.headers))?;
-    let (n, alg, pr) = (params.u64(Param::N)?, params.get(Param::Alg), params.flag(Param::Pr)?);
-    respond(state, admission, BytesRequest::new(state.service.rules(), n, alg, format, pr)?.into_bits())
-}
-
-/// The bits request of a query string or JSON body.
-fn bits_request(state: &AppState, accept: Accept<'_>, params: &Params<'_>) -> Result<BitsRequest, ApiError> {
-    params.allow(params::BITS)?;
-    let format = choose_format(params.get(Param::Format), accept)?;
-    let (n, alg, pr) = (params.u64(Param::N)?, params.get(Param::Alg), params.flag(Param::Pr)?);
-    BitsRequest::new(state.service.rules(), n, alg, format, pr)
 }
 
 fn respond(state: &AppState, admission: &Admission, req: BitsRequest) -> Result<RecordedResponse, ApiError> {

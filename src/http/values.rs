@@ -1,43 +1,79 @@
-//! `GET /token`, `/nonce`, `/uuid`, `/int`: small values for everyday use, as plain text
-//! (one per line) or JSON when the client asks for it. Parse into a typed request, call the
-//! service, encode.
+//! `/token`, `/nonce`, `/uuid`, `/int` (GET, and POST with a JSON body): small values for
+//! everyday use, as plain text (one per line) or JSON when the client asks for it, or with
+//! `receipt=true` a signed receipt of them. Parse into a typed request, call the service,
+//! encode.
 
 use axum::Json;
-use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use super::params::{self, Accept, Param, Params, wants_json};
-use super::{RecordedResponse, served};
-use crate::callers::Admission;
+use super::{RecordedResponse, receipt, served};
+use crate::callers::{Admission, Route};
 use crate::error::ApiError;
+use crate::receipts::{Ask, Random};
 use crate::service::{IntRequest, NonceRequest, Secret, SecretFormat, TokenRequest, UuidRequest};
 use crate::state::AppState;
 
-/// `GET /token?bytes=32&format=base64url|hex|base32|base64&alg=`.
-pub fn token(state: &AppState, admission: &Admission, parts: &Parts) -> Result<RecordedResponse, ApiError> {
-    let params = Params::of(parts)?;
+/// `/token?bytes=32&format=base64url|hex|base32|base64&alg=&receipt=&user_data=`.
+pub fn token(
+    state: &AppState,
+    admission: &Admission,
+    accept: Accept<'_>,
+    params: &Params<'_>,
+) -> Result<RecordedResponse, ApiError> {
     params.allow(params::SECRET)?;
+    let ask = receipt::ask(state, admission, params)?;
     let req = TokenRequest::new(
         state.service.rules(),
         params.u64(Param::Bytes)?,
-        secret_format(&params)?,
+        secret_format(params)?,
         params.get(Param::Alg),
     )?;
-    Ok(secret(Accept::of(&parts.headers), state.service.token(&admission.caller, req)?))
+    if let Some(ask) = &ask {
+        ask.check_size(req.secret().bytes())?;
+    }
+    let secret = state.service.token(&admission.caller, req)?;
+    match ask {
+        Some(ask) => signed_secret(state, admission, &ask, Route::Token, &secret),
+        None => Ok(secret_response(accept, secret)),
+    }
 }
 
-/// `GET /nonce?bytes=12&format=hex|base64|base64url|base32&alg=`.
-pub fn nonce(state: &AppState, admission: &Admission, parts: &Parts) -> Result<RecordedResponse, ApiError> {
-    let params = Params::of(parts)?;
+/// `/nonce?bytes=12&format=hex|base64|base64url|base32&alg=&receipt=&user_data=`.
+pub fn nonce(
+    state: &AppState,
+    admission: &Admission,
+    accept: Accept<'_>,
+    params: &Params<'_>,
+) -> Result<RecordedResponse, ApiError> {
     params.allow(params::SECRET)?;
+    let ask = receipt::ask(state, admission, params)?;
     let req = NonceRequest::new(
         state.service.rules(),
         params.u64(Param::Bytes)?,
-        secret_format(&params)?,
+        secret_format(params)?,
         params.get(Param::Alg),
     )?;
-    Ok(secret(Accept::of(&parts.headers), state.service.nonce(&admission.caller, req)?))
+    if let Some(ask) = &ask {
+        ask.check_size(req.secret().bytes())?;
+    }
+    let secret = state.service.nonce(&admission.caller, req)?;
+    match ask {
+        Some(ask) => signed_secret(state, admission, &ask, Route::Nonce, &secret),
+        None => Ok(secret_response(accept, secret)),
+    }
+}
+
+/// A token's or nonce's receipt.
+fn signed_secret(
+    state: &AppState,
+    admission: &Admission,
+    ask: &Ask,
+    route: Route,
+    secret: &Secret,
+) -> Result<RecordedResponse, ApiError> {
+    receipt::respond(state, admission, ask, Random::secret(route, secret), secret.alg, secret.bytes * 8)
 }
 
 fn secret_format(params: &Params) -> Result<Option<SecretFormat>, ApiError> {
@@ -56,7 +92,7 @@ fn secret_format(params: &Params) -> Result<Option<SecretFormat>, ApiError> {
         .transpose()
 }
 
-fn secret(accept: Accept<'_>, mut secret: Secret) -> RecordedResponse {
+fn secret_response(accept: Accept<'_>, mut secret: Secret) -> RecordedResponse {
     let (alg, bits) = (secret.alg, secret.bytes * 8);
     let body = if wants_json(accept) {
         let Secret { value, bytes, format, alg } = secret;
@@ -84,19 +120,30 @@ struct SecretJson<'a> {
     alg: &'static str,
 }
 
-/// `GET /uuid?count=1&version=4|7&alg=`.
-pub fn uuid(state: &AppState, admission: &Admission, parts: &Parts) -> Result<RecordedResponse, ApiError> {
-    let params = Params::of(parts)?;
+/// `/uuid?count=1&version=4|7&alg=&receipt=&user_data=`.
+pub fn uuid(
+    state: &AppState,
+    admission: &Admission,
+    accept: Accept<'_>,
+    params: &Params<'_>,
+) -> Result<RecordedResponse, ApiError> {
     params.allow(params::UUID)?;
+    let ask = receipt::ask(state, admission, params)?;
     let req = UuidRequest::new(
         state.service.rules(),
         params.u64(Param::Count)?,
         params.u64(Param::Version)?,
         params.get(Param::Alg),
     )?;
+    if let Some(ask) = &ask {
+        ask.check_size(req.count() as u64 * 16)?;
+    }
     let out = state.service.uuids(&admission.caller, req)?;
     let bits = out.uuids.len() as u64 * 122;
-    let body = if wants_json(Accept::of(&parts.headers)) {
+    if let Some(ask) = ask {
+        return receipt::respond(state, admission, &ask, Random::uuids(&out), out.alg, bits);
+    }
+    let body = if wants_json(accept) {
         let list: Vec<String> = out.uuids.iter().map(ToString::to_string).collect();
         Json(json!({ "uuids": list, "version": out.version, "alg": out.alg.name() })).into_response()
     } else {
@@ -105,10 +152,15 @@ pub fn uuid(state: &AppState, admission: &Admission, parts: &Parts) -> Result<Re
     Ok(served(body, out.alg, bits))
 }
 
-/// `GET /int?min=&max=&count=&alg=`: uniform integers in `[min, max]`.
-pub fn int(state: &AppState, admission: &Admission, parts: &Parts) -> Result<RecordedResponse, ApiError> {
-    let params = Params::of(parts)?;
+/// `/int?min=&max=&count=&alg=&receipt=&user_data=`: uniform integers in `[min, max]`.
+pub fn int(
+    state: &AppState,
+    admission: &Admission,
+    accept: Accept<'_>,
+    params: &Params<'_>,
+) -> Result<RecordedResponse, ApiError> {
     params.allow(params::INT)?;
+    let ask = receipt::ask(state, admission, params)?;
     let req = IntRequest::new(
         state.service.rules(),
         params.i64(Param::Min)?,
@@ -116,8 +168,14 @@ pub fn int(state: &AppState, admission: &Admission, parts: &Parts) -> Result<Rec
         params.u64(Param::Count)?,
         params.get(Param::Alg),
     )?;
+    if let Some(ask) = &ask {
+        ask.check_size(req.count() as u64 * 8)?;
+    }
     let out = state.service.ints(&admission.caller, req)?;
-    let body = if wants_json(Accept::of(&parts.headers)) {
+    if let Some(ask) = ask {
+        return receipt::respond(state, admission, &ask, Random::ints(&out), out.alg, 0);
+    }
+    let body = if wants_json(accept) {
         Json(json!({ "values": out.values, "min": out.min, "max": out.max, "alg": out.alg.name() }))
             .into_response()
     } else {

@@ -48,7 +48,12 @@ async fn approved_only_serves_the_sp800_90a_mechanisms_only() {
     assert_eq!(algorithms.iter().filter(|e| e["approved"] == true).count(), 7);
 
     let mut grpc = RandomnessClient::connect(app.api.clone()).await.expect("grpc connects");
-    let bits = |alg: Algorithm| GetBitsRequest { n: 8, alg: alg as i32, prediction_resistance: false };
+    let bits = |alg: Algorithm| GetBitsRequest {
+        n: 8,
+        alg: alg as i32,
+        prediction_resistance: false,
+        ..Default::default()
+    };
     let status = grpc.get_bits(bits(Algorithm::Chacha20)).await.unwrap_err();
     assert_eq!(status.code(), tonic::Code::InvalidArgument);
     assert!(status.message().starts_with("alg_not_approved"), "{}", status.message());

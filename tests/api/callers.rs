@@ -254,7 +254,12 @@ pub(crate) fn with_key<T>(key: &str, msg: T) -> tonic::Request<T> {
 async fn grpc_callers_get_the_same_answers() {
     let app = spawn_example().await;
     let mut c = RandomnessClient::connect(app.api.clone()).await.unwrap();
-    let bits = |n, alg: Algorithm, pr| GetBitsRequest { n, alg: alg as i32, prediction_resistance: pr };
+    let bits = |n, alg: Algorithm, pr| GetBitsRequest {
+        n,
+        alg: alg as i32,
+        prediction_resistance: pr,
+        ..Default::default()
+    };
     let status = c.get_bits(bits(8, Algorithm::Unspecified, false)).await.unwrap_err();
     assert_eq!(status.code(), Code::Unauthenticated);
     let denied = [
@@ -268,8 +273,8 @@ async fn grpc_callers_get_the_same_answers() {
         assert!(status.message().starts_with(&format!("{code}: ")), "{status:?}");
         assert!(status.metadata().get("ratelimit-policy").is_some());
     }
-    let ints = GetIntsRequest { min: 1, max: 6, count: 1, alg: 0 };
-    let status = c.get_ints(with_key("web-example-key", ints)).await.unwrap_err();
+    let ints = GetIntsRequest { min: 1, max: 6, count: 1, alg: 0, ..Default::default() };
+    let status = c.get_ints(with_key("web-example-key", ints.clone())).await.unwrap_err();
     assert_eq!(status.code(), Code::PermissionDenied);
     assert!(status.message().starts_with("route_not_allowed: "));
     assert!(c.get_ints(with_key("batch-example-key", ints)).await.is_ok());
@@ -285,7 +290,7 @@ async fn grpc_callers_get_the_same_answers() {
     let token = GetTokenRequest::default();
     let mut exhausted = None;
     for _ in 0..40 {
-        match c.get_token(with_key("web-example-key", token)).await {
+        match c.get_token(with_key("web-example-key", token.clone())).await {
             Ok(reply) => assert!(reply.metadata().get("ratelimit").is_some()),
             Err(status) => {
                 exhausted = Some(status);
@@ -523,8 +528,18 @@ fn assert_denied(status: &tonic::Status, code: &str) {
 async fn grpc_checks_the_policy_of_every_random_output_method() {
     let (dir, app) = spawn_edited("grpc-shapes", web_with_bytes).await;
     let mut c = RandomnessClient::connect(app.api.clone()).await.unwrap();
-    let bytes = |n, alg: Algorithm, pr| GetBytesRequest { n, alg: alg as i32, prediction_resistance: pr };
-    let bits = |n, alg: Algorithm, pr| GetBitsRequest { n, alg: alg as i32, prediction_resistance: pr };
+    let bytes = |n, alg: Algorithm, pr| GetBytesRequest {
+        n,
+        alg: alg as i32,
+        prediction_resistance: pr,
+        ..Default::default()
+    };
+    let bits = |n, alg: Algorithm, pr| GetBitsRequest {
+        n,
+        alg: alg as i32,
+        prediction_resistance: pr,
+        ..Default::default()
+    };
     let stream = |n, alg: Algorithm, pr| StreamBitsRequest {
         n,
         alg: alg as i32,
@@ -564,7 +579,7 @@ async fn grpc_checks_the_policy_of_every_random_output_method() {
         assert_denied(&c.stream_bits(web(msg)).await.unwrap_err(), code);
     }
     // Routes: web may not call GetInts (here) nor GetBytes (in the example as shipped).
-    let ints = GetIntsRequest { min: 1, max: 6, count: 1, alg: 0 };
+    let ints = GetIntsRequest { min: 1, max: 6, count: 1, alg: 0, ..Default::default() };
     assert_denied(&c.get_ints(web(ints)).await.unwrap_err(), "route_not_allowed");
     let usage = c.get_usage(web(GetUsageRequest {})).await.unwrap().into_inner();
     assert_eq!(usage.denied["n_not_allowed"], 4);

@@ -40,7 +40,12 @@ async fn unary_methods_return_valid_output() {
     ];
     for (n, alg) in cases {
         let r = c
-            .get_bits(GetBitsRequest { n, alg: alg as i32, prediction_resistance: n == 13 })
+            .get_bits(GetBitsRequest {
+                n,
+                alg: alg as i32,
+                prediction_resistance: n == 13,
+                ..Default::default()
+            })
             .await
             .unwrap()
             .into_inner();
@@ -52,26 +57,54 @@ async fn unary_methods_return_valid_output() {
         assert_eq!(r.alg, expected as i32, "unspecified means the server's default");
     }
     let r = c
-        .get_bytes(GetBytesRequest { n: 33, alg: Algorithm::Blake3 as i32, prediction_resistance: false })
+        .get_bytes(GetBytesRequest {
+            n: 33,
+            alg: Algorithm::Blake3 as i32,
+            prediction_resistance: false,
+            ..Default::default()
+        })
         .await
         .unwrap();
     assert_eq!(r.get_ref().data.len(), 33);
-    let t = c.get_token(GetTokenRequest { bytes: 0, format: 0, alg: 0 }).await.unwrap().into_inner();
+    let t = c
+        .get_token(GetTokenRequest { bytes: 0, format: 0, alg: 0, ..Default::default() })
+        .await
+        .unwrap()
+        .into_inner();
     assert_eq!(data_encoding::BASE64URL_NOPAD.decode(t.token.as_bytes()).unwrap().len(), 32);
     assert_eq!(t.format, Format::Base64url as i32);
-    let t = c.get_token(GetTokenRequest { bytes: 16, format: Format::Hex as i32, alg: 0 }).await.unwrap();
+    let t = c
+        .get_token(GetTokenRequest { bytes: 16, format: Format::Hex as i32, alg: 0, ..Default::default() })
+        .await
+        .unwrap();
     assert_eq!(t.get_ref().token.len(), 32);
     // GetNonce: 12 bytes of hex by default, as GET /nonce.
-    let nonce = c.get_nonce(GetNonceRequest { bytes: 0, format: 0, alg: 0 }).await.unwrap().into_inner();
+    let nonce = c
+        .get_nonce(GetNonceRequest { bytes: 0, format: 0, alg: 0, ..Default::default() })
+        .await
+        .unwrap()
+        .into_inner();
     assert_eq!((nonce.nonce.len(), nonce.format), (24, Format::Hex as i32));
-    let nonce =
-        c.get_nonce(GetNonceRequest { bytes: 24, format: Format::Base64 as i32, alg: 0 }).await.unwrap();
+    let nonce = c
+        .get_nonce(GetNonceRequest { bytes: 24, format: Format::Base64 as i32, alg: 0, ..Default::default() })
+        .await
+        .unwrap();
     assert_eq!(data_encoding::BASE64.decode(nonce.get_ref().nonce.as_bytes()).unwrap().len(), 24);
-    let u = c.get_uuids(GetUuidsRequest { count: 10, version: 7, alg: 0 }).await.unwrap().into_inner();
+    let u = c
+        .get_uuids(GetUuidsRequest { count: 10, version: 7, alg: 0, ..Default::default() })
+        .await
+        .unwrap()
+        .into_inner();
     assert_eq!(u.uuids.len(), 10);
     assert!(u.uuids.iter().all(|id| id.as_bytes()[14] == b'7'));
     let i = c
-        .get_ints(GetIntsRequest { min: -3, max: 3, count: 500, alg: Algorithm::Aes256ctr as i32 })
+        .get_ints(GetIntsRequest {
+            min: -3,
+            max: 3,
+            count: 500,
+            alg: Algorithm::Aes256ctr as i32,
+            ..Default::default()
+        })
         .await
         .unwrap()
         .into_inner();
@@ -89,16 +122,31 @@ async fn documented_maxima_fit_a_default_client() {
             n: max_bytes,
             alg: Algorithm::Aes256ctr as i32,
             prediction_resistance: false,
+            ..Default::default()
         })
         .await;
     assert_eq!(r.unwrap().into_inner().data.len() as u64, max_bytes);
-    let r = c.get_bytes(GetBytesRequest { n: max_bytes + 1, alg: 0, prediction_resistance: false });
+    let r = c.get_bytes(GetBytesRequest {
+        n: max_bytes + 1,
+        alg: 0,
+        prediction_resistance: false,
+        ..Default::default()
+    });
     assert_status(r.await, Code::InvalidArgument, "n_too_large");
-    let r = c.get_uuids(GetUuidsRequest { count: 1000, version: 7, alg: 0 }).await.unwrap();
+    let r =
+        c.get_uuids(GetUuidsRequest { count: 1000, version: 7, alg: 0, ..Default::default() }).await.unwrap();
     assert_eq!(r.into_inner().uuids.len(), 1000);
-    let r = c.get_ints(GetIntsRequest { min: i64::MIN, max: i64::MAX, count: 1000, alg: 0 });
+    let r = c.get_ints(GetIntsRequest {
+        min: i64::MIN,
+        max: i64::MAX,
+        count: 1000,
+        alg: 0,
+        ..Default::default()
+    });
     assert_eq!(r.await.unwrap().into_inner().values.len(), 1000);
-    let r = c.get_token(GetTokenRequest { bytes: 1024, format: Format::Hex as i32, alg: 0 }).await;
+    let r = c
+        .get_token(GetTokenRequest { bytes: 1024, format: Format::Hex as i32, alg: 0, ..Default::default() })
+        .await;
     assert_eq!(r.unwrap().into_inner().token.len(), 2048);
     // A chunk size above 1 MiB is clamped to it: 3 MiB arrive as chunks of at most 1 MiB.
     let n = 3u64 << 23;
@@ -118,7 +166,8 @@ async fn documented_maxima_fit_a_default_client() {
 async fn errors_map_to_grpc_codes_with_machine_codes() {
     let app = spawn_app().await;
     let mut c = client(&app).await;
-    let bits = |n: u64, alg: i32| GetBitsRequest { n, alg, prediction_resistance: false };
+    let bits =
+        |n: u64, alg: i32| GetBitsRequest { n, alg, prediction_resistance: false, ..Default::default() };
     assert_status(c.get_bits(bits(0, 0)).await, Code::InvalidArgument, "invalid_n");
     assert_status(
         c.get_bits(bits(drbgd::grpc::MAX_UNARY_BITS + 1, 0)).await,
@@ -126,13 +175,13 @@ async fn errors_map_to_grpc_codes_with_machine_codes() {
         "n_too_large",
     );
     assert_status(c.get_bits(bits(8, 77)).await, Code::InvalidArgument, "unknown_alg");
-    let r = c.get_token(GetTokenRequest { bytes: 2000, format: 0, alg: 0 }).await;
+    let r = c.get_token(GetTokenRequest { bytes: 2000, format: 0, alg: 0, ..Default::default() }).await;
     assert_status(r, Code::InvalidArgument, "invalid_bytes");
-    let r = c.get_token(GetTokenRequest { bytes: 8, format: 99, alg: 0 }).await;
+    let r = c.get_token(GetTokenRequest { bytes: 8, format: 99, alg: 0, ..Default::default() }).await;
     assert_status(r, Code::InvalidArgument, "unknown_format");
-    let r = c.get_uuids(GetUuidsRequest { count: 5000, version: 4, alg: 0 }).await;
+    let r = c.get_uuids(GetUuidsRequest { count: 5000, version: 4, alg: 0, ..Default::default() }).await;
     assert_status(r, Code::InvalidArgument, "invalid_count");
-    let r = c.get_ints(GetIntsRequest { min: 5, max: 1, count: 1, alg: 0 }).await;
+    let r = c.get_ints(GetIntsRequest { min: 5, max: 1, count: 1, alg: 0, ..Default::default() }).await;
     assert_status(r, Code::InvalidArgument, "invalid_range");
     let r = c
         .stream_bits(StreamBitsRequest {
@@ -175,7 +224,8 @@ async fn stream_bits_delivers_exactly_n_and_stops_on_cancel() {
     let mut stream = c.stream_bits(req).await.unwrap().into_inner();
     assert!(stream.next().await.unwrap().is_ok());
     drop(stream);
-    let r = c.get_bits(GetBitsRequest { n: 8, alg: 0, prediction_resistance: false }).await;
+    let r =
+        c.get_bits(GetBitsRequest { n: 8, alg: 0, prediction_resistance: false, ..Default::default() }).await;
     assert!(r.is_ok());
 }
 
@@ -186,7 +236,7 @@ async fn health_follows_readiness_and_auth_is_enforced() {
     settings.auth.api_key_sha256 = vec![data_encoding::HEXLOWER.encode(&sha2::Sha256::digest(b"k3y"))];
     let mut app = spawn_with(settings, Arc::new(drbgd::drbg::entropy::OsEntropy)).await;
     let mut c = client(&app).await;
-    let req = || GetBitsRequest { n: 8, alg: 0, prediction_resistance: false };
+    let req = || GetBitsRequest { n: 8, alg: 0, prediction_resistance: false, ..Default::default() };
     assert_status(c.get_bits(req()).await, Code::Unauthenticated, "unauthorized");
     let mut authed = tonic::Request::new(req());
     authed.metadata_mut().insert("authorization", "Bearer k3y".parse().unwrap());
@@ -226,7 +276,9 @@ async fn dashboards_and_rules_only_use_exported_series() {
     app.get("/bits?n=4096").await.bytes().await.unwrap();
     app.get("/bits?n=0").await.bytes().await.unwrap();
     let mut c = client(&app).await;
-    c.get_bits(GetBitsRequest { n: 64, alg: 0, prediction_resistance: false }).await.unwrap();
+    c.get_bits(GetBitsRequest { n: 64, alg: 0, prediction_resistance: false, ..Default::default() })
+        .await
+        .unwrap();
     let mut with_store = crate::helpers::test_settings();
     with_store.quota.store = drbgd::config::quota::StoreKind::Redis;
     with_store.quota.url = "redis://127.0.0.1:9".into();

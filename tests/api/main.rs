@@ -14,6 +14,7 @@ mod kms;
 mod lifecycle;
 mod pollen;
 mod random;
+mod receipts;
 mod reload;
 mod traces;
 mod values;

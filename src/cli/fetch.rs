@@ -1,0 +1,158 @@
+//! `drbgd verify --jwks URL`: one GET of a JWK set, over HTTPS (rustls with the ring
+//! provider, as the server's TLS; the Mozilla roots of `webpki-roots`, or `--ca FILE`'s) or,
+//! to a loopback address only, plain HTTP: the keys fetched decide what verifies, so they
+//! never come over a path anyone between could rewrite.
+//!
+//! An HTTP/1.0 GET written here rather than an HTTP client crate: the server links none
+//! (reqwest is a test dependency), and one request answered with `Connection: close` and read
+//! to its end needs none.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, bail, ensure};
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, ServerName};
+use tokio_rustls::rustls;
+
+/// Most bytes of a response read: far more than any JWK set.
+const MOST: u64 = 1 << 20;
+/// Connect, read and write timeout.
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The body of a 200 answer to a GET of `url` (`https://`, or `http://` to a loopback
+/// address), server certificates checked against `ca`'s roots or the Mozilla roots.
+///
+/// # Errors
+/// Another scheme, plain HTTP elsewhere than loopback, a connection or TLS failure, an answer
+/// other than 200.
+pub fn get(url: &str, ca: Option<&Path>) -> anyhow::Result<Vec<u8>> {
+    let (tls, rest) = match (url.strip_prefix("https://"), url.strip_prefix("http://")) {
+        (Some(rest), _) => (true, rest),
+        (None, Some(rest)) => (false, rest),
+        _ => bail!("{url}: an https:// URL (or http:// to a loopback address), or a file"),
+    };
+    let (authority, path) = rest.split_at(rest.find(['/', '?', '#']).unwrap_or(rest.len()));
+    let path = if path.starts_with('/') { path } else { "/" };
+    ensure!(!authority.is_empty() && !authority.contains('@'), "{url}: no host, or user info in the URL");
+    let (host, port) = host_port(authority, if tls { 443 } else { 80 })?;
+    let stream = std::net::ToSocketAddrs::to_socket_addrs(&(host.as_str(), port))
+        .with_context(|| format!("{url}: cannot resolve {host}"))?
+        .find_map(|addr| TcpStream::connect_timeout(&addr, TIMEOUT).ok())
+        .with_context(|| format!("{url}: cannot connect"))?;
+    stream.set_read_timeout(Some(TIMEOUT))?;
+    stream.set_write_timeout(Some(TIMEOUT))?;
+    let request = format!(
+        "GET {path} HTTP/1.0\r\nHost: {authority}\r\nAccept: application/json\r\nConnection: close\r\n\r\n"
+    );
+    let response = if tls {
+        let name = ServerName::try_from(host.clone()).with_context(|| format!("{url}: not a host name"))?;
+        let connection = rustls::ClientConnection::new(Arc::new(client_config(ca)?), name)?;
+        let mut stream = rustls::StreamOwned::new(connection, stream);
+        stream.write_all(request.as_bytes()).with_context(|| format!("{url}: TLS"))?;
+        read_to_end(&mut stream)?
+    } else {
+        ensure!(
+            stream.peer_addr()?.ip().is_loopback(),
+            "{url}: plain http:// only to a loopback address (the keys decide what verifies): use https://"
+        );
+        let mut stream = stream;
+        stream.write_all(request.as_bytes())?;
+        read_to_end(&mut stream)?
+    };
+    body_of_200(url, &response)
+}
+
+/// `host[:port]` or `[v6][:port]` as a host (brackets off) and a port.
+fn host_port(authority: &str, default: u16) -> anyhow::Result<(String, u16)> {
+    let (host, port) = match authority.strip_prefix('[') {
+        Some(v6) => {
+            let (host, after) = v6.split_once(']').context("an IPv6 host without its ]")?;
+            (host, after.strip_prefix(':'))
+        }
+        None => match authority.rsplit_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (authority, None),
+        },
+    };
+    let port = port.map_or(Ok(default), str::parse).with_context(|| format!("{authority}: not a port"))?;
+    Ok((host.to_owned(), port))
+}
+
+/// Roots from the PEM file `ca`, or the Mozilla roots.
+fn client_config(ca: Option<&Path>) -> anyhow::Result<rustls::ClientConfig> {
+    let mut roots = rustls::RootCertStore::empty();
+    match ca {
+        Some(path) => {
+            let context = || format!("--ca {}", path.display());
+            for cert in CertificateDer::pem_file_iter(path).with_context(context)? {
+                roots.add(cert.with_context(context)?).with_context(context)?;
+            }
+        }
+        None => roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned()),
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    Ok(rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_root_certificates(roots)
+        .with_no_client_auth())
+}
+
+/// Everything `stream` sends until it closes, at most [`MOST`] bytes. A TLS peer that closes
+/// without close_notify ends the answer too (what it sent is read; a JWK set cut short does
+/// not parse, or lacks keys, and then verifies less, never more).
+fn read_to_end(stream: &mut impl Read) -> anyhow::Result<Vec<u8>> {
+    let mut response = Vec::new();
+    match stream.take(MOST).read_to_end(&mut response) {
+        Ok(_) => Ok(response),
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && !response.is_empty() => Ok(response),
+        Err(e) => Err(e).context("reading the answer"),
+    }
+}
+
+/// The body of an HTTP/1.x answer whose status is 200.
+fn body_of_200(url: &str, response: &[u8]) -> anyhow::Result<Vec<u8>> {
+    let split = response.windows(4).position(|w| w == b"\r\n\r\n").context("no HTTP answer")?;
+    let head = String::from_utf8_lossy(&response[..split]);
+    let status = head.lines().next().unwrap_or_default();
+    ensure!(status.split_whitespace().nth(1) == Some("200"), "{url}: {status}");
+    ensure!(
+        !head.to_ascii_lowercase().contains("transfer-encoding: chunked"),
+        "{url}: a chunked answer to an HTTP/1.0 request"
+    );
+    Ok(response[split + 4..].to_vec())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hosts_and_ports() {
+        assert_eq!(host_port("keys.example", 443).unwrap(), ("keys.example".into(), 443));
+        assert_eq!(host_port("127.0.0.1:8080", 80).unwrap(), ("127.0.0.1".into(), 8080));
+        assert_eq!(host_port("[::1]:9", 80).unwrap(), ("::1".into(), 9));
+        assert_eq!(host_port("[::1]", 443).unwrap(), ("::1".into(), 443));
+        assert!(host_port("h:x", 80).is_err());
+    }
+
+    #[test]
+    fn plain_http_elsewhere_than_loopback_and_other_schemes_are_refused() {
+        assert!(get("ftp://x/keys", None).is_err());
+        assert!(get("http://user@127.0.0.1/keys", None).is_err());
+        // 192.0.2.0/24 is TEST-NET-1: the refusal comes before anything is read (or the
+        // connection fails first); either way no keys.
+        assert!(get("http://192.0.2.1:9/keys", None).is_err());
+    }
+
+    #[test]
+    fn only_a_200_body_is_taken() {
+        let ok = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\r\n{\"keys\":[]}";
+        assert_eq!(body_of_200("u", ok).unwrap(), b"{\"keys\":[]}");
+        assert!(body_of_200("u", b"HTTP/1.1 404 Not Found\r\n\r\n").is_err());
+        assert!(body_of_200("u", b"garbage").is_err());
+    }
+}

@@ -1,0 +1,114 @@
+//! Signed receipts over HTTP: the `receipt` and `user_data` parameters of every random-output
+//! endpoint, the signed answer (`{"random": {...}, "signature": "..."}`, `application/json`),
+//! `GET /keys` (the verification keys as a JWK set) and `POST /verify` (checks a receipt). Both
+//! of the latter are public: they hold no secret. What a receipt holds and how it is signed and
+//! checked is [`crate::receipts`]'s.
+
+use axum::extract::{Request, State};
+use axum::response::{IntoResponse, Response};
+
+use super::params::{Accept, Param, Params};
+use super::{RecordedResponse, served};
+use crate::callers::{Admission, Route};
+use crate::drbg::Algorithm;
+use crate::error::ApiError;
+use crate::receipts::{Ask, Random};
+use crate::service::BitsRequest;
+use crate::state::AppState;
+
+/// The receipt a request asks for (`receipt=true`, with its `user_data`), allowed by the
+/// server's settings and the caller's policy; `None`: a plain answer.
+///
+/// # Errors
+/// 400 `invalid_boolean`, `user_data_without_receipt`, `receipts_disabled`,
+/// `user_data_too_large`; 403 `receipts_not_allowed`.
+pub fn ask(state: &AppState, admission: &Admission, params: &Params<'_>) -> Result<Option<Ask>, ApiError> {
+    let receipt = params.flag(Param::Receipt)?;
+    state.receipts.ask(&admission.caller, receipt, params.get(Param::UserData))
+}
+
+/// The `Accept` header bits are encoded by: none with a receipt, whose answer is JSON
+/// whatever encoding its `data` has (hex unless `format` says otherwise).
+pub fn accept<'a>(ask: Option<&Ask>, accept: Accept<'a>) -> Accept<'a> {
+    if ask.is_some() { Accept::default() } else { accept }
+}
+
+/// The receipt of `/bits` or `/bytes` (`route`): the output generated in one piece (a receipt
+/// is never streamed; its size is checked first), then signed.
+///
+/// # Errors
+/// 400 `receipt_too_large`; the service's (policy, quota, generator); 503 when no serial
+/// could be drawn.
+pub fn bits(
+    state: &AppState,
+    admission: &Admission,
+    ask: &Ask,
+    route: Route,
+    req: &BitsRequest,
+) -> Result<RecordedResponse, ApiError> {
+    ask.check_size(req.byte_len())?;
+    let generated = state.service.whole(&admission.caller, req)?;
+    let random = Random::bits(route, req, &generated.data);
+    respond(state, admission, ask, random, req.alg(), req.n_bits())
+}
+
+/// The signed answer of `random`, which served `n_bits` from `alg`: `{"random": <the signed
+/// canonical JSON, as it was signed>, "signature": "<base64url>"}`, in a body wiped once sent;
+/// the receipt's serial recorded for the audit line.
+///
+/// # Errors
+/// 503 when no serial could be drawn.
+pub fn respond(
+    state: &AppState,
+    admission: &Admission,
+    ask: &Ask,
+    random: Random,
+    alg: Algorithm,
+    n_bits: u64,
+) -> Result<RecordedResponse, ApiError> {
+    let receipt = state.receipts.issue(&state.service, &admission.caller, ask, random)?;
+    let body = super::wiped_joined(&[
+        &b"{\"random\":"[..],
+        receipt.json().as_bytes(),
+        b",\"signature\":\"",
+        receipt.signature().as_bytes(),
+        b"\"}",
+    ]);
+    let mut answer = served(super::response(body, "application/json"), alg, n_bits);
+    answer.record.serial = Some(receipt.serial().to_owned());
+    Ok(answer)
+}
+
+/// `GET /keys`: every receipt key in force as an RFC 8037 JWK set, the signing key first
+/// (`{"keys": []}` with none).
+pub fn keys(state: &AppState) -> Response {
+    let set = crate::receipts::jwks::document(state.receipts.keys().public_keys());
+    json(&set)
+}
+
+/// `POST /verify` with a receipt as its body: 200 `{"valid": true, "key_id", "serial"}`, or
+/// `{"valid": false, "reason", ...}` for a well-formed receipt that fails (`unknown_key`,
+/// `malformed_signature`, `signature_mismatch`); 400 `invalid_receipt` for one that is not a
+/// receipt; 413 `body_too_large` over the largest receipt this server issues. Public: the
+/// body is read under the public body deadline, its place under the public cap.
+pub async fn verify(State(state): State<AppState>, request: Request) -> Response {
+    let limit = state.receipts.max_receipt_bytes();
+    let answer = match axum::body::to_bytes(request.into_body(), limit).await {
+        Err(e) if super::random::too_large(&e) => Err(ApiError::BodyTooLarge { limit }),
+        Err(e) => Err(super::random::body_error(&e, limit)),
+        Ok(body) => {
+            let ring = state.receipts.keys();
+            crate::receipts::verify::verify_json(&body, |id| ring.find(id).map(|k| k.key))
+                .map(|verdict| RecordedResponse::from(json(&verdict.to_json())))
+                .map_err(|malformed| ApiError::invalid("invalid_receipt", "body", malformed.to_string()))
+        }
+    };
+    answer.unwrap_or_else(RecordedResponse::from).into_response()
+}
+
+/// `value` as an `application/json` response.
+fn json(value: &serde_json::Value) -> Response {
+    // Serializing a JSON tree to memory cannot fail.
+    let body = serde_json::to_vec(value).unwrap_or_default();
+    super::response(body.into(), "application/json")
+}

@@ -1,0 +1,302 @@
+//! Signed receipts: values a caller can prove it was given, checkable offline by anyone with
+//! standard tools. With `receipt=true` a random endpoint answers `{"random": {...},
+//! "signature": "..."}`: `random` says what was served (the endpoint, its parameters, the
+//! output), to whom, when, under which serial and key; the signature is Ed25519 over the RFC
+//! 8785 (JCS) canonical JSON of `random`. What a receipt proves and what it does not:
+//! docs/verifiable.md.
+//!
+//! This module owns the receipts' domain, for every transport (it knows nothing of HTTP):
+//!
+//! - [`keys`]: the keys, read from PKCS#8 PEM files (the first signs, the rest verify), the
+//!   signing key in the same protected memory as generator state; key ids.
+//! - [`random`]: the `random` object of each endpoint's output, numbers JSON carries exactly.
+//! - [`sign`]: the serial (a UUIDv7), the time, the canonical JSON and its signature.
+//! - [`verify`]: a receipt checked against a set of keys, with the reason when it fails.
+//! - [`jwks`]: the keys as an RFC 8037 JWK set (`GET /keys`), and read back (`drbgd verify`).
+//! - [`strict_json`]: JSON whose objects name each member once, for what signatures cover.
+//!
+//! [`Receipts`] is the handle the state holds: the settings, the key ring in force (replaced
+//! whole on reload, as the callers' registry is), the checks of a request that asks for a
+//! receipt, and the issuing of one.
+
+pub mod jwks;
+pub mod keys;
+pub mod random;
+pub mod sign;
+pub mod strict_json;
+pub mod verify;
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+
+pub use keys::{KeyRing, PublicKey};
+pub use random::Random;
+pub use sign::Receipt;
+
+use crate::callers::Caller;
+use crate::config::ReceiptsSettings;
+use crate::error::ApiError;
+use crate::service::Service;
+
+/// The most bytes of a receipt's `user_data` (UTF-8): the caller's own note (a draw's name, an
+/// experiment's id), not a place for documents.
+pub const USER_DATA_MAX: usize = 1024;
+
+/// The receipts of this server: whether it issues them, up to what size, and the keys in force.
+pub struct Receipts {
+    enabled: bool,
+    max_output_bytes: u64,
+    ring: RwLock<Arc<KeyRing>>,
+    /// Held from reading the settings to putting their keys in force (see
+    /// [`Receipts::reload_from`]).
+    reloading: Mutex<()>,
+    /// The last serial issued, as a number: serials of one process strictly increase, even
+    /// within a millisecond (RFC 9562's monotonic random, method 2).
+    last_serial: Mutex<u128>,
+}
+
+/// Shows the key ids, never a key.
+impl std::fmt::Debug for Receipts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Receipts")
+            .field("enabled", &self.enabled)
+            .field("max_output_bytes", &self.max_output_bytes)
+            .field("keys", &*self.keys())
+            .finish()
+    }
+}
+
+/// A request's receipt, allowed: the caller's string to put in it and the largest output it
+/// may cover.
+#[derive(Debug, Clone)]
+pub struct Ask {
+    user_data: Option<String>,
+    max_output_bytes: u64,
+}
+
+impl Ask {
+    /// 400 `receipt_too_large` when `bytes` of raw output are more than a receipt covers.
+    ///
+    /// # Errors
+    /// As above; nothing was generated.
+    pub fn check_size(&self, bytes: u64) -> Result<(), ApiError> {
+        if bytes > self.max_output_bytes {
+            return Err(ApiError::invalid(
+                "receipt_too_large",
+                "receipt",
+                format!(
+                    "a receipt covers at most {} bytes of output ([receipts] max_output_bytes), not {bytes}",
+                    self.max_output_bytes
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The caller's string, if it gave one.
+    pub fn user_data(&self) -> Option<&str> {
+        self.user_data.as_deref()
+    }
+}
+
+impl Receipts {
+    /// The receipts of `settings`, their key files read (a warning logged for each key file
+    /// others may read).
+    ///
+    /// # Errors
+    /// A key file that cannot be read or is no Ed25519 key ([`KeyRing::load`]).
+    pub fn from_settings(settings: &ReceiptsSettings) -> anyhow::Result<Self> {
+        let ring = load(settings)?;
+        if !ring.public_keys().is_empty() {
+            tracing::info!(
+                key_ids = ring.ids().join(","),
+                signs = ring.signing_key_id(),
+                "receipt keys loaded"
+            );
+        }
+        Ok(Receipts {
+            enabled: settings.enabled,
+            max_output_bytes: settings.max_output_bytes,
+            ring: RwLock::new(Arc::new(ring)),
+            reloading: Mutex::new(()),
+            last_serial: Mutex::new(0),
+        })
+    }
+
+    /// Reads the settings with `read` and puts the keys of their `signing_keys` in force, both
+    /// under the reload lock (of two reloads at once, the later read is put in force later).
+    /// `enabled` and `max_output_bytes` change with a restart only (a change is warned of).
+    ///
+    /// # Errors
+    /// Those of `read` and [`KeyRing::load`], or no key to sign with while receipts are on;
+    /// the keys in force then stay.
+    pub fn reload_from(&self, read: impl FnOnce() -> anyhow::Result<ReceiptsSettings>) -> anyhow::Result<()> {
+        let _one_at_a_time = self.reloading.lock().unwrap_or_else(PoisonError::into_inner);
+        let fresh = read()?;
+        if fresh.enabled != self.enabled || fresh.max_output_bytes != self.max_output_bytes {
+            tracing::warn!(
+                "[receipts] enabled and max_output_bytes change with a restart; only the keys are reloaded"
+            );
+        }
+        let ring = load(&fresh)?;
+        anyhow::ensure!(
+            !self.enabled || ring.signing_key_id().is_some(),
+            "receipts are enabled and receipts.signing_keys names no key to sign with; the keys in force stay"
+        );
+        tracing::info!(
+            key_ids = ring.ids().join(","),
+            signs = ring.signing_key_id(),
+            "receipt keys reloaded"
+        );
+        *self.ring.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(ring);
+        Ok(())
+    }
+
+    /// The key ring in force.
+    pub fn keys(&self) -> Arc<KeyRing> {
+        self.ring.read().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// The key files in force (for the reload watcher).
+    pub fn files(&self) -> Vec<PathBuf> {
+        self.keys().files().to_vec()
+    }
+
+    /// Whether `receipt=true` is served.
+    pub fn enabled(&self) -> bool {
+        self.enabled
+    }
+
+    /// The most raw output bytes one receipt covers.
+    pub fn max_output_bytes(&self) -> u64 {
+        self.max_output_bytes
+    }
+
+    /// The largest receipt this server issues, as JSON: `max_output_bytes` of output written
+    /// as ASCII bits (8 bytes a byte, the widest format), and room for the rest (a
+    /// `user_data` written with JSON escapes, the parameters, serial, time and signature). The
+    /// cap of `POST /verify`'s body.
+    pub fn max_receipt_bytes(&self) -> usize {
+        usize::try_from(self.max_output_bytes.saturating_mul(8))
+            .unwrap_or(usize::MAX)
+            .saturating_add(16 * 1024)
+    }
+
+    /// The receipt a request asks for: `None` without `receipt=true`. An empty `user_data` is
+    /// none.
+    ///
+    /// # Errors
+    /// 400 `user_data_without_receipt`, `receipts_disabled`, `user_data_too_large`; 403
+    /// `receipts_not_allowed` (outside the caller's policy, counted).
+    pub fn ask(
+        &self,
+        caller: &Caller,
+        receipt: bool,
+        user_data: Option<&str>,
+    ) -> Result<Option<Ask>, ApiError> {
+        let user_data = user_data.filter(|d| !d.is_empty());
+        if !receipt {
+            return match user_data {
+                Some(_) => Err(ApiError::invalid(
+                    "user_data_without_receipt",
+                    "user_data",
+                    "user_data is written into a receipt: ask for one with receipt=true",
+                )),
+                None => Ok(None),
+            };
+        }
+        if !self.enabled {
+            return Err(ApiError::invalid(
+                "receipts_disabled",
+                "receipt",
+                "this server issues no receipts ([receipts] enabled is off)",
+            ));
+        }
+        if let Some(data) = user_data
+            && data.len() > USER_DATA_MAX
+        {
+            return Err(ApiError::invalid(
+                "user_data_too_large",
+                "user_data",
+                format!("user_data must be at most {USER_DATA_MAX} bytes (UTF-8), not {}", data.len()),
+            ));
+        }
+        if let Err(error) = caller.policy.check_receipts() {
+            caller.count_denial(&error);
+            return Err(error);
+        }
+        Ok(Some(Ask { user_data: user_data.map(str::to_owned), max_output_bytes: self.max_output_bytes }))
+    }
+
+    /// Signs `random` for `caller`: a serial (its random part drawn from `service`'s
+    /// generator), the time, the caller's name, its `user_data` and the signing key's id are
+    /// added, and the whole signed.
+    ///
+    /// # Errors
+    /// 503 `entropy_unavailable` or `generator_failed` (no serial could be drawn); 500 when no
+    /// key signs (never while receipts are on: start-up and reloads refuse that).
+    pub fn issue(
+        &self,
+        service: &Service,
+        caller: &Caller,
+        ask: &Ask,
+        random: Random,
+    ) -> Result<Receipt, ApiError> {
+        let ring = self.keys();
+        let mut serial_random = [0u8; sign::SERIAL_RANDOM_BYTES];
+        service.fill_own(&mut serial_random)?;
+        let stamp = {
+            let mut last = self.last_serial.lock().unwrap_or_else(PoisonError::into_inner);
+            sign::Stamp::new(std::time::SystemTime::now(), &serial_random).after(&mut last)
+        };
+        sign::sign(&ring, random, &stamp, caller.name(), ask.user_data())
+    }
+}
+
+/// The key ring of `settings`, each warning logged.
+fn load(settings: &ReceiptsSettings) -> anyhow::Result<KeyRing> {
+    let (ring, warnings) = KeyRing::load(&settings.signing_keys)?;
+    for w in warnings {
+        tracing::warn!("{w}");
+    }
+    Ok(ring)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn receipts(enabled: bool) -> Receipts {
+        Receipts {
+            enabled,
+            max_output_bytes: 64,
+            ring: RwLock::new(Arc::new(KeyRing::default())),
+            reloading: Mutex::new(()),
+            last_serial: Mutex::new(0),
+        }
+    }
+
+    fn caller() -> Arc<Caller> {
+        let settings = crate::config::Settings::defaults();
+        let metrics = crate::metrics::Metrics::new(Arc::default());
+        let (registry, _) = crate::callers::Registry::build(&settings, &metrics, None).unwrap();
+        registry.anonymous().clone()
+    }
+
+    #[test]
+    fn each_refusal_has_its_code() {
+        let caller = caller();
+        let code = |r: Result<Option<Ask>, ApiError>| r.unwrap_err().code();
+        let on = receipts(true);
+        assert!(on.ask(&caller, false, None).unwrap().is_none());
+        assert!(on.ask(&caller, false, Some("")).unwrap().is_none(), "an empty user_data is none");
+        assert_eq!(code(on.ask(&caller, false, Some("x"))), "user_data_without_receipt");
+        assert_eq!(code(receipts(false).ask(&caller, true, None)), "receipts_disabled");
+        let long = "é".repeat(USER_DATA_MAX / 2 + 1);
+        assert_eq!(code(on.ask(&caller, true, Some(&long))), "user_data_too_large");
+        let ask = on.ask(&caller, true, Some(&"x".repeat(USER_DATA_MAX))).unwrap().unwrap();
+        assert_eq!(ask.user_data().map(str::len), Some(USER_DATA_MAX));
+        assert!(ask.check_size(64).is_ok());
+        assert_eq!(ask.check_size(65).unwrap_err().code(), "receipt_too_large");
+    }
+}

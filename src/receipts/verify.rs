@@ -1,0 +1,219 @@
+//! Checking a receipt: its `random` object canonicalised again (RFC 8785) from what the holder
+//! presents, and the signature checked against the key its `key_id` names. A well-formed
+//! receipt that fails gets a [`Verdict`] with the reason; only a malformed one is an error:
+//! not a JSON object with an object `random` and a string `signature` and nothing else, a
+//! member named twice anywhere ([`super::strict_json`]), or a number in `random` that is not
+//! an integer within ±(2^53−1). drbgd signs no other number, and these rules leave one way to
+//! read a receipt: a verifier that canonicalises `256.0` as `256` and one that keeps `256.0`
+//! (Python's `json`) could otherwise disagree on the same text. The same check serves
+//! `POST /verify` and `drbgd verify`.
+
+use ed25519_dalek::{Signature, VerifyingKey};
+use serde_json::{Value, json};
+
+/// Why a well-formed receipt is not valid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reason {
+    /// `random.key_id` is missing, or names no key of the set checked against.
+    UnknownKey,
+    /// `signature` is not base64url of 64 bytes.
+    MalformedSignature,
+    /// The signature does not verify: `random` or the signature was changed, or another key
+    /// signed it.
+    SignatureMismatch,
+}
+
+impl Reason {
+    /// The reason's stable name.
+    pub fn code(self) -> &'static str {
+        match self {
+            Reason::UnknownKey => "unknown_key",
+            Reason::MalformedSignature => "malformed_signature",
+            Reason::SignatureMismatch => "signature_mismatch",
+        }
+    }
+}
+
+/// The outcome of checking a well-formed receipt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verdict {
+    /// `None`: valid.
+    pub failure: Option<Reason>,
+    /// `random.key_id`, when it is a string.
+    pub key_id: Option<String>,
+    /// `random.serial`, when it is a string.
+    pub serial: Option<String>,
+}
+
+impl Verdict {
+    /// Whether the receipt is valid.
+    pub fn valid(&self) -> bool {
+        self.failure.is_none()
+    }
+
+    /// As `POST /verify` answers it: `{"valid": true, "key_id", "serial"}` or `{"valid":
+    /// false, "reason", ...}`.
+    pub fn to_json(&self) -> Value {
+        let mut answer = json!({ "valid": self.valid() });
+        if let Some(reason) = self.failure {
+            answer["reason"] = reason.code().into();
+        }
+        if let Some(id) = &self.key_id {
+            answer["key_id"] = id.as_str().into();
+        }
+        if let Some(serial) = &self.serial {
+            answer["serial"] = serial.as_str().into();
+        }
+        answer
+    }
+}
+
+/// A receipt that is not one: what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Malformed(pub String);
+
+/// [`verify`] of a receipt's JSON text.
+///
+/// # Errors
+/// [`Malformed`]: not JSON, or not a receipt.
+pub fn verify_json(text: &[u8], key: impl Fn(&str) -> Option<VerifyingKey>) -> Result<Verdict, Malformed> {
+    let receipt = super::strict_json::from_slice(text)
+        .map_err(|e| Malformed(format!("the receipt is not JSON of distinct members: {e}")))?;
+    verify(&receipt, key)
+}
+
+/// Checks `receipt` (`{"random": {...}, "signature": "..."}`) against the key `key` finds for
+/// its `random.key_id`.
+///
+/// # Errors
+/// [`Malformed`]: not an object of exactly an object `random` and a string `signature`.
+pub fn verify(receipt: &Value, key: impl Fn(&str) -> Option<VerifyingKey>) -> Result<Verdict, Malformed> {
+    let object = receipt.as_object().ok_or_else(|| Malformed("a receipt is a JSON object".into()))?;
+    if let Some(other) = object.keys().find(|k| *k != "random" && *k != "signature") {
+        let shown: String = other.chars().take(64).collect();
+        return Err(Malformed(format!("a receipt has random and signature only, not {shown:?}")));
+    }
+    let random = object
+        .get("random")
+        .filter(|r| r.is_object())
+        .ok_or_else(|| Malformed("a receipt's random is a JSON object".into()))?;
+    if !exact_numbers(random) {
+        return Err(Malformed(format!(
+            "a receipt's numbers are integers within ±{MAX_EXACT} (larger ones are strings)"
+        )));
+    }
+    let signature = object
+        .get("signature")
+        .and_then(Value::as_str)
+        .ok_or_else(|| Malformed("a receipt's signature is a string".into()))?;
+    let text = |name: &str| random.get(name).and_then(Value::as_str).map(str::to_owned);
+    let (key_id, serial) = (text("key_id"), text("serial"));
+    let failure = check(random, signature, key_id.as_deref().and_then(key))?;
+    Ok(Verdict { failure, key_id, serial })
+}
+
+/// The largest integer a receipt carries as a JSON number (2^53−1): beyond it, strings.
+const MAX_EXACT: u64 = (1 << 53) - 1;
+
+/// Whether every number in `value` is an integer within ±[`MAX_EXACT`].
+fn exact_numbers(value: &Value) -> bool {
+    match value {
+        Value::Number(n) => {
+            n.as_u64().is_some_and(|n| n <= MAX_EXACT)
+                || n.as_i64().is_some_and(|n| n.unsigned_abs() <= MAX_EXACT)
+        }
+        Value::Array(items) => items.iter().all(exact_numbers),
+        Value::Object(members) => members.values().all(exact_numbers),
+        _ => true,
+    }
+}
+
+/// Why `signature` is not `key`'s over the canonical JSON of `random` (`None`: it is).
+fn check(random: &Value, signature: &str, key: Option<VerifyingKey>) -> Result<Option<Reason>, Malformed> {
+    let Some(key) = key else { return Ok(Some(Reason::UnknownKey)) };
+    let signature = data_encoding::BASE64URL_NOPAD
+        .decode(signature.as_bytes())
+        .ok()
+        .and_then(|bytes| Signature::from_slice(&bytes).ok());
+    let Some(signature) = signature else { return Ok(Some(Reason::MalformedSignature)) };
+    let canonical = serde_json_canonicalizer::to_vec(random)
+        .map_err(|e| Malformed(format!("random cannot be canonicalised: {e}")))?;
+    Ok(key.verify_strict(&canonical, &signature).err().map(|_| Reason::SignatureMismatch))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::receipts::keys::{KeyRing, private_pem};
+    use crate::receipts::sign::{SERIAL_RANDOM_BYTES, Stamp, sign};
+    use crate::receipts::{PublicKey, Random};
+
+    /// A receipt signed by a key of `secret`, and that key.
+    fn signed(secret: u8) -> (Value, PublicKey) {
+        let (pem, public) = private_pem(&[secret; 32]).unwrap();
+        let dir = std::env::temp_dir().join(format!("drbgd-receipt-verify-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(format!("{secret}.pem"));
+        std::fs::write(&path, pem.as_bytes()).unwrap();
+        let (ring, _) = KeyRing::load(&[path.display().to_string()]).unwrap();
+        let stamp = Stamp::new(std::time::SystemTime::now(), &[7; SERIAL_RANDOM_BYTES]);
+        let receipt = sign(&ring, Random::default(), &stamp, "web", Some("draw \"7\" — é")).unwrap();
+        let text = format!("{{\"random\":{},\"signature\":\"{}\"}}", receipt.json(), receipt.signature());
+        (serde_json::from_str(&text).unwrap(), public)
+    }
+
+    #[test]
+    fn a_receipt_verifies_and_any_change_is_seen() {
+        let (receipt, public) = signed(3);
+        let key = |id: &str| (id == public.id).then_some(public.key);
+        let verdict = verify(&receipt, key).unwrap();
+        assert!(verdict.valid(), "{verdict:?}");
+        assert_eq!(verdict.key_id.as_deref(), Some(public.id.as_str()));
+        assert_eq!(verdict.to_json()["valid"], true);
+        // Re-serialised any way (spaces, member order): the canonical form is the same.
+        let pretty = serde_json::to_vec_pretty(&receipt).unwrap();
+        assert!(verify_json(&pretty, key).unwrap().valid());
+        // One changed character of random.
+        let mut changed = receipt.clone();
+        changed["random"]["user_data"] = "draw \"8\" — é".into();
+        assert_eq!(verify(&changed, key).unwrap().failure, Some(Reason::SignatureMismatch));
+        // Another key, an unknown key, a signature that is none.
+        let (_, other) = signed(4);
+        assert_eq!(verify(&receipt, |_| Some(other.key)).unwrap().failure, Some(Reason::SignatureMismatch));
+        assert_eq!(verify(&receipt, |_| None).unwrap().failure, Some(Reason::UnknownKey));
+        let mut bad = receipt.clone();
+        bad["signature"] = "not base64!".into();
+        let verdict = verify(&bad, key).unwrap();
+        assert_eq!(verdict.failure, Some(Reason::MalformedSignature));
+        assert_eq!(verdict.to_json()["reason"], "malformed_signature");
+    }
+
+    #[test]
+    fn malformed_receipts_are_errors() {
+        let none = |_: &str| None;
+        for text in [
+            "[]",
+            "{}",
+            r#"{"random": {}}"#,
+            r#"{"random": 5, "signature": "x"}"#,
+            r#"{"random": {}, "signature": 5}"#,
+            r#"{"random": {}, "signature": "x", "extra": 1}"#,
+            "{nope",
+            // A member twice: which one counts would depend on the reader.
+            r#"{"random": {"data": "FAKE", "data": "REAL"}, "signature": "x"}"#,
+            r#"{"random": {}, "signature": "x", "signature": "y"}"#,
+            // Numbers drbgd never signs: another spelling of 256, and 2^53.
+            r#"{"random": {"n": 256.0}, "signature": "x"}"#,
+            r#"{"random": {"n": 2.56e2}, "signature": "x"}"#,
+            r#"{"random": {"n": 9007199254740992}, "signature": "x"}"#,
+            r#"{"random": {"n": [-9007199254740992]}, "signature": "x"}"#,
+        ] {
+            assert!(verify_json(text.as_bytes(), none).is_err(), "{text}");
+        }
+        let edge = br#"{"random": {"n": 9007199254740991, "m": -9007199254740991}, "signature": "x"}"#;
+        assert!(verify_json(edge, none).is_ok(), "2^53-1 is exact");
+        let verdict = verify_json(br#"{"random": {"serial": "s"}, "signature": "x"}"#, none).unwrap();
+        assert_eq!((verdict.failure, verdict.serial.as_deref()), (Some(Reason::UnknownKey), Some("s")));
+    }
+}
