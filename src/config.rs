@@ -731,10 +731,12 @@ impl Settings {
             );
         }
         let r = &self.receipts;
-        if !(1..=MAX_RECEIPT_OUTPUT_BYTES).contains(&r.max_output_bytes) {
+        // Checked with receipts on only: a server that never turns them on keeps any
+        // stream threshold.
+        if r.enabled && !(1..=MAX_RECEIPT_OUTPUT_BYTES).contains(&r.max_output_bytes) {
             return invalid("receipts.max_output_bytes", "must be in 1..=262144 (256 KiB)");
         }
-        if r.max_output_bytes > self.limits.stream_threshold_bytes as u64 {
+        if r.enabled && r.max_output_bytes > self.limits.stream_threshold_bytes as u64 {
             // Larger outputs are streamed under the stream memory budget; a receipt is whole.
             return invalid(
                 "receipts.max_output_bytes",

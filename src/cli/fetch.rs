@@ -35,13 +35,26 @@ pub fn get(url: &str, ca: Option<&Path>) -> anyhow::Result<Vec<u8>> {
         (None, Some(rest)) => (false, rest),
         _ => bail!("{url}: an https:// URL (or http:// to a loopback address), or a file"),
     };
-    let (authority, path) = rest.split_at(rest.find(['/', '?', '#']).unwrap_or(rest.len()));
-    let path = if path.starts_with('/') { path } else { "/" };
+    let rest = rest.split('#').next().unwrap_or_default();
+    let (authority, path) = rest.split_at(rest.find(['/', '?']).unwrap_or(rest.len()));
+    let path = match path.chars().next() {
+        Some('/') => path.to_owned(),
+        _ => format!("/{path}"),
+    };
     ensure!(!authority.is_empty() && !authority.contains('@'), "{url}: no host, or user info in the URL");
     let (host, port) = host_port(authority, if tls { 443 } else { 80 })?;
-    let stream = std::net::ToSocketAddrs::to_socket_addrs(&(host.as_str(), port))
+    let addresses = std::net::ToSocketAddrs::to_socket_addrs(&(host.as_str(), port))
         .with_context(|| format!("{url}: cannot resolve {host}"))?
-        .find_map(|addr| TcpStream::connect_timeout(&addr, TIMEOUT).ok())
+        // Plain HTTP never leaves the machine: only loopback addresses are tried.
+        .filter(|addr| tls || addr.ip().is_loopback())
+        .collect::<Vec<_>>();
+    ensure!(
+        !addresses.is_empty(),
+        "{url}: plain http:// only to a loopback address (the keys decide what verifies): use https://"
+    );
+    let stream = addresses
+        .iter()
+        .find_map(|addr| TcpStream::connect_timeout(addr, TIMEOUT).ok())
         .with_context(|| format!("{url}: cannot connect"))?;
     stream.set_read_timeout(Some(TIMEOUT))?;
     stream.set_write_timeout(Some(TIMEOUT))?;
@@ -55,10 +68,7 @@ pub fn get(url: &str, ca: Option<&Path>) -> anyhow::Result<Vec<u8>> {
         stream.write_all(request.as_bytes()).with_context(|| format!("{url}: TLS"))?;
         read_to_end(&mut stream)?
     } else {
-        ensure!(
-            stream.peer_addr()?.ip().is_loopback(),
-            "{url}: plain http:// only to a loopback address (the keys decide what verifies): use https://"
-        );
+        ensure!(stream.peer_addr()?.ip().is_loopback(), "{url}: connected elsewhere than loopback");
         let mut stream = stream;
         stream.write_all(request.as_bytes())?;
         read_to_end(&mut stream)?
@@ -105,11 +115,25 @@ fn client_config(ca: Option<&Path>) -> anyhow::Result<rustls::ClientConfig> {
 /// without close_notify ends the answer too (what it sent is read; a JWK set cut short does
 /// not parse, or lacks keys, and then verifies less, never more).
 fn read_to_end(stream: &mut impl Read) -> anyhow::Result<Vec<u8>> {
+    // A whole answer within the timeout, not only each read (a server dripping a byte at a
+    // time would hold the command for ever).
+    let deadline = std::time::Instant::now() + TIMEOUT;
     let mut response = Vec::new();
-    match stream.take(MOST).read_to_end(&mut response) {
-        Ok(_) => Ok(response),
-        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && !response.is_empty() => Ok(response),
-        Err(e) => Err(e).context("reading the answer"),
+    let mut buf = [0u8; 16 * 1024];
+    loop {
+        ensure!(std::time::Instant::now() < deadline, "no whole answer within {TIMEOUT:?}");
+        match stream.read(&mut buf) {
+            Ok(0) => return Ok(response),
+            Ok(n) => {
+                response.extend_from_slice(&buf[..n]);
+                ensure!(response.len() as u64 <= MOST, "an answer of more than {MOST} bytes");
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && !response.is_empty() => {
+                return Ok(response);
+            }
+            Err(e) => return Err(e).context("reading the answer"),
+        }
     }
 }
 
@@ -143,9 +167,9 @@ mod tests {
     fn plain_http_elsewhere_than_loopback_and_other_schemes_are_refused() {
         assert!(get("ftp://x/keys", None).is_err());
         assert!(get("http://user@127.0.0.1/keys", None).is_err());
-        // 192.0.2.0/24 is TEST-NET-1: the refusal comes before anything is read (or the
-        // connection fails first); either way no keys.
-        assert!(get("http://192.0.2.1:9/keys", None).is_err());
+        // 192.0.2.0/24 is TEST-NET-1: refused before any connection is tried.
+        let e = get("http://192.0.2.1:9/keys", None).unwrap_err();
+        assert!(e.to_string().contains("loopback"), "{e:#}");
     }
 
     #[test]

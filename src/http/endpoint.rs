@@ -235,9 +235,7 @@ impl Endpoint {
             | Endpoint::Uuid
             | Endpoint::Int => Params::of(parts).and_then(|params| {
                 // HEAD leaves out the body: a receipt would be signed and audited unseen.
-                if parts.method == axum::http::Method::HEAD
-                    && params.get(super::params::Param::Receipt).is_some()
-                {
+                if parts.method == axum::http::Method::HEAD && params.flag(super::params::Param::Receipt)? {
                     return Err(ApiError::invalid(
                         "receipt_on_head",
                         "receipt",

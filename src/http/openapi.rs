@@ -154,7 +154,7 @@ pub struct Jwk {
 pub struct Verdict {
     /// Whether the signature verifies with the key `key_id` names.
     pub valid: bool,
-    /// Why not: `unknown_key`, `malformed_signature` or `signature_mismatch`.
+    /// Why not: `unknown_key`, `malformed_signature`, `inexact_number` or `signature_mismatch`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// The receipt's `key_id`.

@@ -39,19 +39,25 @@ impl Stamp {
 
     /// This stamp with a serial above `last` (then `last` becomes it): one more than `last`
     /// when the clock gave no later one (the same millisecond, or a clock set back), so the
-    /// serials one process issues sort in issue order. A carry that would reach the UUID's
-    /// variant bits (one in 2^62) keeps the drawn serial, unique all the same.
+    /// serials one process issues sort in issue order (RFC 9562's method 2: such a serial's
+    /// random part is its predecessor's plus one). A carry that would reach the UUID's variant
+    /// bits (one in 2^62) takes the drawn random part under the next millisecond instead.
     pub fn after(mut self, last: &mut u128) -> Self {
+        /// The timestamp's 48 bits are the top of the UUID; the rest (version, variant and the
+        /// random bits) the low 80.
+        const LOW: u128 = (1 << 80) - 1;
+        const VARIANT: u128 = 0b11 << 62;
         let drawn = uuid::Uuid::parse_str(&self.serial).map_or(0, |u| u.as_u128());
         let mut serial = drawn;
         if drawn <= *last {
-            const VARIANT: u128 = 0b11 << 62;
             let next = last.wrapping_add(1);
-            if next & VARIANT == *last & VARIANT {
-                serial = next;
-            }
+            serial = if next & VARIANT == *last & VARIANT {
+                next
+            } else {
+                ((*last >> 80).wrapping_add(1) << 80) | (drawn & LOW)
+            };
         }
-        *last = serial.max(*last);
+        *last = serial;
         self.serial = uuid::Uuid::from_u128(serial).to_string();
         self
     }
@@ -171,6 +177,15 @@ mod tests {
         let second = uuid::Uuid::parse_str(&second.serial).unwrap();
         assert_eq!(second.get_version_num(), 7);
         assert_eq!(second.get_variant(), uuid::Variant::RFC4122);
+        // A carry into the variant bits moves to the next millisecond instead.
+        // (A last serial far in the future whose 62 random bits after the variant are ones.)
+        let full: u128 =
+            (0xffff_ffff_fff0_u128 << 80) | (7 << 76) | (0xabc << 64) | (0b10 << 62) | ((1 << 62) - 1);
+        let mut edge = full;
+        let moved = Stamp::new(at, &[0; SERIAL_RANDOM_BYTES]).after(&mut edge);
+        let moved = uuid::Uuid::parse_str(&moved.serial).unwrap();
+        assert!(moved.as_u128() > full && moved.get_version_num() == 7, "{moved}");
+        assert_eq!(moved.get_variant(), uuid::Variant::RFC4122);
         // A later millisecond's serial is taken as drawn.
         let later = Stamp::new(at + std::time::Duration::from_millis(1), &[0; SERIAL_RANDOM_BYTES]);
         assert_eq!(later.clone().after(&mut last).serial, later.serial);

@@ -1,11 +1,11 @@
 //! Checking a receipt: its `random` object canonicalised again (RFC 8785) from what the holder
 //! presents, and the signature checked against the key its `key_id` names. A well-formed
 //! receipt that fails gets a [`Verdict`] with the reason; only a malformed one is an error:
-//! not a JSON object with an object `random` and a string `signature` and nothing else, a
-//! member named twice anywhere ([`super::strict_json`]), or a number in `random` that is not
-//! an integer within ±(2^53−1). drbgd signs no other number, and these rules leave one way to
-//! read a receipt: a verifier that canonicalises `256.0` as `256` and one that keeps `256.0`
-//! (Python's `json`) could otherwise disagree on the same text. The same check serves
+//! not a JSON object with an object `random` and a string `signature` and nothing else, or a
+//! member named twice anywhere ([`super::strict_json`]). A number in `random` that is not an
+//! integer within ±(2^53−1) fails (`inexact_number`): drbgd signs no other number, and so a
+//! receipt has one reading (a verifier that canonicalises `256.0` as `256` and one that keeps
+//! `256.0`, Python's `json`, could otherwise disagree on the same text). The same check serves
 //! `POST /verify` and `drbgd verify`.
 
 use ed25519_dalek::{Signature, VerifyingKey};
@@ -21,6 +21,9 @@ pub enum Reason {
     /// The signature does not verify: `random` or the signature was changed, or another key
     /// signed it.
     SignatureMismatch,
+    /// `random` has a number that is not an integer within ±(2^53−1): drbgd signs none, and
+    /// canonicalisers differ on them (`256.0` is `256` to RFC 8785, not to Python's `json`).
+    InexactNumber,
 }
 
 impl Reason {
@@ -30,6 +33,7 @@ impl Reason {
             Reason::UnknownKey => "unknown_key",
             Reason::MalformedSignature => "malformed_signature",
             Reason::SignatureMismatch => "signature_mismatch",
+            Reason::InexactNumber => "inexact_number",
         }
     }
 }
@@ -98,18 +102,19 @@ pub fn verify(receipt: &Value, key: impl Fn(&str) -> Option<VerifyingKey>) -> Re
         .get("random")
         .filter(|r| r.is_object())
         .ok_or_else(|| Malformed("a receipt's random is a JSON object".into()))?;
-    if !exact_numbers(random) {
-        return Err(Malformed(format!(
-            "a receipt's numbers are integers within ±{MAX_EXACT} (larger ones are strings)"
-        )));
-    }
     let signature = object
         .get("signature")
         .and_then(Value::as_str)
         .ok_or_else(|| Malformed("a receipt's signature is a string".into()))?;
     let text = |name: &str| random.get(name).and_then(Value::as_str).map(str::to_owned);
     let (key_id, serial) = (text("key_id"), text("serial"));
-    let failure = check(random, signature, key_id.as_deref().and_then(key))?;
+    // A number drbgd never signs (a fraction, an exponent, beyond 2^53) fails before any
+    // canonicalisation: such a text has no one reading, so it verifies nowhere.
+    let failure = if exact_numbers(random) {
+        check(random, signature, key_id.as_deref().and_then(key))?
+    } else {
+        Some(Reason::InexactNumber)
+    };
     Ok(Verdict { failure, key_id, serial })
 }
 
@@ -203,16 +208,25 @@ mod tests {
             // A member twice: which one counts would depend on the reader.
             r#"{"random": {"data": "FAKE", "data": "REAL"}, "signature": "x"}"#,
             r#"{"random": {}, "signature": "x", "signature": "y"}"#,
-            // Numbers drbgd never signs: another spelling of 256, and 2^53.
+        ] {
+            assert!(verify_json(text.as_bytes(), none).is_err(), "{text}");
+        }
+        let edge = br#"{"random": {"n": 9007199254740991, "m": -9007199254740991}, "signature": "x"}"#;
+        assert_eq!(verify_json(edge, none).unwrap().failure, Some(Reason::UnknownKey), "2^53-1 is exact");
+        // Numbers drbgd never signs, another spelling of 256 and 2^53, fail whatever the key.
+        let any = |_: &str| Some(ed25519_dalek::SigningKey::from_bytes(&[1; 32]).verifying_key());
+        for text in [
             r#"{"random": {"n": 256.0}, "signature": "x"}"#,
             r#"{"random": {"n": 2.56e2}, "signature": "x"}"#,
             r#"{"random": {"n": 9007199254740992}, "signature": "x"}"#,
             r#"{"random": {"n": [-9007199254740992]}, "signature": "x"}"#,
         ] {
-            assert!(verify_json(text.as_bytes(), none).is_err(), "{text}");
+            assert_eq!(
+                verify_json(text.as_bytes(), any).unwrap().failure,
+                Some(Reason::InexactNumber),
+                "{text}"
+            );
         }
-        let edge = br#"{"random": {"n": 9007199254740991, "m": -9007199254740991}, "signature": "x"}"#;
-        assert!(verify_json(edge, none).is_ok(), "2^53-1 is exact");
         let verdict = verify_json(br#"{"random": {"serial": "s"}, "signature": "x"}"#, none).unwrap();
         assert_eq!((verdict.failure, verdict.serial.as_deref()), (Some(Reason::UnknownKey), Some("s")));
     }
