@@ -29,15 +29,7 @@ pub fn bits(
     accept: Accept<'_>,
     params: &Params<'_>,
 ) -> Result<RecordedResponse, ApiError> {
-    params.allow(params::BITS)?;
-    let ask = receipt::ask(state, admission, params)?;
-    let format = choose_format(params.get(Param::Format), receipt::accept(ask.as_ref(), accept))?;
-    let (n, alg, pr) = (params.u64(Param::N)?, params.get(Param::Alg), params.flag(Param::Pr)?);
-    let req = BitsRequest::new(state.service.rules(), n, alg, format, pr)?;
-    match ask {
-        Some(ask) => receipt::bits(state, admission, &ask, Route::Bits, &req),
-        None => respond(state, admission, req),
-    }
+    packed(Route::Bits, state, admission, accept, params)
 }
 
 /// `/bytes?n=&alg=&format=&pr=&receipt=&user_data=`: the same, counted in bytes.
@@ -47,13 +39,29 @@ pub fn bytes(
     accept: Accept<'_>,
     params: &Params<'_>,
 ) -> Result<RecordedResponse, ApiError> {
+    packed(Route::Bytes, state, admission, accept, params)
+}
+
+/// `/bits` or `/bytes` (`route`, which says what `n` counts): one request type for both, with
+/// or without a receipt.
+fn packed(
+    route: Route,
+    state: &AppState,
+    admission: &Admission,
+    accept: Accept<'_>,
+    params: &Params<'_>,
+) -> Result<RecordedResponse, ApiError> {
     params.allow(params::BITS)?;
     let ask = receipt::ask(state, admission, params)?;
     let format = choose_format(params.get(Param::Format), receipt::accept(ask.as_ref(), accept))?;
     let (n, alg, pr) = (params.u64(Param::N)?, params.get(Param::Alg), params.flag(Param::Pr)?);
-    let req = BytesRequest::new(state.service.rules(), n, alg, format, pr)?.into_bits();
+    let rules = state.service.rules();
+    let req = match route {
+        Route::Bytes => BytesRequest::new(rules, n, alg, format, pr)?.into_bits(),
+        _ => BitsRequest::new(rules, n, alg, format, pr)?,
+    };
     match ask {
-        Some(ask) => receipt::bits(state, admission, &ask, Route::Bytes, &req),
+        Some(ask) => receipt::bits(state, admission, &ask, route, &req),
         None => respond(state, admission, req),
     }
 }
