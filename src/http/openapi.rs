@@ -685,7 +685,14 @@ impl Describe<'_> {
     }
 
     fn alg_param(&self) -> utoipa::openapi::path::Parameter {
-        let description = format!("Generator (any case); default {}.", self.rules.default_alg.name());
+        let approved: Vec<&str> = self.rules.enabled.iter().filter(|a| a.approved()).map(|a| a.name()).collect();
+        let mode = if self.rules.approved_only { " This server serves approved mechanisms only." } else { "" };
+        let description = format!(
+            "Generator (any case); default {}. NIST SP 800-90A (approved): {}; the others are not approved \
+             (GET /algorithms: `approved`).{mode}",
+            self.rules.default_alg.name(),
+            if approved.is_empty() { "none enabled".to_owned() } else { approved.join(", ") },
+        );
         let schema = ObjectBuilder::new().schema_type(Type::String).enum_values(Some(self.alg_names()));
         self.param(Param::Alg.name(), false, &description, schema.into())
     }
