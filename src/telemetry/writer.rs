@@ -416,7 +416,12 @@ mod tests {
         let sink = Flaky::default();
         let (writer, guard) = spawn(sink.clone()).unwrap();
         writer.make_writer().write_all(line(1).as_bytes()).unwrap();
-        std::thread::sleep(Duration::from_millis(100));
+        // Line 2 in a batch of its own: logged once line 1's batch is over (its cut line ended).
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !sink.0.lock().unwrap().0.ends_with(b"\n") {
+            assert!(Instant::now() < deadline, "line 1's batch not over within 5 s");
+            std::thread::sleep(Duration::from_millis(1));
+        }
         writer.make_writer().write_all(line(2).as_bytes()).unwrap();
         drop(guard);
         let text = String::from_utf8(sink.0.lock().unwrap().0.clone()).unwrap();

@@ -363,7 +363,20 @@ async fn the_binary_serves_the_example_and_writes_the_audit_trail() {
     assert!(stream.message().await.unwrap().is_some());
     drop(stream);
     drop(grpc);
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The server sees the cancellation and writes that stream's audit line (a line reaches
+    // stderr within the log writer's linger).
+    let cancelled = async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            let audited = line.contains("drbgd::audit") && line.contains("audit-test-4");
+            log.push(line);
+            if audited {
+                return true;
+            }
+        }
+        false
+    };
+    let cancelled = tokio::time::timeout(Duration::from_secs(10), cancelled).await;
+    assert_eq!(cancelled, Ok(true), "the cancelled stream's audit line within 10 s: {log:?}");
     // SIGTERM: the log is flushed at exit.
     // SAFETY: kill(2) on our own child's pid.
     unsafe { libc::kill(child.id().unwrap() as i32, libc::SIGTERM) };

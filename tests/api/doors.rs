@@ -11,7 +11,7 @@ use drbgd::config::Settings;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpSocket;
 
-use crate::helpers::{TestApp, spawn_with};
+use crate::helpers::{TestApp, eventually, spawn_with};
 
 const DROP_IN: &str = "config/examples/drop-in.toml";
 
@@ -87,7 +87,10 @@ async fn a_flooding_peer_leaves_the_anonymous_pool_to_others() {
     for _ in 0..8 {
         held.push(slow_pollen(&app, "127.0.0.1").await);
     }
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The server has taken them: the peer's 4 places held (in flight until their bodies'
+    // deadline), the other four refused.
+    let held_places = || async { app.state.metrics.in_flight.get() >= 4 };
+    assert!(eventually(Duration::from_secs(5), held_places).await, "the peer's places taken");
     let refused = pollen(&flooder, &app).await;
     assert_eq!(refused.status(), 429);
     let body: serde_json::Value = refused.json().await.unwrap();

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use drbgd::config::Settings;
 
-use crate::helpers::{TestApp, assert_problem, spawn_with};
+use crate::helpers::{TestApp, assert_problem, eventually, spawn_with};
 
 const WEB: &str = "web-example-key";
 const BATCH: &str = "batch-example-key";
@@ -169,21 +169,6 @@ async fn metric(app: &TestApp, line_start: &str) -> f64 {
     text.lines()
         .find_map(|l| l.strip_prefix(line_start).map(|v| v.trim().parse::<f64>().unwrap()))
         .unwrap_or_else(|| panic!("no {line_start} in /metrics"))
-}
-
-/// Waits (real time: the store is another process) until `check` holds, at most `within`.
-async fn eventually<F: std::future::Future<Output = bool>>(
-    within: Duration,
-    mut check: impl FnMut() -> F,
-) -> bool {
-    let deadline = Instant::now() + within;
-    while Instant::now() < deadline {
-        if check().await {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    false
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -366,11 +351,15 @@ async fn garbage_at_a_key_sets_that_caller_aside_not_the_store() {
     // A hash that is not a bucket is garbage too; once the key is sound again, web is global.
     redis.cmd(&["DEL", "g:{web}:requests"]).unwrap();
     redis.cmd(&["HSET", "g:{web}:requests", "tokens", "lots", "at", "yesterday"]).unwrap();
-    tokio::time::sleep(drbgd::callers::lease::BROKEN).await;
+    // The bucket set aside is used again once BROKEN has passed: web is global again (before
+    // any exchange: /usage takes nothing from the bucket), and its next request reads the key.
+    let global = || async { usage(&app).await["quota"]["scope"] == "global" };
+    let set_aside_for = drbgd::callers::lease::BROKEN + Duration::from_secs(2);
+    assert!(eventually(set_aside_for, global).await, "web set aside for longer than BROKEN");
     status(&app, WEB, "/token").await;
     assert!(eventually(Duration::from_secs(2), || async { metric(&app, errors).await >= 2.0 }).await);
     redis.cmd(&["DEL", "g:{web}:requests"]).unwrap();
-    tokio::time::sleep(drbgd::callers::lease::BROKEN).await;
+    assert!(eventually(set_aside_for, global).await, "web set aside for longer than BROKEN");
     status(&app, WEB, "/token").await;
     assert!(
         eventually(Duration::from_secs(2), || async { usage(&app).await["quota"]["scope"] == "global" })

@@ -1,6 +1,7 @@
 //! Spawns the real application on 127.0.0.1:0 (API and admin) for each test.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use drbgd::app::App;
 use drbgd::config::Settings;
@@ -73,6 +74,25 @@ pub fn http_requests(metrics: &str, route: &str, status: Option<&str>) -> u64 {
         .filter(|l| status.as_ref().is_none_or(|s| l.contains(s.as_str())))
         .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
         .sum()
+}
+
+/// Polls `check` every 20 ms until it holds, for at most `within` of real time (what it waits
+/// for is done by another task, thread or process); whether it came to hold. `check` runs at
+/// least once, and once more at the deadline.
+pub async fn eventually<F: std::future::Future<Output = bool>>(
+    within: Duration,
+    mut check: impl FnMut() -> F,
+) -> bool {
+    let deadline = Instant::now() + within;
+    loop {
+        if check().await {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 /// Checks an RFC 9457 body and its code.

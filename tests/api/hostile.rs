@@ -14,7 +14,7 @@ use drbgd::grpc::pb::randomness_service_client::RandomnessServiceClient as Rando
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::helpers::{TestApp, assert_problem, spawn_binary, spawn_with, test_settings};
+use crate::helpers::{TestApp, assert_problem, eventually, spawn_binary, spawn_with, test_settings};
 
 const EXAMPLE: &str = "config/examples/callers.toml";
 
@@ -545,7 +545,15 @@ async fn abandoned_health_and_reflection_calls_each_leave_a_line() {
         .body(())
         .unwrap();
     let (response, mut body) = client.send_request(head, false).unwrap();
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The reset once the server has the call (its caller admitted, waiting for the body): the
+    // only API request in flight.
+    let metrics = format!("http://{}/metrics", binary.admin);
+    let scraper = reqwest::Client::new();
+    let called = || async {
+        let text = scraper.get(&metrics).send().await.unwrap().text().await.unwrap();
+        text.lines().any(|l| l.strip_prefix("drbgd_requests_in_flight ").is_some_and(|v| v.trim() != "0"))
+    };
+    assert!(eventually(Duration::from_secs(5), called).await, "the call reached the server");
     body.send_reset(h2::Reason::CANCEL);
     drop((response, body));
     // A health check and a reflection lookup, public, over HTTP/2.

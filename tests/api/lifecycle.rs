@@ -8,7 +8,9 @@ use drbgd::drbg::entropy::{OsEntropy, ScriptedEntropy};
 use sha2::Digest;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::helpers::{Binary, assert_problem, spawn_app, spawn_binary, spawn_with, test_settings};
+use crate::helpers::{
+    Binary, assert_problem, eventually, spawn_app, spawn_binary, spawn_with, test_settings,
+};
 
 /// Every route, as (method, path, takes pr).
 const ROUTES: &[(&str, &str, bool)] = &[
@@ -70,7 +72,12 @@ async fn readiness_reports_an_outage_before_any_reseed_is_due() {
     entropy.set_failing(true);
     // A successful probe is trusted for at most a second.
     let started = std::time::Instant::now();
-    assert!(eventually(|| async { app.client.get(&readyz).send().await.unwrap().status() == 503 }).await);
+    assert!(
+        eventually(Duration::from_secs(5), || async {
+            app.client.get(&readyz).send().await.unwrap().status() == 503
+        })
+        .await
+    );
     assert!(started.elapsed() < Duration::from_millis(1500), "{:?}", started.elapsed());
     entropy.set_failing(false);
     assert_eq!(app.client.get(&readyz).send().await.unwrap().status(), 200, "a failed probe is not cached");
@@ -121,9 +128,12 @@ async fn shutdown_delay_keeps_accepting_while_not_ready() {
     assert!(head.starts_with("http/1.1 200") && !head.contains("connection: close"), "{head}");
     let started = std::time::Instant::now();
     app.stop();
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    let readyz = app.client.get(format!("{}/readyz", app.admin)).send().await.unwrap();
-    assert_eq!(readyz.status(), 503, "not ready at once");
+    // Not ready at once: well within the 1.5 s delay. The stop task turns unready and wakes
+    // the connections in one poll, so on this one-thread runtime the kept connection has been
+    // asked to move by the time /readyz answers 503.
+    let readyz = format!("{}/readyz", app.admin);
+    let unready = || async { app.client.get(&readyz).send().await.unwrap().status() == 503 };
+    assert!(eventually(Duration::from_millis(500), unready).await, "not ready at once");
     // A kept-alive connection is served once more, told to close, and closed: its client
     // moves while this instance still accepts.
     let head = request_on(&mut kept, "/token").await;
@@ -185,10 +195,14 @@ async fn closed_within(stream: &mut tokio::net::TcpStream, within: Duration) -> 
 
 /// Starts a request head on `stream` and sends one more header line every 100 ms, never the
 /// blank line that ends it; the task returns when the server closed the connection (`None`
-/// if it never did in 3 s).
-fn trickle_head(mut stream: tokio::net::TcpStream) -> tokio::task::JoinHandle<Option<tokio::time::Instant>> {
-    tokio::spawn(async move {
+/// if it never did in 3 s). The receiver counts the lines sent (the request line included).
+fn trickle_head(
+    mut stream: tokio::net::TcpStream,
+) -> (tokio::task::JoinHandle<Option<tokio::time::Instant>>, tokio::sync::watch::Receiver<u32>) {
+    let (sent_tx, sent) = tokio::sync::watch::channel(0u32);
+    let task = tokio::spawn(async move {
         stream.write_all(b"GET /token HTTP/1.1\r\n").await.ok()?;
+        sent_tx.send_replace(1);
         for i in 0..30 {
             tokio::time::sleep(Duration::from_millis(100)).await;
             if stream.write_all(format!("X-Slow-{i}: 1\r\n").as_bytes()).await.is_err()
@@ -196,9 +210,11 @@ fn trickle_head(mut stream: tokio::net::TcpStream) -> tokio::task::JoinHandle<Op
             {
                 return Some(tokio::time::Instant::now());
             }
+            sent_tx.send_replace(i + 2);
         }
         None
-    })
+    });
+    (task, sent)
 }
 
 /// The header-read deadline (the connection's own, checked once per period): a connection
@@ -217,7 +233,7 @@ async fn header_read_deadline_closes_idle_connections_but_not_long_responses() {
     // Fewer than the 24 bytes of the HTTP/2 preface, which hyper-util reads with no deadline.
     let mut half_preface = tokio::net::TcpStream::connect(&addr).await.unwrap();
     half_preface.write_all(b"PRI * HTTP/2.0\r\n").await.unwrap();
-    let trickler = trickle_head(tokio::net::TcpStream::connect(&addr).await.unwrap());
+    let (trickler, _) = trickle_head(tokio::net::TcpStream::connect(&addr).await.unwrap());
     let mut kept = tokio::net::TcpStream::connect(&addr).await.unwrap();
     assert!(request_on(&mut kept, "/token").await.starts_with("http/1.1 200"));
     let mut slow = tokio::net::TcpStream::connect(&addr).await.unwrap();
@@ -261,8 +277,10 @@ async fn header_read_deadline_holds_during_the_drain() {
     settings.server.drain_timeout_ms = 10_000;
     let mut app = spawn_with(settings, Arc::new(OsEntropy)).await;
     let addr = app.api.trim_start_matches("http://").to_string();
-    let trickler = trickle_head(tokio::net::TcpStream::connect(&addr).await.unwrap());
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    let (trickler, mut sent) = trickle_head(tokio::net::TcpStream::connect(&addr).await.unwrap());
+    // Trickling when the shutdown starts: the request line and a header line are sent.
+    let trickling = tokio::time::timeout(Duration::from_secs(5), sent.wait_for(|&lines| lines >= 2));
+    assert!(trickling.await.is_ok_and(|seen| seen.is_ok()), "the trickler sent a header line");
     let started = std::time::Instant::now();
     app.stop();
     app.handle.take().unwrap().await.unwrap().unwrap();
@@ -325,17 +343,6 @@ async fn reloads(app: &crate::helpers::TestApp, what: &str, result: &str) -> u64
     text.lines().find_map(|l| l.strip_prefix(&prefix)).map_or(0, |v| v.parse().unwrap())
 }
 
-/// Polls `check` every 50 ms for up to 5 s.
-async fn eventually<F: std::future::Future<Output = bool>>(mut check: impl FnMut() -> F) -> bool {
-    for _ in 0..100 {
-        if check().await {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    false
-}
-
 #[tokio::test]
 async fn tls_certificate_reloads_without_dropping_connections() {
     let (cert_a, key_a, ca_a) = issue("a");
@@ -360,7 +367,10 @@ async fn tls_certificate_reloads_without_dropping_connections() {
     // Rotate as Kubernetes does: both files change in place.
     std::fs::write(&key_path, &key_b).unwrap();
     std::fs::write(&cert_path, &cert_b).unwrap();
-    assert!(eventually(|| async { handshake(&addr, &ca_b).await.is_ok() }).await, "B served after reload");
+    assert!(
+        eventually(Duration::from_secs(5), || async { handshake(&addr, &ca_b).await.is_ok() }).await,
+        "B served after reload"
+    );
     assert!(handshake(&addr, &ca_a).await.is_err(), "A no longer served to new connections");
     assert!(tls_get(&mut old, "/token").await.contains("200"), "the open connection was not dropped");
     assert!(reloads(&app, "tls", "ok").await >= 1);
@@ -368,7 +378,9 @@ async fn tls_certificate_reloads_without_dropping_connections() {
     // An invalid file is refused; B stays in force.
     let errors = reloads(&app, "tls", "error").await;
     std::fs::write(&cert_path, "not a certificate").unwrap();
-    assert!(eventually(|| async { reloads(&app, "tls", "error").await > errors }).await);
+    assert!(
+        eventually(Duration::from_secs(5), || async { reloads(&app, "tls", "error").await > errors }).await
+    );
     let mut again = handshake(&addr, &ca_b).await.expect("B still served after a bad reload");
     assert!(tls_get(&mut again, "/token").await.contains("200"));
     std::fs::remove_dir_all(&dir).ok();
@@ -392,15 +404,24 @@ async fn api_keys_file_reloads_and_a_bad_file_keeps_the_old_keys() {
     };
     assert_eq!((status("first").await, status("second").await), (200, 401));
     std::fs::write(&file, format!("{}\n", hex(b"second"))).unwrap();
-    assert!(eventually(|| async { status("second").await == 200 }).await, "new key accepted");
+    assert!(
+        eventually(Duration::from_secs(5), || async { status("second").await == 200 }).await,
+        "new key accepted"
+    );
     assert_eq!(status("first").await, 401, "revoked key refused");
     let errors = reloads(&app, "callers", "error").await;
     std::fs::write(&file, "not-a-digest\n").unwrap();
-    assert!(eventually(|| async { reloads(&app, "callers", "error").await > errors }).await);
+    assert!(
+        eventually(Duration::from_secs(5), || async { reloads(&app, "callers", "error").await > errors })
+            .await
+    );
     assert_eq!(status("second").await, 200, "the previous keys stay after a bad file");
     // Emptying the file revokes every key (start-up would refuse it; a reload accepts it).
     std::fs::write(&file, "# all revoked\n").unwrap();
-    assert!(eventually(|| async { status("second").await == 401 }).await, "every key revoked");
+    assert!(
+        eventually(Duration::from_secs(5), || async { status("second").await == 401 }).await,
+        "every key revoked"
+    );
     std::fs::remove_dir_all(&dir).ok();
 }
 
