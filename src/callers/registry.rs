@@ -15,7 +15,7 @@ use subtle::{ConditionallySelectable, ConstantTimeEq};
 use super::identity::{ClientIdentity, valid_entry};
 use super::policy::Policy;
 use super::quota::{Quota, QuotaState, Rate};
-use super::settings::CallerSettings;
+use super::settings::{CallerSettings, PolicySettings, QuotaSettings};
 use super::sigv4::{Served, SignedRequest, SigningSecret};
 use super::store::Store;
 use crate::config::Settings;
@@ -239,71 +239,27 @@ impl Registry {
         store: Option<Arc<Store>>,
     ) -> anyhow::Result<(Self, Vec<String>)> {
         let mut warnings = Vec::new();
-        let mut tables: BTreeMap<String, CallerSettings> = settings.callers.clone();
-        let mut unnamed = settings.auth.api_key_sha256.clone();
-        if let Some(path) = settings.api_keys_file() {
-            let text = match std::fs::read_to_string(&path) {
-                Ok(text) => text,
-                // Gone or unreadable after start-up: its keys are revoked, not kept (fail
-                // closed). The watcher acts only on a change seen on two polls, so a file being
-                // swapped is not gone. A failure that may pass (no descriptor left, an I/O
-                // error) fails the reload instead, which keeps the keys in force and is retried.
-                Err(e) if previous.is_some() && lasting(&e) => {
-                    warnings.push(format!(
-                        "auth.api_keys_file {} cannot be read ({}): the keys it held are revoked until it can",
-                        path.display(),
-                        e.kind()
-                    ));
-                    String::new()
-                }
-                Err(e) => return Err(e).with_context(|| format!("auth.api_keys_file {}", path.display())),
-            };
-            for (i, line) in text.lines().enumerate() {
-                let line = line.trim();
-                if line.is_empty() || line.starts_with('#') {
-                    continue;
-                }
-                match line.split_once(char::is_whitespace) {
-                    None => unnamed.push(line.to_string()),
-                    Some((name, digest)) => {
-                        // The first word is not echoed: a mangled line may start with a key.
-                        let table = tables.get_mut(name).with_context(|| {
-                            format!(
-                                "auth.api_keys_file {} line {}: the caller it names (its first word, not \
-                                 shown) is not configured",
-                                path.display(),
-                                i + 1
-                            )
-                        })?;
-                        table.key_sha256.push(digest.trim().to_string());
-                    }
-                }
-            }
-        }
-        if !unnamed.is_empty() {
-            // Beside named callers, a key without a name is most likely a line that lost its
-            // name, and it would get everything with no limit: said (not refused, since keys
-            // without names are how a single-tenant set-up names its keys, and a keys file may
-            // be rolled out before its callers' names).
-            let named = tables.keys().any(|n| n != ANONYMOUS && n != DEFAULT);
-            if settings.auth.enabled && named && !tables.contains_key(DEFAULT) {
-                warnings.push(format!(
-                    "{} key(s) without a caller name (a bare digest in auth.api_keys_file, or \
-                     auth.api_key_sha256) make the caller `default`, which has no [callers.default] \
-                     table: open policy and no quota, beside the named callers; write \
-                     `<caller> <digest>` lines, or add [callers.default] to limit it",
-                    unnamed.len()
-                ));
-            }
-            tables.entry(DEFAULT.to_string()).or_default().key_sha256.extend(unnamed);
-        }
-        let find_state = |name: &str| {
-            previous
-                .and_then(|p| p.callers.iter().chain([&p.anonymous]).find(|c| c.name() == name))
-                .map(|c| c.state.clone())
-                .unwrap_or_else(|| Arc::new(CallerState::new(name, metrics)))
+        let tables = caller_tables(settings, previous.is_some(), &mut warnings)?;
+        let registry = Registry::empty(settings, caller_state(previous, ANONYMOUS, metrics), store.clone());
+        let mut building = Building {
+            settings,
+            metrics,
+            previous,
+            store,
+            registry,
+            claimed: HashMap::new(),
+            aws_owners: HashMap::new(),
+            warnings,
         };
-        let mut registry = Registry {
+        for (name, table) in &tables {
+            building.add(name, table)?;
+        }
+        building.finish()
+    }
+
+    /// A registry with no caller but the default `anonymous` one (its `state` carried over).
+    fn empty(settings: &Settings, state: Arc<CallerState>, store: Option<Arc<Store>>) -> Registry {
+        Registry {
             auth: settings.auth.enabled,
             open_routes: if settings.pollen.enabled && settings.pollen.anonymous {
                 vec![super::policy::Route::Pollen]
@@ -327,125 +283,24 @@ impl Registry {
                 ),
                 quota: Quota::default(),
                 policy_field: None,
-                state: find_state(ANONYMOUS),
+                state,
                 store: store.clone(),
             }),
-            store: store.clone(),
-        };
-        let mut claimed: HashMap<[u8; 32], String> = HashMap::new();
-        let mut aws_owners: HashMap<String, u32> = HashMap::new();
-        for (name, table) in &tables {
-            let key = |field: &str| format!("callers.{name}.{field}");
-            ensure!(
-                valid_name(name),
-                "callers.{name}: a caller name is 1-64 of a-z 0-9 _ - . (and not {UNKNOWN:?})"
-            );
-            let (policy, quota) = build_policy(name, table, settings, &mut warnings)?;
-            let caller = Arc::new(Caller {
-                name: name.as_str().into(),
-                policy_field: super::headers::policy_field(&quota),
-                policy,
-                quota,
-                state: find_state(name),
-                store: store.clone(),
-            });
-            if name == ANONYMOUS {
-                ensure!(
-                    table.key_sha256.is_empty()
-                        && table.identities.is_empty()
-                        && table.aws_access_keys.is_empty(),
-                    "callers.anonymous: the caller of requests without credentials (auth off, or pollen.anonymous) has none"
-                );
-                registry.anonymous = caller;
-                continue;
-            }
-            let index = u32::try_from(registry.callers.len()).context("too many callers")?;
-            for hex in &table.key_sha256 {
-                let digest = data_encoding::HEXLOWER_PERMISSIVE
-                    .decode(hex.trim().as_bytes())
-                    .ok()
-                    .and_then(|b| <[u8; 32]>::try_from(b).ok())
-                    .with_context(|| {
-                        format!("{}: each digest must be 64 hex characters (SHA-256)", key("key_sha256"))
-                    })?;
-                if let Some(other) = claimed.insert(digest, name.clone()) {
-                    ensure!(other != *name, "{}: a key is listed twice", key("key_sha256"));
-                    bail!("{}: a key is listed for both {other:?} and {name:?}", key("key_sha256"));
-                }
-                registry.digests.push(digest);
-                registry.owners.push(index);
-            }
-            for id in &table.identities {
-                ensure!(
-                    valid_entry(id),
-                    "{}: {id:?} is not spiffe://… (a URI SAN), dns:<name> or cn:<name>",
-                    key("identities")
-                );
-                if let Some(other) = registry.identities.insert(id.clone(), index) {
-                    // `index` is this caller's, not pushed yet: no lookup for it.
-                    ensure!(other != index, "{}: {id:?} is listed twice", key("identities"));
-                    let other = registry.callers[other as usize].name();
-                    bail!("{}: {id:?} is listed for both {other:?} and {name:?}", key("identities"));
-                }
-            }
-            for aws in &table.aws_access_keys {
-                ensure!(
-                    (16..=128).contains(&aws.id.len()) && aws.id.bytes().all(|b| b.is_ascii_alphanumeric()),
-                    "{}: an id is 16-128 letters and digits (AKIA…)",
-                    key("aws_access_keys")
-                );
-                if let Some(other) = aws_owners.insert(aws.id.clone(), index) {
-                    ensure!(other != index, "{}: {:?} is listed twice", key("aws_access_keys"), aws.id);
-                    let other = registry.callers[other as usize].name();
-                    bail!(
-                        "{}: {:?} is listed for both {other:?} and {name:?}",
-                        key("aws_access_keys"),
-                        aws.id
-                    );
-                }
-                // The secrets stay unread (and out of memory) while the KMS front-end is off.
-                if !settings.kms.enabled {
-                    continue;
-                }
-                let secret = match read_secret(&aws.secret_file, &mut warnings) {
-                    Ok(secret) => secret,
-                    // After start-up a secret that cannot be read revokes its key alone (fail
-                    // closed), not the whole reload: the other callers' changes still apply.
-                    Err(e) if previous.is_some() => {
-                        warnings.push(format!(
-                            "{}: secret_file {} cannot be read ({e:#}): access key {:?} is refused until it can",
-                            key("aws_access_keys"),
-                            aws.secret_file.display(),
-                            aws.id
-                        ));
-                        continue;
-                    }
-                    Err(e) => {
-                        return Err(e).with_context(|| {
-                            format!("{}: secret_file {}", key("aws_access_keys"), aws.secret_file.display())
-                        });
-                    }
-                };
-                registry.aws_keys.insert(aws.id.clone(), (index, secret));
-                registry.secret_files.push(aws.secret_file.clone());
-            }
-            if settings.auth.enabled
-                && table.key_sha256.is_empty()
-                && table.identities.is_empty()
-                && (table.aws_access_keys.is_empty() || !settings.kms.enabled)
-            {
-                warnings.push(format!("callers.{name} has no key and no identity: no request can be it"));
-            }
-            registry.callers.push(caller);
+            store,
         }
-        if !settings.auth.enabled && !registry.digests.is_empty() {
+    }
+
+    /// Warnings for settings that leave the callers other than they seem: credentials that
+    /// auth off does not check, and `pollen.anonymous` without effect or without bounds.
+    fn warn_of_settings(&self, settings: &Settings, warnings: &mut Vec<String>) {
+        if !settings.auth.enabled && !self.digests.is_empty() {
             warnings.push(
                 "auth.enabled is false: bearer keys are not checked and every request without a \
                  listed client certificate is `anonymous`, with the default policy"
                     .into(),
             );
         }
-        if !settings.auth.enabled && !registry.identities.is_empty() {
+        if !settings.auth.enabled && !self.identities.is_empty() {
             warnings.push(
                 "auth.enabled is false: a client whose certificate names no caller, or that sends \
                  none, is `anonymous` with the default policy, so a caller's narrower policy binds \
@@ -453,8 +308,8 @@ impl Registry {
                     .into(),
             );
         }
-        let open = registry.open_to_anonymous(super::policy::Route::Pollen);
-        let anonymous = &registry.anonymous;
+        let open = self.open_to_anonymous(super::policy::Route::Pollen);
+        let anonymous = &self.anonymous;
         if settings.pollen.anonymous && !open {
             warnings.push("pollen.anonymous has no effect: it needs pollen.enabled and auth.enabled".into());
         }
@@ -473,26 +328,13 @@ impl Registry {
                     .into(),
             );
         }
-        if !settings.auth.enabled && !registry.aws_keys.is_empty() {
+        if !settings.auth.enabled && !self.aws_keys.is_empty() {
             warnings.push(
                 "auth.enabled is false: AWS signatures are not checked and every KMS request is \
                  `anonymous`, with the default policy"
                     .into(),
             );
         }
-        if settings.auth.enabled
-            && registry.digests.is_empty()
-            && registry.identities.is_empty()
-            && registry.aws_keys.is_empty()
-        {
-            // At start-up a mistake; on reload the way to revoke every key at once.
-            ensure!(
-                previous.is_some(),
-                "auth.enabled is true but no API key digest or client identity is configured"
-            );
-            warnings.push("no API key or client identity is configured: every API request is refused until one is added".into());
-        }
-        Ok((registry, warnings))
     }
 
     /// A warning for each caller whose policy is wider here than in `previous`, or that has
@@ -700,6 +542,258 @@ impl Registry {
     }
 }
 
+/// A registry being built: what it is built from, and the credentials claimed so far.
+struct Building<'a> {
+    settings: &'a Settings,
+    metrics: &'a Metrics,
+    /// The registry in force, on reload.
+    previous: Option<&'a Registry>,
+    store: Option<Arc<Store>>,
+    registry: Registry,
+    /// Each key digest's caller.
+    claimed: HashMap<[u8; 32], String>,
+    /// Each AWS access key id's caller (its index in `registry.callers`).
+    aws_owners: HashMap<String, u32>,
+    warnings: Vec<String>,
+}
+
+impl Building<'_> {
+    /// Validates the caller `name` and indexes its credentials; `anonymous` replaces the
+    /// default one.
+    fn add(&mut self, name: &str, table: &CallerSettings) -> anyhow::Result<()> {
+        ensure!(
+            valid_name(name),
+            "callers.{name}: a caller name is 1-64 of a-z 0-9 _ - . (and not {UNKNOWN:?})"
+        );
+        let (policy, quota) = build_policy(name, table, self.settings, &mut self.warnings)?;
+        let caller = Arc::new(Caller {
+            name: name.into(),
+            policy_field: super::headers::policy_field(&quota),
+            policy,
+            quota,
+            state: caller_state(self.previous, name, self.metrics),
+            store: self.store.clone(),
+        });
+        if name == ANONYMOUS {
+            ensure!(
+                table.key_sha256.is_empty()
+                    && table.identities.is_empty()
+                    && table.aws_access_keys.is_empty(),
+                "callers.anonymous: the caller of requests without credentials (auth off, or pollen.anonymous) has none"
+            );
+            self.registry.anonymous = caller;
+            return Ok(());
+        }
+        let index = u32::try_from(self.registry.callers.len()).context("too many callers")?;
+        self.add_keys(name, index, table)?;
+        self.add_identities(name, index, table)?;
+        self.add_aws_keys(name, index, table)?;
+        if self.settings.auth.enabled
+            && table.key_sha256.is_empty()
+            && table.identities.is_empty()
+            && (table.aws_access_keys.is_empty() || !self.settings.kms.enabled)
+        {
+            self.warnings.push(format!("callers.{name} has no key and no identity: no request can be it"));
+        }
+        self.registry.callers.push(caller);
+        Ok(())
+    }
+
+    /// Indexes the key digests of caller `name` (at `index`); a key is claimed once.
+    fn add_keys(&mut self, name: &str, index: u32, table: &CallerSettings) -> anyhow::Result<()> {
+        let key = |field: &str| format!("callers.{name}.{field}");
+        for hex in &table.key_sha256 {
+            let digest = data_encoding::HEXLOWER_PERMISSIVE
+                .decode(hex.trim().as_bytes())
+                .ok()
+                .and_then(|b| <[u8; 32]>::try_from(b).ok())
+                .with_context(|| {
+                    format!("{}: each digest must be 64 hex characters (SHA-256)", key("key_sha256"))
+                })?;
+            if let Some(other) = self.claimed.insert(digest, name.to_string()) {
+                ensure!(other != *name, "{}: a key is listed twice", key("key_sha256"));
+                bail!("{}: a key is listed for both {other:?} and {name:?}", key("key_sha256"));
+            }
+            self.registry.digests.push(digest);
+            self.registry.owners.push(index);
+        }
+        Ok(())
+    }
+
+    /// Indexes the certificate identities of caller `name` (at `index`); each is claimed once.
+    fn add_identities(&mut self, name: &str, index: u32, table: &CallerSettings) -> anyhow::Result<()> {
+        let key = |field: &str| format!("callers.{name}.{field}");
+        for id in &table.identities {
+            ensure!(
+                valid_entry(id),
+                "{}: {id:?} is not spiffe://… (a URI SAN), dns:<name> or cn:<name>",
+                key("identities")
+            );
+            if let Some(other) = self.registry.identities.insert(id.clone(), index) {
+                // `index` is this caller's, not pushed yet: no lookup for it.
+                ensure!(other != index, "{}: {id:?} is listed twice", key("identities"));
+                let other = self.registry.callers[other as usize].name();
+                bail!("{}: {id:?} is listed for both {other:?} and {name:?}", key("identities"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Indexes the AWS access keys of caller `name` (at `index`), each claimed once, and reads
+    /// their secrets with the KMS front-end on (one that cannot be read on reload revokes its
+    /// key alone, with a warning).
+    fn add_aws_keys(&mut self, name: &str, index: u32, table: &CallerSettings) -> anyhow::Result<()> {
+        let key = |field: &str| format!("callers.{name}.{field}");
+        for aws in &table.aws_access_keys {
+            ensure!(
+                (16..=128).contains(&aws.id.len()) && aws.id.bytes().all(|b| b.is_ascii_alphanumeric()),
+                "{}: an id is 16-128 letters and digits (AKIA…)",
+                key("aws_access_keys")
+            );
+            if let Some(other) = self.aws_owners.insert(aws.id.clone(), index) {
+                ensure!(other != index, "{}: {:?} is listed twice", key("aws_access_keys"), aws.id);
+                let other = self.registry.callers[other as usize].name();
+                bail!("{}: {:?} is listed for both {other:?} and {name:?}", key("aws_access_keys"), aws.id);
+            }
+            // The secrets stay unread (and out of memory) while the KMS front-end is off.
+            if !self.settings.kms.enabled {
+                continue;
+            }
+            let secret = match read_secret(&aws.secret_file, &mut self.warnings) {
+                Ok(secret) => secret,
+                // After start-up a secret that cannot be read revokes its key alone (fail
+                // closed), not the whole reload: the other callers' changes still apply.
+                Err(e) if self.previous.is_some() => {
+                    self.warnings.push(format!(
+                        "{}: secret_file {} cannot be read ({e:#}): access key {:?} is refused until it can",
+                        key("aws_access_keys"),
+                        aws.secret_file.display(),
+                        aws.id
+                    ));
+                    continue;
+                }
+                Err(e) => {
+                    return Err(e).with_context(|| {
+                        format!("{}: secret_file {}", key("aws_access_keys"), aws.secret_file.display())
+                    });
+                }
+            };
+            self.registry.aws_keys.insert(aws.id.clone(), (index, secret));
+            self.registry.secret_files.push(aws.secret_file.clone());
+        }
+        Ok(())
+    }
+
+    /// The registry and its warnings, once every caller is in; with auth on, no credential at
+    /// all is refused at start-up (and warned of on reload, where it revokes every key).
+    fn finish(self) -> anyhow::Result<(Registry, Vec<String>)> {
+        let Building { settings, previous, registry, mut warnings, .. } = self;
+        registry.warn_of_settings(settings, &mut warnings);
+        if settings.auth.enabled
+            && registry.digests.is_empty()
+            && registry.identities.is_empty()
+            && registry.aws_keys.is_empty()
+        {
+            // At start-up a mistake; on reload the way to revoke every key at once.
+            ensure!(
+                previous.is_some(),
+                "auth.enabled is true but no API key digest or client identity is configured"
+            );
+            warnings.push("no API key or client identity is configured: every API request is refused until one is added".into());
+        }
+        Ok((registry, warnings))
+    }
+}
+
+/// The `[callers]` tables with the keys file's lines added to them, and the keys without a
+/// caller name given to `default` (warned of beside named callers with auth on).
+fn caller_tables(
+    settings: &Settings,
+    reloading: bool,
+    warnings: &mut Vec<String>,
+) -> anyhow::Result<BTreeMap<String, CallerSettings>> {
+    let mut tables: BTreeMap<String, CallerSettings> = settings.callers.clone();
+    let mut unnamed: Vec<String> = settings.auth.api_key_sha256.clone();
+    if let Some(path) = settings.api_keys_file() {
+        read_keys_file(&path, reloading, &mut tables, &mut unnamed, warnings)?;
+    }
+    if !unnamed.is_empty() {
+        // Beside named callers, a key without a name is most likely a line that lost its
+        // name, and it would get everything with no limit: said (not refused, since keys
+        // without names are how a single-tenant set-up names its keys, and a keys file may
+        // be rolled out before its callers' names).
+        let named = tables.keys().any(|n| n != ANONYMOUS && n != DEFAULT);
+        if settings.auth.enabled && named && !tables.contains_key(DEFAULT) {
+            warnings.push(format!(
+                "{} key(s) without a caller name (a bare digest in auth.api_keys_file, or \
+                 auth.api_key_sha256) make the caller `default`, which has no [callers.default] \
+                 table: open policy and no quota, beside the named callers; write \
+                 `<caller> <digest>` lines, or add [callers.default] to limit it",
+                unnamed.len()
+            ));
+        }
+        tables.entry(DEFAULT.to_string()).or_default().key_sha256.extend(unnamed);
+    }
+    Ok(tables)
+}
+
+/// Adds the lines of the keys file at `path` to `tables` (`<caller> <digest>`) and to
+/// `unnamed` (a digest alone).
+fn read_keys_file(
+    path: &std::path::Path,
+    reloading: bool,
+    tables: &mut BTreeMap<String, CallerSettings>,
+    unnamed: &mut Vec<String>,
+    warnings: &mut Vec<String>,
+) -> anyhow::Result<()> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        // Gone or unreadable after start-up: its keys are revoked, not kept (fail
+        // closed). The watcher acts only on a change seen on two polls, so a file being
+        // swapped is not gone. A failure that may pass (no descriptor left, an I/O
+        // error) fails the reload instead, which keeps the keys in force and is retried.
+        Err(e) if reloading && lasting(&e) => {
+            warnings.push(format!(
+                "auth.api_keys_file {} cannot be read ({}): the keys it held are revoked until it can",
+                path.display(),
+                e.kind()
+            ));
+            String::new()
+        }
+        Err(e) => return Err(e).with_context(|| format!("auth.api_keys_file {}", path.display())),
+    };
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        match line.split_once(char::is_whitespace) {
+            None => unnamed.push(line.to_string()),
+            Some((name, digest)) => {
+                // The first word is not echoed: a mangled line may start with a key.
+                let table = tables.get_mut(name).with_context(|| {
+                    format!(
+                        "auth.api_keys_file {} line {}: the caller it names (its first word, not \
+                         shown) is not configured",
+                        path.display(),
+                        i + 1
+                    )
+                })?;
+                table.key_sha256.push(digest.trim().to_string());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The state of caller `name` in `previous` (its buckets and counters carry over), or a new one.
+fn caller_state(previous: Option<&Registry>, name: &str, metrics: &Metrics) -> Arc<CallerState> {
+    previous
+        .and_then(|p| p.callers.iter().chain([&p.anonymous]).find(|c| c.name() == name))
+        .map(|c| c.state.clone())
+        .unwrap_or_else(|| Arc::new(CallerState::new(name, metrics)))
+}
+
 /// The caller a credential (`what`) names, unless a client certificate names callers and not
 /// that one: 403 `credentials_conflict`.
 fn agreeing(
@@ -757,13 +851,13 @@ fn valid_name(name: &str) -> bool {
         && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"_-.".contains(&b))
 }
 
-/// The caller's policy and quota, clamped to the server's limits (with a warning each).
 /// The routes this server serves: every random-output route but the drop-in front-ends that
 /// are off. A policy that names no routes allows these (and `/usage` lists them).
 fn served_routes(settings: &Settings) -> Vec<super::policy::Route> {
     super::policy::Route::ALL.into_iter().filter(|r| settings.serves(*r)).collect()
 }
 
+/// The caller's policy and quota, clamped to the server's limits (with a warning each).
 fn build_policy(
     name: &str,
     table: &CallerSettings,
@@ -771,6 +865,22 @@ fn build_policy(
     warnings: &mut Vec<String>,
 ) -> anyhow::Result<(Policy, Quota)> {
     let p = &table.policy;
+    let algs = policy_algs(name, p, settings, warnings)?;
+    let routes = p.routes.clone().unwrap_or_else(|| served_routes(settings));
+    let max_bits = policy_max_bits(name, p, settings.limits.max_bits, warnings)?;
+    let quota = build_quota(name, &table.quota, settings, warnings)?;
+    let max_bits = fit_to_byte_burst(name, max_bits, &quota, warnings);
+    Ok((Policy::new(&algs, &routes, max_bits, p.pr).with_receipts(p.receipts), quota))
+}
+
+/// The algorithms of policy `p`: those it names that this server enables (the others warned
+/// of), or all it enables; none but SP 800-90A mechanisms with `drbg.approved_only`.
+fn policy_algs(
+    name: &str,
+    p: &PolicySettings,
+    settings: &Settings,
+    warnings: &mut Vec<String>,
+) -> anyhow::Result<Vec<Algorithm>> {
     let enabled = &settings.drbg.enabled;
     if settings.drbg.approved_only
         && let Some(alg) = p.algs.iter().flatten().find(|alg| !alg.approved())
@@ -792,8 +902,16 @@ fn build_policy(
             on
         }
     };
-    let routes = p.routes.clone().unwrap_or_else(|| served_routes(settings));
-    let limit = settings.limits.max_bits;
+    Ok(algs)
+}
+
+/// The largest request of policy `p`, clamped to `limit` (`limits.max_bits`).
+fn policy_max_bits(
+    name: &str,
+    p: &PolicySettings,
+    limit: u64,
+    warnings: &mut Vec<String>,
+) -> anyhow::Result<u64> {
     let max_bits = match p.max_bits {
         None => limit,
         Some(0) => bail!("callers.{name}.policy.max_bits: must be positive"),
@@ -805,7 +923,16 @@ fn build_policy(
         }
         Some(n) => n,
     };
-    let q = &table.quota;
+    Ok(max_bits)
+}
+
+/// The caller's quota `q`, its requests in progress clamped to `server.concurrency_limit`.
+fn build_quota(
+    name: &str,
+    q: &QuotaSettings,
+    settings: &Settings,
+    warnings: &mut Vec<String>,
+) -> anyhow::Result<Quota> {
     let rate = |per_second: u64, burst: u64| {
         (per_second > 0).then_some(Rate {
             per_second: per_second as f64,
@@ -831,15 +958,19 @@ fn build_policy(
         q.bytes_per_second > 0 || q.bytes_burst == 0,
         "callers.{name}.quota.bytes_burst: set bytes_per_second too"
     );
-    let quota = Quota {
+    Ok(Quota {
         requests: rate(u64::from(q.requests_per_second), u64::from(q.burst)),
         bytes: rate(q.bytes_per_second, q.bytes_burst),
         max_in_flight,
-    };
-    // A request larger than the byte bucket would pass once and leave the caller in debt for
-    // its excess (hours, for a large n and a small rate): such a request is refused instead
-    // (403 n_not_allowed, at once and with a reason).
-    let max_bits = match quota.bytes {
+    })
+}
+
+/// `max_bits` clamped to what the byte bucket of `quota` holds. A request larger than the byte
+/// bucket would pass once and leave the caller in debt for its excess (hours, for a large n
+/// and a small rate): such a request is refused instead (403 n_not_allowed, at once and with
+/// a reason).
+fn fit_to_byte_burst(name: &str, max_bits: u64, quota: &Quota, warnings: &mut Vec<String>) -> u64 {
+    match quota.bytes {
         Some(bytes) if max_bits.div_ceil(8) > bytes.burst as u64 => {
             let fits = (bytes.burst as u64).saturating_mul(8);
             warnings.push(format!(
@@ -850,8 +981,7 @@ fn build_policy(
             fits
         }
         _ => max_bits,
-    };
-    Ok((Policy::new(&algs, &routes, max_bits, p.pr).with_receipts(p.receipts), quota))
+    }
 }
 
 #[cfg(test)]
