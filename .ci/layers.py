@@ -14,6 +14,7 @@ import sys
 
 LAYERS = [
     ["drbg"],  # the generators: no I/O but the OS entropy source
+    ["beacon"],  # the drand-compatible beacon: BLS rounds by the clock (no I/O, no HTTP)
     ["route"],  # routes as names
     ["config"],  # typed, layered settings
     ["telemetry"],  # logging, access and audit lines, request ids

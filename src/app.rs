@@ -10,6 +10,7 @@ use std::time::Duration;
 use anyhow::Context;
 use tokio::net::TcpListener;
 
+use crate::beacon::{Beacon, Chain, Signer};
 use crate::callers::Callers;
 use crate::config::{ConfigSource, Settings};
 use crate::drbg::entropy::{EntropySource, OsEntropy};
@@ -42,8 +43,8 @@ impl App {
     ///
     /// # Errors
     /// A failed self-test, an entropy source that cannot seed, invalid API key settings, a
-    /// receipt key that cannot be read, or a listener that cannot bind. drbgd never starts
-    /// serving in any of these cases.
+    /// receipt or beacon key that cannot be read (or a beacon key that fails its self-test), or
+    /// a listener that cannot bind. drbgd never starts serving in any of these cases.
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
         Self::build_with_entropy(settings, Arc::new(OsEntropy)).await
     }
@@ -74,6 +75,7 @@ impl App {
                  they may be swapped"
             );
         }
+        let beacon = beacon_of(&settings.beacon)?;
         let metrics = Arc::new(Metrics::new(pool.stats().clone()));
         metrics.shards.set(pool.shard_count() as i64);
         metrics.approved_only.set(i64::from(settings.drbg.approved_only));
@@ -91,6 +93,7 @@ impl App {
             &rules,
             settings.auth.enabled,
             receipts_served,
+            beacon.is_some(),
             |route| settings.serves(route),
         ))
         .context("render the OpenAPI document")?;
@@ -105,6 +108,7 @@ impl App {
             readiness: Readiness::default(),
             request_ids,
             openapi: openapi.into(),
+            beacon,
         });
         state.readiness.self_tests_passed.store(true, Ordering::Release);
         Ok(App { tls, api, admin, state, source: None })
@@ -281,6 +285,61 @@ impl App {
             }),
         }
     }
+}
+
+/// The beacon `[beacon]` configures (`None` when off): its key read from its file (a file
+/// others may read is warned of), self-tested (a known answer, then a pairwise check of the
+/// key), kept in protected memory.
+///
+/// # Errors
+/// The key file cannot be read or holds no key, or the self-test fails.
+fn beacon_of(settings: &crate::config::beacon::BeaconSettings) -> anyhow::Result<Option<Arc<Beacon>>> {
+    if !settings.enabled {
+        return Ok(None);
+    }
+    let signer = beacon_signer(&settings.secret_key_file)?;
+    crate::beacon::key::selftest(&signer)
+        .map_err(|what| anyhow::anyhow!("beacon self-test failed ({what}); refusing to start"))?;
+    let protection = signer.protection();
+    if !protection.dontdump || !protection.locked {
+        tracing::warn!(
+            dontdump = protection.dontdump,
+            locked = protection.locked,
+            "the beacon's key page could not be both excluded from core dumps and locked in memory"
+        );
+    }
+    let chain = Chain::new(signer, settings.chain_params());
+    tracing::info!(
+        chain_hash = chain.hash_hex(),
+        public_key = %const_hex::encode(chain.public_key()),
+        period_s = settings.period_s,
+        genesis_time = settings.genesis_time,
+        "beacon on"
+    );
+    Ok(Some(Arc::new(Beacon::new(chain))))
+}
+
+/// The beacon's key from its file (`beacon.secret_key_file`), read through one open file (its
+/// mode checked on that file, not looked up again by name, as the receipt keys' are), the text
+/// wiped once read; a file that others than its owner may read is warned of.
+///
+/// # Errors
+/// The file cannot be read or holds no key.
+pub fn beacon_signer(path: &std::path::Path) -> anyhow::Result<Signer> {
+    use std::io::Read;
+    use std::os::unix::fs::PermissionsExt;
+    let named = || format!("beacon.secret_key_file {}", path.display());
+    let mut file = std::fs::File::open(path).with_context(named)?;
+    if file.metadata().with_context(named)?.permissions().mode() & 0o077 != 0 {
+        tracing::warn!(
+            file = %path.display(),
+            "the beacon's secret key file may be read by others than its owner (chmod 600)"
+        );
+    }
+    // `read_to_string` reserves the file's size at once: no reallocation leaves a copy behind.
+    let mut text = zeroize::Zeroizing::new(String::new());
+    file.read_to_string(&mut text).with_context(named)?;
+    Signer::from_key_text(&text).with_context(named)
 }
 
 /// The settings in force with the `[callers]` of `fresh`: only `[callers]` changes by reload;

@@ -1,6 +1,7 @@
 //! The command line: `drbgd [serve]`, `drbgd generate`, `drbgd selftest`, `drbgd healthcheck`,
-//! `drbgd verify` (a signed receipt, offline) and `drbgd keygen receipt` (a receipt signing
-//! key). (The source experiments are a separate binary, `drbgd-study`, in `study/`.)
+//! `drbgd verify` (a signed receipt, offline), `drbgd keygen receipt` (a receipt signing key),
+//! `drbgd beacon keygen` (the beacon's secret key; also `drbgd keygen beacon`) and `drbgd
+//! beacon info`. (The source experiments are a separate binary, `drbgd-study`, in `study/`.)
 
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -8,10 +9,12 @@ use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use zeroize::Zeroize;
+use zeroize::{Zeroize, Zeroizing};
 
 mod fetch;
 
+use crate::beacon::key::IKM_LEN;
+use crate::beacon::{Chain, Signer};
 use crate::config::LogFormat;
 use crate::drbg::entropy::OsEntropy;
 use crate::drbg::{Algorithm, Drbg, Pool, PoolConfig, WithMechanism, bits, selftest};
@@ -53,6 +56,22 @@ enum Command {
         #[command(subcommand)]
         what: KeygenCommand,
     },
+    /// The randomness beacon: make its key, print its chain's info (docs/verifiable.md).
+    #[command(subcommand)]
+    Beacon(BeaconCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum BeaconCommand {
+    /// Write a new secret key to a file of mode 0600 (never over an existing one), from drbgd's
+    /// own generator, and print its public key and chain hash.
+    Keygen(BeaconKeygenArgs),
+    /// Print the configured chain's /beacon/info (its public key and chain hash among them).
+    Info {
+        /// A TOML file layered over the embedded defaults: its `[beacon]` names the chain.
+        #[arg(long, env = "DRBGD_CONFIG")]
+        config: Option<std::path::PathBuf>,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -85,6 +104,22 @@ enum KeygenCommand {
         #[arg(long, default_value_t = Algorithm::ChaCha20, value_parser = parse_alg)]
         alg: Algorithm,
     },
+    /// The beacon's secret key: the same as `drbgd beacon keygen`.
+    Beacon(BeaconKeygenArgs),
+}
+
+#[derive(Debug, Args)]
+struct BeaconKeygenArgs {
+    /// The file to write (created with mode 0600; an existing file is never overwritten).
+    #[arg(long)]
+    out: std::path::PathBuf,
+    /// A TOML file layered over the embedded defaults: its `[beacon]` period_s, genesis_time and
+    /// beacon_id make the chain hash printed.
+    #[arg(long, env = "DRBGD_CONFIG")]
+    config: Option<std::path::PathBuf>,
+    /// The generator that draws the key (aliases accepted).
+    #[arg(long, default_value_t = Algorithm::ChaCha20, value_parser = parse_alg)]
+    alg: Algorithm,
 }
 
 #[derive(Debug, Args, Default)]
@@ -168,6 +203,9 @@ pub fn main() -> ExitCode {
         Some(Command::Healthcheck { admin }) => healthcheck(admin),
         Some(Command::Verify(args)) => verify(&args),
         Some(Command::Keygen { what: KeygenCommand::Receipt { out, alg } }) => keygen_receipt(&out, alg),
+        Some(Command::Keygen { what: KeygenCommand::Beacon(args) }) => beacon_keygen(&args),
+        Some(Command::Beacon(BeaconCommand::Keygen(args))) => beacon_keygen(&args),
+        Some(Command::Beacon(BeaconCommand::Info { config })) => beacon_info(config),
         Some(Command::Serve(args)) => serve(&args),
         None => serve(&ServeArgs::default()),
     };
@@ -285,21 +323,35 @@ fn verify(args: &VerifyArgs) -> anyhow::Result<()> {
 /// `drbgd keygen receipt --out FILE`: 32 bytes from `alg` (reseeded from the OS first) as an
 /// Ed25519 private key in PKCS#8 PEM, written to a new file of mode 0600.
 fn keygen_receipt(out: &std::path::Path, alg: Algorithm) -> anyhow::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
+    let secret = key_material(alg)?;
+    let (pem, public) = crate::receipts::keys::private_pem(&secret)?;
+    write_new_secret(out, pem.as_bytes())?;
+    println!("key_id: {}", public.id);
+    print!("{}", crate::receipts::keys::public_pem(&public.key)?);
+    Ok(())
+}
+
+/// 32 bytes of key material from `alg` once it passed its self-test, reseeded from the OS
+/// first (prediction resistance): every `drbgd keygen`'s source.
+fn key_material(alg: Algorithm) -> anyhow::Result<Zeroizing<[u8; 32]>> {
     selftest::run(alg).context("refusing to generate")?;
     let config = PoolConfig { shards: 1, ..PoolConfig::default() };
     let pool = Pool::new(&config, Arc::new(OsEntropy)).context("cannot seed from the OS")?;
-    let mut secret = zeroize::Zeroizing::new([0u8; 32]);
+    let mut secret = Zeroizing::new([0u8; 32]);
     pool.fill(alg, &mut secret[..], true).context("generator refused")?;
-    let (pem, public) = crate::receipts::keys::private_pem(&secret)?;
+    Ok(secret)
+}
+
+/// Writes a secret key's file: a new file (an existing one is never overwritten) of mode 0600,
+/// synced.
+fn write_new_secret(out: &std::path::Path, contents: &[u8]) -> anyhow::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
     let mut file =
         std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(out).with_context(
             || format!("cannot create {} (an existing file is never overwritten)", out.display()),
         )?;
-    file.write_all(pem.as_bytes())?;
+    file.write_all(contents)?;
     file.sync_all()?;
-    println!("key_id: {}", public.id);
-    print!("{}", crate::receipts::keys::public_pem(&public.key)?);
     Ok(())
 }
 
@@ -336,6 +388,53 @@ fn source(args: &GenerateArgs) -> anyhow::Result<Source> {
     let pool = Pool::new(&config, Arc::new(OsEntropy)).context("cannot seed from the OS")?;
     let alg = args.alg;
     Ok(Box::new(move |buf| pool.fill(alg, buf, false).context("generator refused")))
+}
+
+/// `drbgd beacon keygen` (and `drbgd keygen beacon`): 32 bytes from the generator, as for a
+/// receipt key ([`key_material`]), the IETF BLS KeyGen over them, the key checked (a
+/// signature of its own verifies), written to a new file of mode 0600; the public key
+/// printed, and the chain hash once `[beacon] genesis_time` is set.
+fn beacon_keygen(args: &BeaconKeygenArgs) -> anyhow::Result<()> {
+    let settings =
+        crate::config::ConfigSource { file: args.config.clone(), overrides: serde_json::json!({}) }.load()?;
+    let ikm = key_material(args.alg)?;
+    let signer = Signer::from_key_material(&ikm[..IKM_LEN])?;
+    crate::beacon::key::selftest(&signer)
+        .map_err(|what| anyhow::anyhow!("the new key failed its check: {what}"))?;
+    write_new_secret(&args.out, signer.key_file_text().as_bytes())?;
+    println!(
+        "wrote {} (mode 0600): keep it secret, and the same on every replica of the chain",
+        args.out.display()
+    );
+    println!("public key: {}", const_hex::encode(signer.public_key()));
+    let beacon = &settings.beacon;
+    if beacon.genesis_time == 0 {
+        println!(
+            "chain hash: set [beacon] genesis_time (and period_s, beacon_id) first; then `drbgd beacon info --config FILE` prints it"
+        );
+        return Ok(());
+    }
+    let chain = Chain::new(signer, beacon.chain_params());
+    println!(
+        "chain hash: {} (period {} s, genesis time {}, beacon id {:?})",
+        chain.hash_hex(),
+        beacon.period_s,
+        beacon.genesis_time,
+        beacon.beacon_id
+    );
+    Ok(())
+}
+
+/// `drbgd beacon info`: the configured chain's `/beacon/info` body.
+fn beacon_info(config: Option<std::path::PathBuf>) -> anyhow::Result<()> {
+    let settings = crate::config::ConfigSource { file: config, overrides: serde_json::json!({}) }.load()?;
+    let beacon = &settings.beacon;
+    anyhow::ensure!(!beacon.secret_key_file.as_os_str().is_empty(), "[beacon] secret_key_file is not set");
+    anyhow::ensure!(beacon.genesis_time != 0, "[beacon] genesis_time is not set");
+    let signer = crate::app::beacon_signer(&beacon.secret_key_file)?;
+    let chain = Chain::new(signer, beacon.chain_params());
+    println!("{}", String::from_utf8_lossy(chain.info_json()));
+    Ok(())
 }
 
 /// A mechanism instantiated with the seed as entropy input, never reseeded.

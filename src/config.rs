@@ -1,6 +1,7 @@
 //! Typed, layered, validated settings: the embedded `config/default.toml`, then an optional
 //! file, then `DRBGD__SECTION__KEY` environment variables, then CLI overrides.
 
+pub mod beacon;
 pub mod callers;
 pub mod quota;
 pub mod tracing;
@@ -42,6 +43,9 @@ pub struct Settings {
     pub quota: quota::QuotaStoreSettings,
     /// OpenTelemetry traces (off unless a collector is named).
     pub tracing: tracing::TracingSettings,
+    /// The drand-compatible randomness beacon (off by default).
+    #[serde(default)]
+    pub beacon: beacon::BeaconSettings,
     /// The Pollen protocol's `POST /pollen` (off by default).
     pub pollen: PollenSettings,
     /// Vault's random endpoints (off by default).
@@ -689,6 +693,12 @@ impl Settings {
             if !d.default_alg.approved() {
                 return invalid("drbg.default_alg", &not_approved(d.default_alg));
             }
+            if self.beacon.enabled {
+                return invalid(
+                    "beacon.enabled",
+                    "the beacon's BLS signatures are not an approved mechanism (drbg.approved_only)",
+                );
+            }
         }
         if !d.enabled.contains(&d.default_alg) {
             return invalid("drbg.default_alg", "must be one of drbg.enabled");
@@ -747,6 +757,7 @@ impl Settings {
             return invalid("receipts.signing_keys", "receipts.enabled needs a key file to sign with");
         }
         self.tracing.validate()?;
+        self.beacon.validate()?;
         self.quota.validate()
     }
 
@@ -985,6 +996,59 @@ mod tests {
         let mut s = Settings::defaults();
         s.limits.stream_chunk_bytes = 65536;
         assert!(s.validate().is_err());
+    }
+
+    /// `[beacon]` on needs a key file and a genesis time, and is refused with
+    /// `drbg.approved_only` (BLS is not an approved mechanism), however the mode is set and
+    /// before anything else of the section is looked at; off, its values are not checked.
+    #[test]
+    fn the_beacon_needs_its_key_and_genesis_and_no_approved_only() {
+        let mut s = Settings::defaults();
+        assert!(!s.beacon.enabled);
+        assert_eq!((s.beacon.period_s, s.beacon.genesis_time), (3, 0));
+        s.beacon.period_s = 0;
+        s.validate().unwrap();
+        s.beacon.period_s = 3;
+        s.beacon.enabled = true;
+        let mut approved = s.clone();
+        approved.drbg.approved_only = true;
+        approved.drbg.follow_approved_only(false, false);
+        let e = approved.validate().unwrap_err().to_string();
+        assert!(e.contains("beacon.enabled") && e.contains("approved_only"), "{e}");
+        assert!(s.validate().unwrap_err().to_string().contains("beacon.secret_key_file"));
+        s.beacon.secret_key_file = "config/examples/beacon-example.key".into();
+        assert!(s.validate().unwrap_err().to_string().contains("beacon.genesis_time"));
+        s.beacon.genesis_time = 1_767_225_600;
+        s.validate().unwrap();
+        s.beacon.period_s = 0;
+        assert!(s.validate().unwrap_err().to_string().contains("beacon.period_s"));
+        s.beacon.period_s = 3;
+        let long = "x".repeat(65);
+        for bad in ["", "a/b", "quick net", long.as_str()] {
+            s.beacon.beacon_id = bad.to_string();
+            assert!(s.validate().unwrap_err().to_string().contains("beacon.beacon_id"), "{bad:?}");
+        }
+        s.beacon.beacon_id = "quicknet".into();
+        s.drbg.approved_only = true;
+        s.drbg.follow_approved_only(false, false);
+        let e = s.validate().unwrap_err().to_string();
+        assert!(e.contains("beacon.enabled") && e.contains("approved_only"), "{e}");
+        figment::Jail::expect_with(|_| {
+            let beacon = serde_json::json!({
+                "enabled": true,
+                "secret_key_file": "config/examples/beacon-example.key",
+                "genesis_time": 1_767_225_600u64,
+            });
+            let e = Settings::load(
+                None,
+                serde_json::json!({ "beacon": beacon, "drbg": { "approved_only": true } }),
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(e.contains("beacon.enabled"), "{e}");
+            Settings::load(None, serde_json::json!({ "beacon": beacon })).unwrap();
+            Ok(())
+        });
     }
 
     #[test]

@@ -100,6 +100,15 @@ pub enum ApiError {
     /// still read it.
     #[error("the client closed the request before its body was received")]
     ClientClosed,
+    /// 425 Too Early + Retry-After: a beacon round that is not due and further ahead than the
+    /// next one (which is waited for), or any round before the chain's genesis (`too_early`).
+    #[error("{detail}")]
+    TooEarly {
+        /// Whole seconds until it is due.
+        retry_after: u64,
+        /// A human sentence.
+        detail: String,
+    },
     /// 404: no such route.
     #[error("no such resource")]
     NotFound,
@@ -145,6 +154,7 @@ impl ApiError {
             ApiError::GeneratorFailed => "generator_failed",
             ApiError::NotReady => "not_ready",
             ApiError::NotFound => "not_found",
+            ApiError::TooEarly { .. } => "too_early",
             ApiError::ClientClosed => "client_closed",
             ApiError::MethodNotAllowed => "method_not_allowed",
             ApiError::Internal => "internal",
@@ -161,6 +171,7 @@ impl ApiError {
             ApiError::Forbidden { .. } => StatusCode::FORBIDDEN,
             ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::NotFound => StatusCode::NOT_FOUND,
+            ApiError::TooEarly { .. } => StatusCode::TOO_EARLY,
             ApiError::ClientClosed => StatusCode::from_u16(499).unwrap_or(StatusCode::BAD_REQUEST),
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
@@ -184,6 +195,7 @@ impl ApiError {
             ApiError::Unauthorized | ApiError::BadSignature { .. } => tonic::Code::Unauthenticated,
             ApiError::Forbidden { .. } => tonic::Code::PermissionDenied,
             ApiError::NotFound => tonic::Code::NotFound,
+            ApiError::TooEarly { .. } => tonic::Code::FailedPrecondition,
             ApiError::ClientClosed => tonic::Code::Cancelled,
             ApiError::MethodNotAllowed => tonic::Code::Unimplemented,
             ApiError::Internal => tonic::Code::Internal,
@@ -206,10 +218,12 @@ impl ApiError {
         }
     }
 
-    /// Seconds a client should wait before retrying (`Retry-After`), for 503s and 429s.
+    /// Seconds a client should wait before retrying (`Retry-After`), for 503s, 429s and 425s.
     pub fn retry_after(&self) -> Option<u64> {
         match self {
-            ApiError::RateLimited { retry_after, .. } => Some(*retry_after),
+            ApiError::RateLimited { retry_after, .. } | ApiError::TooEarly { retry_after, .. } => {
+                Some(*retry_after)
+            }
             _ if self.status() == StatusCode::SERVICE_UNAVAILABLE => Some(1),
             _ => None,
         }

@@ -1,6 +1,7 @@
 //! The HTTP API: the router and its one tower stack. Handlers live in `http/*`, grouped by
 //! resource; they only translate between HTTP and [`crate::service`].
 
+mod beacon;
 mod deadline;
 mod endpoint;
 mod front;
@@ -45,8 +46,8 @@ impl From<Router> for Api {
 }
 
 /// The API: the REST routes and the gRPC services. Callers are admitted in front of it
-/// ([`service`]): every route but `/openapi.json`, `/keys`, `/verify`, gRPC health and
-/// reflection needs one (`anonymous` when auth is off).
+/// ([`service`]): every route but `/openapi.json`, `/keys`, `/verify`, the beacon's, gRPC
+/// health and reflection needs one (`anonymous` when auth is off).
 pub fn router(state: AppState, grpc: Router) -> Api {
     let mut router = Router::new();
     for endpoint in Endpoint::ALL {
@@ -115,6 +116,10 @@ pub struct Record {
     pub named: Option<(std::sync::Arc<crate::callers::Caller>, tokio::time::Instant)>,
     /// The serial of the signed receipt served, for the audit line.
     pub serial: Option<String>,
+    /// The response's `Cache-Control` in place of `no-store` (and without `Pragma`): only the
+    /// beacon's rounds and chain info set it, public values the same for every client, which
+    /// proxies and clients may keep (a past round for ever, the latest until the next).
+    pub cache_control: Option<HeaderValue>,
 }
 
 impl Record {

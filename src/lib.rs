@@ -3,6 +3,8 @@
 //! # Layout
 //! - [`drbg`]: the generators, their seeding, reseeding, fork safety and the shard pool. No
 //!   I/O except the OS entropy source; knows nothing of HTTP.
+//! - [`beacon`]: a drand-compatible randomness beacon (BLS signatures of rounds by the clock,
+//!   verifiable by drand's clients); no I/O, nothing of HTTP.
 //! - [`service`]: a validated request becomes output (shared by HTTP and gRPC).
 //! - [`receipts`]: signed receipts of output (keys, canonical JSON, Ed25519 signing and
 //!   verification, the JWK set), for both transports and the command line.
@@ -29,6 +31,7 @@
 
 pub mod admin;
 pub mod app;
+pub mod beacon;
 pub mod callers;
 pub mod cli;
 pub mod config;

@@ -1,6 +1,7 @@
 //! The API's routes as names, below everything that needs them: the random-output routes a
 //! caller's policy allows ([`Route`]) and the REST route templates that label metrics and log
-//! lines ([`ROUTES`]; the KMS front-end's label is `kms`, its path `/` being everyone's). The
+//! lines ([`ROUTES`]; the KMS front-end's label is `kms`, its path `/` being everyone's; the
+//! beacon's routes under `/beacon/{chainhash}/` are labelled as the same routes without it). The
 //! endpoints themselves (guards, handlers, gRPC methods) are the HTTP
 //! module's endpoint table.
 
@@ -24,6 +25,11 @@ pub const ROUTES: &[&str] = &[
     "/v1/transit/random",
     "/keys",
     "/verify",
+    "/beacon/info",
+    "/beacon/public/latest",
+    "/beacon/public/{round}",
+    "/beacon/chains",
+    "/beacon/health",
 ];
 
 /// A random-output endpoint (HTTP route and the gRPC methods that serve the same thing).

@@ -38,6 +38,8 @@ pub struct Inner {
     pub request_ids: ProcessRequestIds,
     /// `/openapi.json`, rendered once from the rules and the auth setting.
     pub openapi: bytes::Bytes,
+    /// The randomness beacon, with `[beacon] enabled`.
+    pub beacon: Option<Arc<crate::beacon::Beacon>>,
 }
 
 impl AppState {

@@ -3,13 +3,15 @@
 //! admission to its response; the random-output endpoints' POST (the same parameters as a JSON
 //! body); and the guard of every gRPC method ([`grpc_guard`]). The front layer admits the
 //! caller a guard asks for before anything else runs (see `http/front.rs`). Every GET endpoint
-//! answers without waiting (the generators are in-process; a large output streams from its
-//! body), so none needs a future of its own.
+//! but the beacon's answers without waiting (the generators are in-process; a large output
+//! streams from its body), so none needs a future of its own; the beacon's may wait for the
+//! next round, and are the router's futures ([`Endpoint::answers_at_once`]).
 //!
 //! The router serves them (and a HEAD, which it answers without the body), and the front layer
-//! calls them directly for a GET of a route's exact path: the same function, without the
-//! router's path match, method dispatch, boxed service and boxed future, extractors and the
-//! request extension that handed the admission on (measured in benches/README.md).
+//! calls those that answer at once directly for a GET of a route's exact path: the same
+//! function, without the router's path match, method dispatch, boxed service and boxed future,
+//! extractors and the request extension that handed the admission on (measured in
+//! benches/README.md).
 
 use axum::extract::{Request, State};
 use axum::http::request::Parts;
@@ -17,7 +19,7 @@ use axum::response::IntoResponse;
 use axum::routing::{MethodRouter, get, post};
 
 use super::params::{Accept, Params};
-use super::{RecordedResponse, kms, meta, openapi, pollen, random, receipt, values, vault};
+use super::{RecordedResponse, beacon, kms, meta, openapi, pollen, random, receipt, values, vault};
 use crate::callers::{Admission, Route};
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -99,11 +101,22 @@ pub enum Endpoint {
     Keys,
     /// `POST /verify`: checks a receipt (public).
     Verify,
+    /// `/beacon/info` (public; with `[beacon] enabled`, as the four below; each also under
+    /// `/beacon/{chainhash}/`).
+    BeaconInfo,
+    /// `/beacon/public/latest`.
+    BeaconLatest,
+    /// `/beacon/public/{round}`.
+    BeaconRound,
+    /// `/beacon/chains`.
+    BeaconChains,
+    /// `/beacon/health`.
+    BeaconHealth,
 }
 
 impl Endpoint {
     /// Every endpoint, in the order of [`ROUTES`].
-    pub const ALL: [Endpoint; 15] = [
+    pub const ALL: [Endpoint; 20] = [
         Endpoint::Bits,
         Endpoint::Bytes,
         Endpoint::Token,
@@ -119,6 +132,11 @@ impl Endpoint {
         Endpoint::VaultTransit,
         Endpoint::Keys,
         Endpoint::Verify,
+        Endpoint::BeaconInfo,
+        Endpoint::BeaconLatest,
+        Endpoint::BeaconRound,
+        Endpoint::BeaconChains,
+        Endpoint::BeaconHealth,
     ];
 
     /// The endpoint at `index` of [`ROUTES`].
@@ -132,8 +150,31 @@ impl Endpoint {
         self != Endpoint::Verify && !matches!(self.guard(), Guard::Route(r) | Guard::Signed(r) if r.drop_in())
     }
 
-    /// Whether the configuration serves it (the drop-in front-ends are off by default).
+    /// Whether it is one of the beacon's (drand's HTTP API under `/beacon`).
+    pub fn beacon(self) -> bool {
+        matches!(
+            self,
+            Endpoint::BeaconInfo
+                | Endpoint::BeaconLatest
+                | Endpoint::BeaconRound
+                | Endpoint::BeaconChains
+                | Endpoint::BeaconHealth
+        )
+    }
+
+    /// Whether [`Endpoint::answer`] serves its GET without waiting, so the front layer may call
+    /// it directly: all but the beacon's, which waits for the next round when asked for it
+    /// (its handler is the router's, a future).
+    pub fn answers_at_once(self) -> bool {
+        !self.beacon()
+    }
+
+    /// Whether the configuration serves it (the drop-in front-ends and the beacon are off by
+    /// default).
     pub fn enabled(self, state: &AppState) -> bool {
+        if self.beacon() {
+            return state.beacon.is_some();
+        }
         match self.guard() {
             Guard::Route(route) | Guard::Signed(route) => state.settings.serves(route),
             Guard::Public | Guard::Caller => true,
@@ -146,7 +187,7 @@ impl Endpoint {
     }
 
     /// The router paths it answers: its label but for Vault's (a source and a byte count may
-    /// follow in the path) and KMS's (`/`).
+    /// follow in the path), KMS's (`/`) and the beacon's (also under `/beacon/{chainhash}/`).
     pub fn paths(self) -> &'static [&'static str] {
         match self {
             Endpoint::Vault => {
@@ -156,18 +197,31 @@ impl Endpoint {
                 &["/v1/transit/random", "/v1/transit/random/{a}", "/v1/transit/random/{a}/{b}"]
             }
             Endpoint::Kms => &["/"],
+            Endpoint::BeaconInfo => &["/beacon/info", "/beacon/{chain}/info"],
+            Endpoint::BeaconLatest => &["/beacon/public/latest", "/beacon/{chain}/public/latest"],
+            Endpoint::BeaconRound => &["/beacon/public/{round}", "/beacon/{chain}/public/{round}"],
+            Endpoint::BeaconHealth => &["/beacon/health", "/beacon/{chain}/health"],
             _ => std::slice::from_ref(&ROUTES[self as usize]),
         }
     }
 
     /// The endpoint a path is for, if any: an exact route, or Vault's paths with a source or a
-    /// byte count after them, or `/` (KMS).
+    /// byte count after them, or `/` (KMS), or the beacon's paths as its router matches them.
     pub fn of_path(path: &str) -> Option<Endpoint> {
         if let Some(i) = ROUTES.iter().position(|r| *r == path) {
             return Endpoint::at(i);
         }
         if path == "/" {
             return Some(Endpoint::Kms);
+        }
+        if path.starts_with("/beacon/") {
+            return beacon::parse(path).map(|p| match p.resource {
+                beacon::Resource::Info => Endpoint::BeaconInfo,
+                beacon::Resource::Health => Endpoint::BeaconHealth,
+                beacon::Resource::Chains => Endpoint::BeaconChains,
+                beacon::Resource::Latest => Endpoint::BeaconLatest,
+                beacon::Resource::Round(_) => Endpoint::BeaconRound,
+            });
         }
         let under = |e: &Endpoint| path.strip_prefix(e.label()).is_some_and(|rest| rest.starts_with('/'));
         [Endpoint::Vault, Endpoint::VaultTransit].into_iter().find(under)
@@ -196,7 +250,16 @@ impl Endpoint {
             Endpoint::Vault | Endpoint::VaultTransit => Guard::Route(Route::Vault),
             Endpoint::Kms => Guard::Signed(Route::Kms),
             Endpoint::Algorithms | Endpoint::Usage => Guard::Caller,
-            Endpoint::OpenApi | Endpoint::Keys | Endpoint::Verify => Guard::Public,
+            // The receipts' keys and verifier, and the beacon's rounds, are public by design:
+            // anyone may fetch and check them.
+            Endpoint::OpenApi
+            | Endpoint::Keys
+            | Endpoint::Verify
+            | Endpoint::BeaconInfo
+            | Endpoint::BeaconLatest
+            | Endpoint::BeaconRound
+            | Endpoint::BeaconChains
+            | Endpoint::BeaconHealth => Guard::Public,
         }
     }
 
@@ -215,13 +278,16 @@ impl Endpoint {
     }
 
     /// The response to a GET of this endpoint (errors as problem+json), for a caller
-    /// admitted as [`Endpoint::guard`] says (`None` only for a public endpoint).
+    /// admitted as [`Endpoint::guard`] says (`None` only for a public endpoint). Only for the
+    /// endpoints that [answer at once](Endpoint::answers_at_once).
     pub fn answer(self, state: &AppState, admission: Option<&Admission>, parts: &Parts) -> RecordedResponse {
         match self {
             Endpoint::OpenApi => return openapi::get(state).into(),
             Endpoint::Keys => return receipt::keys(state).into(),
             // POST only: the front layer sends its GETs to the router, whose 405 names POST.
             Endpoint::Verify => return ApiError::MethodNotAllowed.into(),
+            // The beacon's are the router's futures: the front layer never calls them here.
+            e if e.beacon() => return ApiError::Internal.into(),
             _ => {}
         }
         // The front layer admits before it calls; a guarded endpoint reached without an
@@ -250,7 +316,14 @@ impl Endpoint {
             }
             Endpoint::Algorithms => Ok(meta::algorithms(state).into()),
             Endpoint::Usage => Ok(meta::usage(admission).into()),
-            Endpoint::OpenApi | Endpoint::Keys | Endpoint::Verify => Err(ApiError::Internal),
+            Endpoint::OpenApi
+            | Endpoint::Keys
+            | Endpoint::Verify
+            | Endpoint::BeaconInfo
+            | Endpoint::BeaconLatest
+            | Endpoint::BeaconRound
+            | Endpoint::BeaconChains
+            | Endpoint::BeaconHealth => Err(ApiError::Internal),
         };
         answer.unwrap_or_else(RecordedResponse::from)
     }
@@ -289,6 +362,8 @@ impl Endpoint {
             }
             Endpoint::Kms => return post(kms::post).fallback(kms::method_not_allowed),
             Endpoint::Verify => return post(receipt::verify),
+            // drand's API: a GET (and HEAD) of any of these paths; the query string is ignored.
+            e if e.beacon() => return get(beacon::get),
             _ => {}
         }
         let method = get(move |State(state): State<AppState>, request: Request| {
@@ -375,12 +450,18 @@ mod tests {
                 Guard::Route(Route::Vault) => assert!(e.label().starts_with("/v1/"), "{e:?}"),
                 Guard::Route(route) | Guard::Signed(route) => assert_eq!(route.path(), e.label()),
                 Guard::Caller => assert!(matches!(e, Endpoint::Algorithms | Endpoint::Usage), "{e:?}"),
-                Guard::Public => {
-                    assert!(matches!(e, Endpoint::OpenApi | Endpoint::Keys | Endpoint::Verify), "{e:?}")
-                }
+                Guard::Public => assert!(
+                    matches!(e, Endpoint::OpenApi | Endpoint::Keys | Endpoint::Verify) || e.beacon(),
+                    "{e:?}"
+                ),
             }
+            assert_eq!(e.answers_at_once(), !e.label().starts_with("/beacon/"), "{e:?}");
             for path in e.paths() {
-                let concrete = path.replace("{a}", "platform").replace("{b}", "32");
+                let concrete = path
+                    .replace("{a}", "platform")
+                    .replace("{b}", "32")
+                    .replace("{chain}", &"ab".repeat(32))
+                    .replace("{round}", "7");
                 assert_eq!(Endpoint::of_path(&concrete), Some(e), "{path}");
             }
         }
@@ -390,6 +471,12 @@ mod tests {
         }
         assert_eq!(Endpoint::of_path("/v1/sys/tools/randomx"), None);
         assert_eq!(Endpoint::of_path("/kms"), None);
+        // The beacon's paths, as its router matches them: static segments first.
+        assert_eq!(Endpoint::of_path("/beacon/public/info"), Some(Endpoint::BeaconRound));
+        assert_eq!(Endpoint::of_path("/beacon/x/chains"), None);
+        assert_eq!(Endpoint::of_path("/beacon/x/public/7/8"), None);
+        assert_eq!(Endpoint::of_path("/beacon//info"), None);
+        assert_eq!(Endpoint::of_path("/beacon"), None);
     }
 
     #[test]

@@ -26,7 +26,8 @@
 //!    due within `server.request_timeout_ms` (503 `timeout`; streamed bodies go on).
 //! 6. **Record**: metrics, one access line and (with `log.audit`) one audit line for every
 //!    request, refused, shed, timed out, panicked and abandoned ones included, for gRPC as for
-//!    REST; `no-store`, the request id and the caller's rate-limit fields on every response.
+//!    REST; `no-store` (but on the beacon's public rounds and chain info, which name their
+//!    own `Cache-Control`), the request id and the caller's rate-limit fields on every response.
 //!
 //! Panics anywhere below or in here become a 500 problem+json (a gRPC `INTERNAL`), never a
 //! dropped connection. The cap is one atomic counter and the timer is armed only for a request
@@ -352,8 +353,9 @@ where
         // A timeout too large to add is none at all (a year is as good as for ever here).
         let deadline = (start.checked_add(self.shared.timeout))
             .unwrap_or_else(|| start + Duration::from_secs(365 * 86_400));
-        let direct =
-            endpoint.filter(|e| self.shared.direct && request.method() == Method::GET && e.serves_get());
+        let direct = endpoint.filter(|e| {
+            self.shared.direct && request.method() == Method::GET && e.serves_get() && e.answers_at_once()
+        });
         let admitted = tracing::info_span!(target: crate::telemetry::trace::TRACE_TARGET, "admission")
             .in_scope(|| self.admit(&request, guard, stream, start));
         let (inner, slot, admission) = match admitted {
@@ -520,9 +522,18 @@ where
             tracing::error!("panic while recording a response");
         }
         let headers = response.headers_mut();
-        // Random output must never be cached by any proxy: on every response, errors included.
-        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-        headers.insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
+        // Random output must never be cached by any proxy: on every response, errors included,
+        // but the beacon's rounds and chain info, public and the same for everyone, which say
+        // how long they keep (see `Record::cache_control`).
+        match outcome.cache_control {
+            Some(value) if !own => {
+                headers.insert(header::CACHE_CONTROL, value);
+            }
+            _ => {
+                headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+                headers.insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
+            }
+        }
         headers.insert(X_REQUEST_ID, std::mem::replace(&mut observe.id, HeaderValue::from_static("")));
         if let Some(value) = crate::telemetry::trace::traceresponse(&observe.span) {
             headers.insert(HeaderName::from_static("traceresponse"), value);

@@ -9,6 +9,7 @@
 //! handlers serialize (so the schema is the code), and its builder API takes the run-time
 //! values (limits, enabled algorithms, auth) that attribute macros cannot.
 
+mod beacon;
 mod drop_in;
 
 use axum::http::{HeaderValue, header};
@@ -165,13 +166,21 @@ pub struct Verdict {
     pub serial: Option<String>,
 }
 
-/// The paths that need no credentials: their answers carry no caller's rate-limit fields.
+/// The paths that need no credentials (and the beacon's, under [`beacon::PREFIX`]): their
+/// answers carry no caller's rate-limit fields.
 const PUBLIC_PATHS: [&str; 3] = ["/openapi.json", "/keys", "/verify"];
 
 /// The document for `rules`, with the bearer scheme applied when `auth` is on, the receipt
 /// parameters and answers when receipts are served (`receipts`: the most output bytes one
-/// covers), and the drop-in front-ends' paths for the routes `serves`.
-pub fn document(rules: &Rules, auth: bool, receipts: Option<u64>, serves: impl Fn(Route) -> bool) -> OpenApi {
+/// covers), the beacon's paths when it is on (`beacon`), and the drop-in front-ends' paths for
+/// the routes `serves`.
+pub fn document(
+    rules: &Rules,
+    auth: bool,
+    receipts: Option<u64>,
+    beacon: bool,
+    serves: impl Fn(Route) -> bool,
+) -> OpenApi {
     let d = Describe { rules, auth, receipts };
     let bits_responses = |op: OperationBuilder| {
         let ok = ResponseBuilder::new()
@@ -334,6 +343,7 @@ pub fn document(rules: &Rules, auth: bool, receipts: Option<u64>, serves: impl F
     } else {
         paths
     };
+    let paths = if beacon { beacon::add(paths) } else { paths };
     let mut components = ComponentsBuilder::new()
         .schema("Problem", Problem::schema())
         .schema("BitsJson", BitsJson::schema())
@@ -360,14 +370,18 @@ pub fn document(rules: &Rules, auth: bool, receipts: Option<u64>, serves: impl F
             InfoBuilder::new()
                 .title("drbgd")
                 .version(env!("CARGO_PKG_VERSION"))
-                .description(Some("Random bits, bytes, tokens, nonces, UUIDs and integers from sharded, fork-safe, self-testing DRBGs. Every response carries Cache-Control: no-store. Limits and algorithms are this server's configuration.")),
+                .description(Some(if beacon {
+                    "Random bits, bytes, tokens, nonces, UUIDs and integers from sharded, fork-safe, self-testing DRBGs, and a drand-compatible randomness beacon (/beacon). Every response carries Cache-Control: no-store, except the beacon's rounds and chain info: public and the same for every client, they name their own. Limits and algorithms are this server's configuration."
+                } else {
+                    "Random bits, bytes, tokens, nonces, UUIDs and integers from sharded, fork-safe, self-testing DRBGs. Every response carries Cache-Control: no-store. Limits and algorithms are this server's configuration."
+                })),
         )
         .paths(paths)
         .components(Some(components.build()))
         .build();
     // Every admitted route's answers carry the caller's rate-limit fields, successes included.
     for (path, item) in &mut document.paths.paths {
-        if PUBLIC_PATHS.contains(&path.as_str()) {
+        if PUBLIC_PATHS.contains(&path.as_str()) || path.starts_with(beacon::PREFIX) {
             continue;
         }
         for op in [&mut item.get, &mut item.post].into_iter().flatten() {
@@ -428,7 +442,7 @@ fn verify_operation() -> OperationBuilder {
         .response("503", problem("Service unavailable"))
 }
 
-/// A public route's 429: over its address's share.
+/// A public route's 429: over its address's share (the receipts' routes and the beacon's).
 fn peer_limited() -> utoipa::openapi::Response {
     let mut r = problem(
         "Over this address's share of requests without credentials (peer_rate_limited, peer_concurrency_limited); retry after Retry-After seconds",

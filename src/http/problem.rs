@@ -112,6 +112,7 @@ mod tests {
             ApiError::GeneratorFailed,
             ApiError::NotReady,
             ApiError::NotFound,
+            ApiError::TooEarly { retry_after: 7, detail: nasty.to_string() },
             ApiError::ClientClosed,
             ApiError::MethodNotAllowed,
             ApiError::Internal,

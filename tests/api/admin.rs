@@ -213,10 +213,16 @@ async fn startup_refuses_without_entropy() {
 
 #[tokio::test]
 async fn openapi_documents_exactly_the_routes() {
-    // The drop-in front-ends (off by default) are documented and served only when on.
+    // The drop-in front-ends and the beacon (off by default) are documented and served only
+    // when on.
     for on in [false, true] {
         let mut settings = test_settings();
         (settings.pollen.enabled, settings.vault.enabled, settings.kms.enabled) = (on, on, on);
+        if on {
+            settings.beacon.enabled = true;
+            settings.beacon.secret_key_file = "config/examples/beacon-example.key".into();
+            settings.beacon.genesis_time = 1_767_225_600;
+        }
         let app = spawn_with(settings, Arc::new(drbgd::drbg::entropy::OsEntropy)).await;
         documents_exactly_the_routes(&app, on).await;
     }
@@ -228,12 +234,13 @@ async fn documents_exactly_the_routes(app: &crate::helpers::TestApp, drop_ins: b
     assert_eq!(doc["openapi"], "3.1.0");
     let paths: std::collections::BTreeSet<&str> =
         doc["paths"].as_object().unwrap().keys().map(String::as_str).collect();
-    // Each endpoint's first path (a drop-in's only while it is on): Vault's path forms with a
-    // source or a count after them are described in its operations' summaries.
+    // Each endpoint's first path (a drop-in's or the beacon's only while it is on): Vault's path
+    // forms with a source or a count after them, and the beacon's under a chain hash, are
+    // described in their operations' summaries.
     let drop_in = [Endpoint::Pollen, Endpoint::Vault, Endpoint::VaultTransit, Endpoint::Kms];
     let routes: std::collections::BTreeSet<&str> = Endpoint::ALL
         .into_iter()
-        .filter(|e| drop_ins || !drop_in.contains(e))
+        .filter(|e| drop_ins || !(drop_in.contains(e) || e.beacon()))
         .map(|e| e.paths()[0])
         .collect();
     assert_eq!(paths, routes);

@@ -2,6 +2,7 @@
 
 mod admin;
 mod approved;
+mod beacon;
 mod callers;
 mod callers_config;
 mod callers_mtls;

@@ -1,0 +1,260 @@
+//! `GET /beacon/...`: drand's HTTP API, as its relays serve it, over the beacon (with
+//! `[beacon] enabled`; docs/verifiable.md):
+//!
+//! | path | answer | `Cache-Control` |
+//! |---|---|---|
+//! | `/beacon/info` | the chain's parameters ([`crate::beacon::Chain::info_json`]) | `public, max-age=300` |
+//! | `/beacon/{chainhash}/info` | the same, the chain named | `public, max-age=604800, immutable` |
+//! | `/beacon/public/latest` | the latest round | `public, max-age=<seconds until the next round>` |
+//! | `/beacon/public/{round}` | round `round` (0: the latest), once due | `public, max-age=604800, immutable` |
+//! | `/beacon/health` | `{"current", "expected"}` (both the clock's round: it never lags) | `no-store` |
+//! | `/beacon/chains` | `["<chain hash>"]` | `no-store` |
+//!
+//! and every path but `/chains` under `/beacon/{chainhash}/` too, 404 for another chain's
+//! hash. The round after the current one is waited for (up to a period, within
+//! `server.request_timeout_ms`); one further ahead, or any before genesis, is 425 Too Early
+//! with `Retry-After`. The query string is ignored (drand-client adds `?<ms>` to defeat
+//! caches). Public routes: no credentials, the per-peer limits of public requests
+//! (`http/front.rs`). A round's body is the same bytes on every replica holding the key.
+//!
+//! `/info` without the chain's hash in its path may name another chain after a key rotation
+//! (a new chain), so it is kept five minutes, not a week.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use axum::extract::State;
+use axum::http::{HeaderValue, Uri, header};
+use axum::response::{IntoResponse, Response};
+
+use super::{Record, RecordedResponse};
+use crate::beacon::{Beacon, Refusal, UnixTime};
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// A past round's (and a named chain's info): a week, as drand's relays, and never revalidated.
+const IMMUTABLE: &str = "public, max-age=604800, immutable";
+
+/// `/info` without the chain's hash: five minutes (a key rotation makes a new chain).
+const UNPINNED_INFO: &str = "public, max-age=300";
+
+/// Time kept between the end of a wait for the next round and the request's deadline, so that
+/// the round is signed and written before the front layer's timeout answers 503 instead.
+const WAIT_MARGIN: Duration = Duration::from_millis(250);
+
+/// How late after its due time a waited-for round is asked for again: the wall clock the
+/// beacon reads must have passed it too (a timer may fire a hair early against it).
+const WAKE_LATE: Duration = Duration::from_millis(2);
+
+/// What a beacon path asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resource<'a> {
+    /// `/info`.
+    Info,
+    /// `/health`.
+    Health,
+    /// `/chains` (only without a chain hash).
+    Chains,
+    /// `/public/latest`.
+    Latest,
+    /// `/public/{round}`, the segment as sent.
+    Round(&'a str),
+}
+
+/// A beacon path: the chain hash segment, if any, and the resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BeaconPath<'a> {
+    /// The `{chainhash}` segment, as sent.
+    pub chain: Option<&'a str>,
+    /// What is asked for.
+    pub resource: Resource<'a>,
+}
+
+/// A path under `/beacon/` read as the router matches its routes (`Endpoint::paths`): the
+/// static forms first (`/beacon/public/info` is round `info`, a 400), then a chain hash
+/// segment before them (any non-empty segment; the handler answers 404 for another chain's).
+pub fn parse(path: &str) -> Option<BeaconPath<'_>> {
+    let rest = path.strip_prefix("/beacon/")?;
+    if let Some(resource) = resource(rest) {
+        return Some(BeaconPath { chain: None, resource });
+    }
+    let (chain, rest) = rest.split_once('/')?;
+    match resource(rest)? {
+        _ if chain.is_empty() => None,
+        Resource::Chains => None,
+        resource => Some(BeaconPath { chain: Some(chain), resource }),
+    }
+}
+
+fn resource(rest: &str) -> Option<Resource<'_>> {
+    Some(match rest {
+        "info" => Resource::Info,
+        "health" => Resource::Health,
+        "chains" => Resource::Chains,
+        "public/latest" => Resource::Latest,
+        _ => {
+            let round = rest.strip_prefix("public/")?;
+            if round.is_empty() || round.contains('/') {
+                return None;
+            }
+            Resource::Round(round)
+        }
+    })
+}
+
+/// The handler of every beacon route (the path says which; the query is not read). Its only
+/// extractor is the URI: the request's body, and with it the request's place under the public
+/// cap and its peer's in-flight count (`http/front.rs`), is dropped before it runs, so that
+/// requests waiting for the next round never hold the places health checks need; they have a
+/// bound of their own ([`crate::beacon::MAX_WAITERS`]), and each peer's request rate still
+/// applies.
+pub async fn get(State(state): State<AppState>, uri: Uri) -> Response {
+    answer(&state, uri.path()).await.unwrap_or_else(RecordedResponse::from).into_response()
+}
+
+async fn answer(state: &AppState, path: &str) -> Result<RecordedResponse, ApiError> {
+    let beacon = state.beacon.as_deref().ok_or(ApiError::NotFound)?;
+    let BeaconPath { chain, resource } = parse(path).ok_or(ApiError::NotFound)?;
+    if chain.is_some_and(|c| !beacon.chain().is_named_by(c)) {
+        return Err(ApiError::NotFound);
+    }
+    match resource {
+        Resource::Info => {
+            let cache = if chain.is_some() { IMMUTABLE } else { UNPINNED_INFO };
+            Ok(json(beacon.chain().info_json().clone(), Some(HeaderValue::from_static(cache))))
+        }
+        Resource::Chains => {
+            let body = format!("[\"{}\"]", beacon.chain().hash_hex());
+            Ok(json(body.into(), None))
+        }
+        Resource::Health => {
+            let current = beacon.chain().schedule().round_at(now());
+            let body = format!("{{\"current\":{current},\"expected\":{current}}}");
+            Ok(json(body.into(), None))
+        }
+        Resource::Latest => latest(beacon),
+        Resource::Round(text) => match round_number(text)? {
+            // drand's relays read round 0 as the latest.
+            0 => latest(beacon),
+            round => signed_round(state, beacon, round).await,
+        },
+    }
+}
+
+/// The wall clock as the beacon reads it.
+fn now() -> UnixTime {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default()
+}
+
+/// A round number: decimal digits only (as drand's `strconv.ParseUint`), within `u64`.
+fn round_number(text: &str) -> Result<u64, ApiError> {
+    let invalid =
+        || ApiError::invalid("invalid_round", "round", "the round must be a decimal number below 2^64");
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(invalid());
+    }
+    text.parse().map_err(|_| invalid())
+}
+
+/// The latest round, kept by caches until the next is due (whole seconds, rounded down, so
+/// that no cache serves it as the latest once the next is out).
+fn latest(beacon: &Beacon) -> Result<RecordedResponse, ApiError> {
+    let (signed, next_in) = beacon.latest(now()).map_err(|r| refused(r, 0))?;
+    let cache = HeaderValue::from_str(&format!("public, max-age={}", next_in.as_secs()))
+        .unwrap_or_else(|_| HeaderValue::from_static("no-store"));
+    Ok(json(signed.json.clone(), Some(cache)))
+}
+
+/// Round `round` once due: the next one waited for while its due time falls within the
+/// request's deadline, and a waiter's place is free.
+async fn signed_round(state: &AppState, beacon: &Beacon, round: u64) -> Result<RecordedResponse, ApiError> {
+    let budget = Duration::from_millis(state.settings.server.request_timeout_ms).saturating_sub(WAIT_MARGIN);
+    let start = tokio::time::Instant::now();
+    let mut waiter = None;
+    loop {
+        let wait = match beacon.signed(round, now()) {
+            Ok(signed) => return Ok(json(signed.json.clone(), Some(HeaderValue::from_static(IMMUTABLE)))),
+            Err(Refusal::NotDue { wait, next: true }) if start.elapsed().saturating_add(wait) <= budget => {
+                wait
+            }
+            Err(refusal) => return Err(refused(refusal, round)),
+        };
+        if waiter.is_none() {
+            waiter = Some(beacon.waiter().ok_or(ApiError::Overloaded)?);
+        }
+        tokio::time::sleep(wait.saturating_add(WAKE_LATE)).await;
+    }
+}
+
+/// The error of a refusal.
+fn refused(refusal: Refusal, round: u64) -> ApiError {
+    match refusal {
+        Refusal::NotDue { wait, .. } => {
+            // Whole seconds, rounded up (at least one): a retry then finds it due.
+            let secs = wait.as_secs().saturating_add(u64::from(wait.subsec_nanos() > 0)).max(1);
+            let what = if round == 0 {
+                "no round is due yet (before genesis)".to_string()
+            } else {
+                format!("round {round} is not due yet (only the next round is waited for)")
+            };
+            ApiError::TooEarly { retry_after: secs, detail: format!("{what}: due in {secs} s") }
+        }
+        Refusal::Busy => ApiError::Overloaded,
+        Refusal::NoRound => ApiError::invalid("invalid_round", "round", "a chain has no round 0"),
+    }
+}
+
+/// A JSON answer with `cache_control` (`None`: the front layer's `no-store`), and
+/// `Access-Control-Allow-Origin: *`, as drand's relays send, so that drand-client in a
+/// browser reads it.
+fn json(body: bytes::Bytes, cache_control: Option<HeaderValue>) -> RecordedResponse {
+    let mut response = super::response_with(axum::body::Body::from(body), "application/json", 1);
+    response.headers_mut().insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
+    RecordedResponse { response, record: Record { cache_control, ..Record::default() } }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_read_as_drands_relay_routes_them() {
+        let hash = "52db9ba70e0cc0f6eaf7803dd07447a1f5477735fd3f661792ba94600c84e971";
+        let at = |chain, resource| Some(BeaconPath { chain, resource });
+        assert_eq!(parse("/beacon/info"), at(None, Resource::Info));
+        assert_eq!(parse("/beacon/health"), at(None, Resource::Health));
+        assert_eq!(parse("/beacon/chains"), at(None, Resource::Chains));
+        assert_eq!(parse("/beacon/public/latest"), at(None, Resource::Latest));
+        assert_eq!(parse("/beacon/public/42"), at(None, Resource::Round("42")));
+        let prefixed = format!("/beacon/{hash}/public/42");
+        assert_eq!(parse(&prefixed), at(Some(hash), Resource::Round("42")));
+        let prefixed = format!("/beacon/{hash}/info");
+        assert_eq!(parse(&prefixed), at(Some(hash), Resource::Info));
+        let prefixed = format!("/beacon/{hash}/public/latest");
+        assert_eq!(parse(&prefixed), at(Some(hash), Resource::Latest));
+        for none in
+            ["/beacon", "/beacon/", "/beacon/x/chains", "/beacon/public/", "/beacon/public/1/2", "/bits"]
+        {
+            assert_eq!(parse(none), None, "{none}");
+        }
+    }
+
+    #[test]
+    fn rounds_are_decimal_digits_within_u64() {
+        assert_eq!(round_number("0").unwrap(), 0);
+        assert_eq!(round_number("18446744073709551615").unwrap(), u64::MAX);
+        for bad in ["", "+1", "-1", "1e3", "0x10", "18446744073709551616", " 1", "latest"] {
+            assert_eq!(round_number(bad).unwrap_err().code(), "invalid_round", "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn refusals_say_when_to_retry() {
+        let early = refused(Refusal::NotDue { wait: Duration::from_millis(4500), next: false }, 9);
+        assert_eq!((early.status().as_u16(), early.code(), early.retry_after()), (425, "too_early", Some(5)));
+        let soon = refused(Refusal::NotDue { wait: Duration::from_millis(1), next: true }, 9);
+        assert_eq!(soon.retry_after(), Some(1));
+        let far = refused(Refusal::NotDue { wait: Duration::MAX, next: false }, u64::MAX);
+        assert_eq!(far.retry_after(), Some(u64::MAX));
+        assert_eq!(refused(Refusal::Busy, 9).code(), "overloaded");
+    }
+}
