@@ -207,7 +207,7 @@ async fn off_by_default_and_refused_with_approved_only() {
         "server": { "listen": "127.0.0.1:0", "admin_listen": "127.0.0.1:0" },
         "drbg": { "approved_only": true },
     });
-    let error = Settings::load(Some(VERIFIABLE.as_ref()), overrides).err().expect("refused at start-up");
+    let error = Settings::load(Some(VERIFIABLE.as_ref()), overrides).expect_err("refused at start-up");
     assert!(error.to_string().contains("beacon.enabled"), "{error}");
 }
 
