@@ -1,6 +1,6 @@
 //! The admin listener: `/metrics` (Prometheus text), `/livez` (the process runs), `/readyz`
 //! (every shard seeded, self-tests passed, not shutting down; its body names the approved-only
-//! mode when it is on).
+//! mode when it is on, and a failed self-test's algorithm and test when one failed).
 
 use axum::Router;
 use axum::extract::State;
@@ -46,6 +46,8 @@ async fn readyz(State(state): State<AppState>) -> Response {
             "ready\n"
         };
         (StatusCode::OK, body).into_response()
+    } else if let Some(detail) = state.readiness.self_test_reason() {
+        ApiError::SelfTestFailed { detail }.into_response()
     } else {
         ApiError::NotReady.into_response()
     }

@@ -1,5 +1,10 @@
 //! Builds the application from settings (self-tests, pool, listeners, state) and runs it
 //! until a shutdown future completes: readiness off, drain, exit.
+//!
+//! A failed start-up self-test does not stop the process: the algorithm that failed is withheld
+//! from the pool (every request for it is refused with 503 `selftest_failed`), the failure is
+//! logged once and counted (`drbgd_startup_self_test_failures_total{alg}`), and readiness stays
+//! false for the life of the process, `/readyz` naming the algorithm and the test.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -14,7 +19,9 @@ use crate::beacon::{Beacon, Chain, Signer};
 use crate::callers::Callers;
 use crate::config::{ConfigSource, Settings};
 use crate::drbg::entropy::{EntropySource, OsEntropy};
-use crate::drbg::{Pool, selftest};
+use crate::drbg::secret_mem::Protection;
+use crate::drbg::selftest::{self, SelfTestError};
+use crate::drbg::{Algorithm, Pool};
 use crate::metrics::Metrics;
 use crate::receipts::Receipts;
 use crate::reload::{Reloader, Watched};
@@ -39,12 +46,13 @@ pub struct App {
 }
 
 impl App {
-    /// Runs the self-tests, seeds the pool from the OS and binds both listeners.
+    /// Runs the self-tests, seeds the pool from the OS and binds both listeners. An algorithm
+    /// whose self-test failed is withheld and keeps the app unready (see the module doc).
     ///
     /// # Errors
-    /// A failed self-test, an entropy source that cannot seed, invalid API key settings, a
-    /// receipt or beacon key that cannot be read (or a beacon key that fails its self-test), or
-    /// a listener that cannot bind. drbgd never starts serving in any of these cases.
+    /// An entropy source that cannot seed, invalid API key settings, a receipt or beacon key
+    /// that cannot be read (or a beacon key that fails its self-test), or a listener that cannot
+    /// bind. drbgd never starts serving in any of these cases.
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
         Self::build_with_entropy(settings, Arc::new(OsEntropy)).await
     }
@@ -58,27 +66,34 @@ impl App {
         entropy: Arc<dyn EntropySource>,
     ) -> anyhow::Result<Self> {
         settings.validate()?;
-        selftest::run_all().context("self-test failed; refusing to start")?;
+        let failures = start_up_self_tests();
+        Self::build_tested(settings, entropy, failures).await
+    }
+
+    /// [`App::build_with_entropy`] once the self-tests have run, `failures` what they found: the
+    /// algorithms named there are withheld from the pool, counted, and keep the app unready.
+    async fn build_tested(
+        settings: Settings,
+        entropy: Arc<dyn EntropySource>,
+        failures: Vec<SelfTestError>,
+    ) -> anyhow::Result<Self> {
         let tls = ReloadableAcceptor::from_settings(&settings.tls)?;
-        let pool = Pool::new(&settings.pool_config(), entropy.clone())
-            .context("cannot seed the generators from the OS")?;
+        let mut pool_config = settings.pool_config();
+        pool_config.withheld =
+            Algorithm::ALL.into_iter().filter(|a| failures.iter().any(|f| f.alg == *a)).collect();
+        let pool =
+            Pool::new(&pool_config, entropy.clone()).context("cannot seed the generators from the OS")?;
         let mut prefix = [0u8; 8];
         entropy.fill(&mut prefix).context("cannot draw the request-id prefix from the OS")?;
         let request_ids = ProcessRequestIds::new(u64::from_le_bytes(prefix));
-        let protection = pool.protection();
-        if !protection.dontdump {
-            tracing::warn!("generator state pages could not be excluded from core dumps (MADV_DONTDUMP)");
-        }
-        if !protection.locked {
-            tracing::warn!(
-                "generator state pages could not be locked in memory (mlock; raise RLIMIT_MEMLOCK): \
-                 they may be swapped"
-            );
-        }
+        warn_if_unprotected(pool.protection());
         let beacon = beacon_of(&settings.beacon)?;
         let metrics = Arc::new(Metrics::new(pool.stats().clone()));
         metrics.shards.set(pool.shard_count() as i64);
         metrics.approved_only.set(i64::from(settings.drbg.approved_only));
+        for failure in &failures {
+            metrics.startup_self_test_failures.with_label_values(&[failure.alg.name()]).inc();
+        }
         let api = TcpListener::bind(settings.server.listen)
             .await
             .with_context(|| format!("cannot listen on {}", settings.server.listen))?;
@@ -105,12 +120,13 @@ impl App {
             pool,
             metrics,
             settings,
-            readiness: Readiness::default(),
+            readiness: Readiness { self_test_failures: failures, ..Readiness::default() },
             request_ids,
             openapi: openapi.into(),
             beacon,
         });
-        state.readiness.self_tests_passed.store(true, Ordering::Release);
+        let passed = state.readiness.self_test_failures.is_empty();
+        state.readiness.self_tests_passed.store(passed, Ordering::Release);
         Ok(App { tls, api, admin, state, source: None })
     }
 
@@ -342,6 +358,35 @@ pub fn beacon_signer(path: &std::path::Path) -> anyhow::Result<Signer> {
     Signer::from_key_text(&text).with_context(named)
 }
 
+/// Runs every algorithm's self-tests (whether enabled or not: one that fails shows a fault in
+/// the build or the CPU) and logs each failure once, at error level.
+fn start_up_self_tests() -> Vec<SelfTestError> {
+    let failures: Vec<SelfTestError> =
+        Algorithm::ALL.into_iter().flat_map(|alg| selftest::run(alg).failures()).collect();
+    for failure in &failures {
+        tracing::error!(
+            alg = failure.alg.name(),
+            test = failure.what,
+            "start-up self-test failed: the algorithm is not served, and /readyz answers 503 until a \
+             restart passes the tests"
+        );
+    }
+    failures
+}
+
+/// Warns of generator state pages the kernel would not protect.
+fn warn_if_unprotected(protection: Protection) {
+    if !protection.dontdump {
+        tracing::warn!("generator state pages could not be excluded from core dumps (MADV_DONTDUMP)");
+    }
+    if !protection.locked {
+        tracing::warn!(
+            "generator state pages could not be locked in memory (mlock; raise RLIMIT_MEMLOCK): \
+             they may be swapped"
+        );
+    }
+}
+
 /// The settings in force with the `[callers]` of `fresh`: only `[callers]` changes by reload;
 /// everything else is what the process started with. `[auth]` and `[tls]` must not differ at
 /// all (so an emptied or truncated file cannot turn auth off); other sections may, and wait for
@@ -394,4 +439,47 @@ fn changed_outside_callers(a: &Settings, b: &Settings) -> Vec<String> {
     changed.sort();
     changed.dedup();
     changed
+}
+
+#[cfg(test)]
+mod tests {
+    use tower::ServiceExt;
+
+    use super::*;
+    use crate::drbg::DrbgError;
+    use crate::error::ApiError;
+
+    /// A flipped bit in HMAC_DRBG's state update, caught by the self-tests, leaves the app up
+    /// but unready for good: `/readyz` names the algorithm and the failed tests, the algorithm
+    /// is refused with `selftest_failed`, the failures are counted, and the others still serve.
+    #[tokio::test]
+    async fn a_failed_self_test_withholds_its_algorithm_and_keeps_the_app_unready() {
+        let failures = selftest::mutation::mutated(Algorithm::HmacSha256).failures();
+        let failed = failures.len();
+        assert!(failures.iter().any(|f| f.what == "reseed"), "{failures:?}");
+        let mut settings = Settings::defaults();
+        settings.server.listen = "127.0.0.1:0".parse().unwrap();
+        settings.server.admin_listen = "127.0.0.1:0".parse().unwrap();
+        settings.drbg.shards = 1;
+        let app = App::build_tested(settings, Arc::new(OsEntropy), failures).await.unwrap();
+        let state = app.state().clone();
+        assert!(!state.check_ready());
+        let mut out = [0xAAu8; 32];
+        let refused = state.pool.fill(Algorithm::HmacSha256, &mut out, false).unwrap_err();
+        assert_eq!(refused, DrbgError::SelfTestFailed(Algorithm::HmacSha256));
+        assert_eq!((ApiError::from(refused).code(), out), ("selftest_failed", [0u8; 32]));
+        state.pool.fill(Algorithm::Aes256Ctr, &mut out, false).unwrap();
+        let request = axum::http::Request::get("/readyz").body(axum::body::Body::empty()).unwrap();
+        let response = crate::admin::router(state.clone()).oneshot(request).await.unwrap();
+        assert_eq!(response.status(), axum::http::StatusCode::SERVICE_UNAVAILABLE);
+        let body = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
+        let body = String::from_utf8(body.to_vec()).unwrap();
+        assert!(body.contains(r#""code":"selftest_failed""#), "{body}");
+        assert!(
+            body.contains("hmac_sha256 (test: instantiate+generate), hmac_sha256 (test: reseed)"),
+            "{body}"
+        );
+        let series = format!("drbgd_startup_self_test_failures_total{{alg=\"hmac_sha256\"}} {failed}");
+        assert!(state.metrics.render().contains(&series), "{series}");
+    }
 }

@@ -46,7 +46,7 @@ enum Command {
     },
     /// Write random output to stdout.
     Generate(GenerateArgs),
-    /// Run the start-up self-tests and print one line per algorithm.
+    /// Run the start-up self-tests and print each: a line per algorithm, then one per test.
     Selftest,
     /// Check a signed receipt offline: exit 0 only if it is valid (else its reason, exit 1).
     Verify(VerifyArgs),
@@ -334,7 +334,7 @@ fn keygen_receipt(out: &std::path::Path, alg: Algorithm) -> anyhow::Result<()> {
 /// 32 bytes of key material from `alg` once it passed its self-test, reseeded from the OS
 /// first (prediction resistance): every `drbgd keygen`'s source.
 fn key_material(alg: Algorithm) -> anyhow::Result<Zeroizing<[u8; 32]>> {
-    selftest::run(alg).context("refusing to generate")?;
+    selftest::run(alg).check().context("refusing to generate")?;
     let config = PoolConfig { shards: 1, ..PoolConfig::default() };
     let pool = Pool::new(&config, Arc::new(OsEntropy)).context("cannot seed from the OS")?;
     let mut secret = Zeroizing::new([0u8; 32]);
@@ -355,15 +355,22 @@ fn write_new_secret(out: &std::path::Path, contents: &[u8]) -> anyhow::Result<()
     Ok(())
 }
 
+/// `drbgd selftest`: per algorithm one line `<alg>: ok (<n> tests)` or `<alg>: FAILED (<tests>)`
+/// (scripts count the first kind), then one indented line per test, `  <test> ... ok` or
+/// `  <test> ... FAILED`.
 fn run_selftest() -> anyhow::Result<()> {
     let mut failed = false;
     for alg in Algorithm::ALL {
-        match selftest::run(alg) {
-            Ok(()) => println!("{alg}: ok (known answer, seeded round trip)"),
-            Err(e) => {
-                println!("{alg}: FAILED ({})", e.what);
-                failed = true;
-            }
+        let report = selftest::run(alg);
+        if report.passed() {
+            println!("{alg}: ok ({} tests)", report.outcomes.len());
+        } else {
+            let names: Vec<&str> = report.failures().iter().map(|f| f.what).collect();
+            println!("{alg}: FAILED ({})", names.join(", "));
+            failed = true;
+        }
+        for outcome in &report.outcomes {
+            println!("  {} ... {}", outcome.name, if outcome.passed { "ok" } else { "FAILED" });
         }
     }
     if failed {
@@ -376,7 +383,7 @@ fn run_selftest() -> anyhow::Result<()> {
 type Source = Box<dyn FnMut(&mut [u8]) -> anyhow::Result<()>>;
 
 fn source(args: &GenerateArgs) -> anyhow::Result<Source> {
-    selftest::run(args.alg).context("refusing to generate")?;
+    selftest::run(args.alg).check().context("refusing to generate")?;
     if let Some(seed) = &args.seed {
         let mut seed =
             data_encoding::HEXLOWER_PERMISSIVE.decode(seed.as_bytes()).context("--seed must be hex")?;

@@ -773,6 +773,8 @@ impl Settings {
             shards: if d.shards == 0 { PoolConfig::default().shards } else { d.shards },
             policies: Algorithm::ALL.map(|alg| policy(self.policy(alg))),
             instance: d.instance.clone(),
+            // Set by the app from the start-up self-tests, which no setting can skip.
+            withheld: Vec::new(),
         }
     }
 

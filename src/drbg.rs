@@ -22,7 +22,8 @@
 //!   its AES-NI permutation is the other `unsafe`.
 //! - [`bits`]: packing and counting of bit strings.
 //! - [`uniform`]: unbiased integers on a range from a fallible word source.
-//! - [`selftest`]: the known-answer and round-trip start-up tests.
+//! - [`selftest`]: the start-up self-tests: known answers, and for the SP 800-90A mechanisms
+//!   (through [`ApprovedDrbg`]) reseed, prediction resistance, uninstantiate and the error paths.
 //! - [`stats`]: lifecycle counters (reseeds by [`ReseedReason`], failures).
 
 mod algorithm;
@@ -91,6 +92,27 @@ pub trait Drbg: Send + fmt::Debug + 'static {
     }
 }
 
+/// What the SP 800-90A mechanisms (CTR_DRBG, Hash_DRBG, HMAC_DRBG) add to [`Drbg`] for their
+/// start-up self-tests ([`selftest`]): a reseed interval below the standard's, and Uninstantiate
+/// with a check of it.
+pub trait ApprovedDrbg: Drbg {
+    /// Lowers the reseed interval below the 2^48 requests of SP 800-90A tables 2 and 3 (an
+    /// implementation may choose any up to it): after `requests` Generate calls since the last
+    /// (re)seed, [`Drbg::generate`] refuses with [`ReseedRequired`] until [`Drbg::reseed`].
+    ///
+    /// # Panics
+    /// If `requests` is 0 or above 2^48.
+    fn set_reseed_interval(&mut self, requests: u64);
+
+    /// Uninstantiate (SP 800-90A 9.4): zeroizes the working state in place, as drop does. The
+    /// instance then refuses [`Drbg::generate`] with [`ReseedRequired`]; it is there to be dropped.
+    fn uninstantiate(&mut self);
+
+    /// Whether the working state reads as zeroized: V, the key (or C) and the reseed counter
+    /// all zero. The check of [`ApprovedDrbg::uninstantiate`].
+    fn is_zeroized(&self) -> bool;
+}
+
 /// The mechanism refuses to generate until it is reseeded (SP 800-90A reseed interval).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("the generator must be reseeded before it can generate again")]
@@ -107,4 +129,8 @@ pub enum DrbgError {
     /// re-instantiated. HTTP 503.
     #[error("the generator failed its continuous health test")]
     HealthTestFailed,
+    /// The algorithm failed a start-up self-test, so this process never serves it (a restart
+    /// runs the tests again). HTTP 503.
+    #[error("{0} failed a start-up self-test and is not served")]
+    SelfTestFailed(Algorithm),
 }

@@ -94,6 +94,14 @@ pub enum ApiError {
     /// 503: the service is starting or shutting down.
     #[error("the service is not ready")]
     NotReady,
+    /// 503 (`selftest_failed`): an algorithm failed a start-up self-test, so this process does
+    /// not serve it (a request for it) or is never ready (`/readyz`, which names the algorithms
+    /// and tests).
+    #[error("{detail}")]
+    SelfTestFailed {
+        /// A human sentence.
+        detail: String,
+    },
     /// 499 (nginx's "client closed request"): the client went away while its request body was
     /// being read (an HTTP/2 stream it reset, an HTTP/1 connection it closed mid-body). It
     /// names the outcome in the records; a client that only half-closed its connection may
@@ -153,6 +161,7 @@ impl ApiError {
             ApiError::EntropyUnavailable => "entropy_unavailable",
             ApiError::GeneratorFailed => "generator_failed",
             ApiError::NotReady => "not_ready",
+            ApiError::SelfTestFailed { .. } => "selftest_failed",
             ApiError::NotFound => "not_found",
             ApiError::TooEarly { .. } => "too_early",
             ApiError::ClientClosed => "client_closed",
@@ -181,7 +190,8 @@ impl ApiError {
             | ApiError::Timeout
             | ApiError::EntropyUnavailable
             | ApiError::GeneratorFailed
-            | ApiError::NotReady => StatusCode::SERVICE_UNAVAILABLE,
+            | ApiError::NotReady
+            | ApiError::SelfTestFailed { .. } => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 
@@ -203,6 +213,7 @@ impl ApiError {
             ApiError::EntropyUnavailable
             | ApiError::GeneratorFailed
             | ApiError::NotReady
+            | ApiError::SelfTestFailed { .. }
             | ApiError::AuditUnavailable
             | ApiError::QuotaStoreUnavailable => tonic::Code::Unavailable,
         }
@@ -271,6 +282,9 @@ impl From<DrbgError> for ApiError {
         match e {
             DrbgError::EntropyUnavailable => ApiError::EntropyUnavailable,
             DrbgError::HealthTestFailed => ApiError::GeneratorFailed,
+            DrbgError::SelfTestFailed(alg) => ApiError::SelfTestFailed {
+                detail: format!("{alg} failed a start-up self-test and is not served by this server"),
+            },
         }
     }
 }

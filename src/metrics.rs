@@ -65,7 +65,8 @@ pub struct Metrics {
     pub ready: IntGauge,
     /// `drbgd_approved_only`: 1 while only SP 800-90A mechanisms are served.
     pub approved_only: IntGauge,
-    /// `drbgd_self_test_failures_total{alg}` at start-up (continuous failures come from the pool).
+    /// `drbgd_startup_self_test_failures_total{alg}`: start-up self-tests failed, counted once
+    /// at start (continuous failures are `drbgd_self_test_failures_total`, from the pool).
     pub startup_self_test_failures: IntCounterVec,
     /// `drbgd_reloads_total{what,result}`: reloads of mounted files (TLS, API keys).
     pub reloads: IntCounterVec,
@@ -184,7 +185,7 @@ impl Metrics {
             ),
             startup_self_test_failures: counter(
                 "startup_self_test_failures_total",
-                "Start-up self-test failures (the process refuses to start).",
+                "Start-up self-tests failed, by algorithm (counted at start; that algorithm is not served and /readyz answers 503 until a restart passes them).",
                 &["alg"],
             ),
             reloads: counter(

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::callers::Callers;
 use crate::config::Settings;
 use crate::drbg::Pool;
+use crate::drbg::selftest::SelfTestError;
 use crate::metrics::Metrics;
 use crate::receipts::Receipts;
 use crate::service::Service;
@@ -48,9 +49,10 @@ impl AppState {
         AppState(Arc::new(inner))
     }
 
-    /// Checks readiness — self-tests passed, not shutting down, the entropy source answers,
-    /// every generator seeded (one waiting for a reseed is retried here) — and publishes the
-    /// result to the `drbgd_ready` gauge.
+    /// Checks readiness — every start-up self-test passed, not shutting down, the entropy source
+    /// answers, every generator seeded (one waiting for a reseed is retried here) — and
+    /// publishes the result to the `drbgd_ready` gauge. A failed self-test keeps it false for
+    /// the life of the process.
     pub fn check_ready(&self) -> bool {
         let ready = self.readiness.self_tests_passed.load(Ordering::Acquire)
             && !self.readiness.shutting_down.load(Ordering::Acquire)
@@ -71,8 +73,23 @@ impl Deref for AppState {
 /// Readiness flags.
 #[derive(Debug, Default)]
 pub struct Readiness {
-    /// Set once the start-up self-tests pass.
+    /// Set once the start-up self-tests have run and all passed.
     pub self_tests_passed: AtomicBool,
     /// Set when shutdown begins; /readyz turns 503 at once.
     pub shutting_down: AtomicBool,
+    /// The start-up self-tests that failed (their algorithms are not served), fixed at start.
+    pub self_test_failures: Vec<SelfTestError>,
+}
+
+impl Readiness {
+    /// Why the start-up self-tests keep the service unready, naming each algorithm and test;
+    /// `None` if they all passed.
+    pub fn self_test_reason(&self) -> Option<String> {
+        if self.self_test_failures.is_empty() {
+            return None;
+        }
+        let failed: Vec<String> =
+            self.self_test_failures.iter().map(|f| format!("{} (test: {})", f.alg, f.what)).collect();
+        Some(format!("start-up self-test failed; not served: {}", failed.join(", ")))
+    }
 }

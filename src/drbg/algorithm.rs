@@ -2,7 +2,7 @@
 //!
 //! Everything that differs between algorithms lives in this file: the [`Algorithm`] enum, the
 //! [`AlgorithmInfo`] table (name, aliases, standard, whether SP 800-90A approves it, security
-//! strength, construction, the primitive's known-answer test) and
+//! strength, construction, the self-tests) and
 //! [`Algorithm::with_mechanism`], the one `match` from an algorithm to the [`Drbg`] type
 //! implementing it. The pool, the self-tests, the command line, the config file, the metrics
 //! and `GET /algorithms` all read from here; adding an algorithm means adding a variant, a table
@@ -65,9 +65,11 @@ pub struct AlgorithmInfo {
     /// hash's highest strength for Hash_DRBG and HMAC_DRBG (table 2: 256 for SHA-256 and
     /// SHA-512), the key size for ChaCha20 and keyed BLAKE3, and the 128-bit capacity for Randen.
     pub security_strength_bits: u32,
-    /// The known-answer test of the underlying primitive (run by [`selftest`] at start-up,
-    /// together with a seeded round trip of the full mechanism).
-    pub known_answer_test: fn() -> bool,
+    /// The algorithm's start-up self-tests, defined in [`selftest`] (which adds a seeded round
+    /// trip of the full mechanism): for an SP 800-90A mechanism, known answers of instantiate,
+    /// generate, reseed and prediction resistance, uninstantiate and the error paths; for the
+    /// others, a known answer of the primitive.
+    pub self_tests: fn() -> Vec<selftest::Outcome>,
 }
 
 const CTR_CONSTRUCTION: &str = "Update step after every Generate; at most 2^19 bits per internal Generate";
@@ -87,7 +89,7 @@ static TABLE: [AlgorithmInfo; Algorithm::COUNT] = [
         approved: false,
         construction: "fast key erasure: each 1 KiB keystream batch yields the next key",
         security_strength_bits: 256,
-        known_answer_test: selftest::chacha20_known_answer,
+        self_tests: selftest::chacha20,
     },
     AlgorithmInfo {
         algorithm: Algorithm::Aes256Ctr,
@@ -97,7 +99,7 @@ static TABLE: [AlgorithmInfo; Algorithm::COUNT] = [
         approved: true,
         construction: CTR_CONSTRUCTION,
         security_strength_bits: 256,
-        known_answer_test: selftest::aes256ctr_known_answer,
+        self_tests: selftest::aes256ctr,
     },
     AlgorithmInfo {
         algorithm: Algorithm::Blake3,
@@ -107,7 +109,7 @@ static TABLE: [AlgorithmInfo; Algorithm::COUNT] = [
         approved: false,
         construction: "fast key erasure over a keyed hash of a 64-bit counter",
         security_strength_bits: 256,
-        known_answer_test: selftest::blake3_known_answer,
+        self_tests: selftest::blake3,
     },
     AlgorithmInfo {
         algorithm: Algorithm::Randen,
@@ -118,7 +120,7 @@ static TABLE: [AlgorithmInfo; Algorithm::COUNT] = [
         construction: "sponge over a 16-branch Feistel permutation of 2-round AES functions; \
                        handed-out bytes wiped",
         security_strength_bits: 128,
-        known_answer_test: selftest::randen_known_answer,
+        self_tests: selftest::randen,
     },
     AlgorithmInfo {
         algorithm: Algorithm::Aes128Ctr,
@@ -128,7 +130,7 @@ static TABLE: [AlgorithmInfo; Algorithm::COUNT] = [
         approved: true,
         construction: CTR_CONSTRUCTION,
         security_strength_bits: 128,
-        known_answer_test: selftest::aes128ctr_known_answer,
+        self_tests: selftest::aes128ctr,
     },
     AlgorithmInfo {
         algorithm: Algorithm::Aes192Ctr,
@@ -138,7 +140,7 @@ static TABLE: [AlgorithmInfo; Algorithm::COUNT] = [
         approved: true,
         construction: CTR_CONSTRUCTION,
         security_strength_bits: 192,
-        known_answer_test: selftest::aes192ctr_known_answer,
+        self_tests: selftest::aes192ctr,
     },
     AlgorithmInfo {
         algorithm: Algorithm::HashSha256,
@@ -148,7 +150,7 @@ static TABLE: [AlgorithmInfo; Algorithm::COUNT] = [
         approved: true,
         construction: HASH_CONSTRUCTION,
         security_strength_bits: 256,
-        known_answer_test: selftest::hash_sha256_known_answer,
+        self_tests: selftest::hash_sha256,
     },
     AlgorithmInfo {
         algorithm: Algorithm::HashSha512,
@@ -158,7 +160,7 @@ static TABLE: [AlgorithmInfo; Algorithm::COUNT] = [
         approved: true,
         construction: HASH_CONSTRUCTION,
         security_strength_bits: 256,
-        known_answer_test: selftest::hash_sha512_known_answer,
+        self_tests: selftest::hash_sha512,
     },
     AlgorithmInfo {
         algorithm: Algorithm::HmacSha256,
@@ -168,7 +170,7 @@ static TABLE: [AlgorithmInfo; Algorithm::COUNT] = [
         approved: true,
         construction: HMAC_CONSTRUCTION,
         security_strength_bits: 256,
-        known_answer_test: selftest::hmac_sha256_known_answer,
+        self_tests: selftest::hmac_sha256,
     },
     AlgorithmInfo {
         algorithm: Algorithm::HmacSha512,
@@ -178,7 +180,7 @@ static TABLE: [AlgorithmInfo; Algorithm::COUNT] = [
         approved: true,
         construction: HMAC_CONSTRUCTION,
         security_strength_bits: 256,
-        known_answer_test: selftest::hmac_sha512_known_answer,
+        self_tests: selftest::hmac_sha512,
     },
 ];
 

@@ -6,6 +6,10 @@
 //! block and the Update's blocks. The Update, which ends every Generate, replaces Key and V:
 //! that is the mechanism's backtracking resistance. Outputs longer than
 //! [`MAX_BYTES_PER_REQUEST`] are produced as several Generate calls, never refused.
+//!
+//! An instance exists only once instantiated ([`CtrDrbg::new`] is its one constructor), so
+//! "generate before instantiate" cannot be written; after [`CtrDrbg::uninstantiate`] it refuses
+//! to generate.
 
 use std::fmt;
 
@@ -16,7 +20,7 @@ use aes::cipher::{
 };
 use zeroize::Zeroize;
 
-use super::{Algorithm, Drbg, ReseedRequired};
+use super::{Algorithm, ApprovedDrbg, Drbg, ReseedRequired};
 
 #[cfg(target_arch = "x86_64")]
 pub mod x86;
@@ -77,7 +81,10 @@ pub struct CtrDrbg<C> {
     /// schedule ([`x86`]).
     key: [u8; 32],
     v: u128,
+    /// 1 after (re)seeding, one more per Generate; 0 only once uninstantiated.
     reseed_counter: u64,
+    /// Generate refuses once `reseed_counter` exceeds this (at most [`RESEED_INTERVAL`]).
+    reseed_interval: u64,
     use_df: bool,
 }
 
@@ -97,8 +104,17 @@ impl<C> fmt::Debug for CtrDrbg<C> {
 impl<C> Drop for CtrDrbg<C> {
     fn drop(&mut self) {
         // The cipher zeroizes its round keys on drop (aes `zeroize` feature).
+        self.wipe();
+    }
+}
+
+impl<C> CtrDrbg<C> {
+    /// Zeroizes Key's bytes, V and the reseed counter in place (drop, and
+    /// [`CtrDrbg::uninstantiate`]).
+    fn wipe(&mut self) {
         self.v.zeroize();
         self.key.zeroize();
+        self.reseed_counter = 0;
     }
 }
 
@@ -138,6 +154,7 @@ impl<C: AesCipher> CtrDrbg<C> {
             key: [0; 32],
             v: 0,
             reseed_counter: 1,
+            reseed_interval: RESEED_INTERVAL,
             use_df,
         };
         drbg.update(seed);
@@ -163,12 +180,49 @@ impl<C: AesCipher> CtrDrbg<C> {
         self.reseed_counter = 1;
     }
 
+    /// Lowers the reseed interval below table 3's [`RESEED_INTERVAL`] (SP 800-90A lets an
+    /// implementation choose any up to it): once `requests` Generate calls have been made since
+    /// the last (re)seed, Generate refuses until [`Self::reseed_with`].
+    ///
+    /// # Panics
+    /// If `requests` is 0 or above [`RESEED_INTERVAL`].
+    pub fn set_reseed_interval(&mut self, requests: u64) {
+        assert!((1..=RESEED_INTERVAL).contains(&requests), "the reseed interval is 1 to 2^48 requests");
+        self.reseed_interval = requests;
+    }
+
+    /// Uninstantiate (SP 800-90A 9.4): Key's bytes, V and the reseed counter zeroized in place,
+    /// and the cipher keyed with the all-zero key (the old round keys are wiped as the old
+    /// cipher drops, aes `zeroize`). Generate then refuses until a reseed; the instance is there
+    /// to be dropped.
+    pub fn uninstantiate(&mut self) {
+        self.cipher = Self::keyed(&[0u8; 32][..Self::key_len()]);
+        self.wipe();
+    }
+
+    /// Whether the state reads as uninstantiated: Key's bytes, V and the reseed counter zero,
+    /// and the cipher keyed with the all-zero key (probed: a block encrypted under it).
+    pub fn is_zeroized(&self) -> bool {
+        let probe = |cipher: &C| {
+            let mut block = Array([0u8; BLOCK_LEN]);
+            cipher.encrypt_block(&mut block);
+            block
+        };
+        let zero_key = Self::keyed(&[0u8; 32][..Self::key_len()]);
+        self.reseed_counter == 0
+            && self.v == 0
+            && self.key.iter().all(|b| *b == 0)
+            && probe(&self.cipher) == probe(&zero_key)
+    }
+
     /// CTR_DRBG_Generate_algorithm (10.2.1.5) for any length: outputs longer than
     /// [`MAX_BYTES_PER_REQUEST`] are split into several Generate calls, each with its own
     /// Update step. The additional input (if any) is given to every call.
     ///
     /// # Errors
-    /// [`ReseedRequired`] once `reseed_counter` exceeds [`RESEED_INTERVAL`].
+    /// [`ReseedRequired`] once `reseed_counter` exceeds the reseed interval ([`RESEED_INTERVAL`]
+    /// unless lowered), or after [`Self::uninstantiate`]; nothing is written to `out` by the
+    /// Generate call refused.
     pub fn generate_with(&mut self, out: &mut [u8], additional: &[u8]) -> Result<(), ReseedRequired> {
         let mut add = [0u8; MAX_SEED_LEN];
         let add = &mut add[..Self::seed_len()];
@@ -202,7 +256,7 @@ impl<C: AesCipher> CtrDrbg<C> {
     /// take a Generate of its own, as a separate `generate` would.
     ///
     /// # Errors
-    /// [`ReseedRequired`] once `reseed_counter` exceeds [`RESEED_INTERVAL`].
+    /// As [`Self::generate_with`].
     pub fn generate_sampled_with(
         &mut self,
         out: &mut [u8],
@@ -226,8 +280,14 @@ impl<C: AesCipher> CtrDrbg<C> {
         Ok(())
     }
 
+    /// 10.2.1.5 step 1, and the refusal of an uninstantiated state (counter 0, which no
+    /// (re)seed leaves).
     fn check_interval(&self) -> Result<(), ReseedRequired> {
-        if self.reseed_counter > RESEED_INTERVAL { Err(ReseedRequired) } else { Ok(()) }
+        if self.reseed_counter == 0 || self.reseed_counter > self.reseed_interval {
+            Err(ReseedRequired)
+        } else {
+            Ok(())
+        }
     }
 
     fn generate_one(&mut self, out: &mut [u8], add: &[u8], has_add: bool) -> Result<(), ReseedRequired> {
@@ -462,6 +522,29 @@ impl<C: CtrKeySize> Drbg for CtrDrbg<C> {
     }
 }
 
+impl<C: CtrKeySize> ApprovedDrbg for CtrDrbg<C> {
+    fn set_reseed_interval(&mut self, requests: u64) {
+        CtrDrbg::set_reseed_interval(self, requests);
+    }
+
+    fn uninstantiate(&mut self) {
+        CtrDrbg::uninstantiate(self);
+    }
+
+    fn is_zeroized(&self) -> bool {
+        CtrDrbg::is_zeroized(self)
+    }
+}
+
+#[cfg(test)]
+impl<C> CtrDrbg<C> {
+    /// Flips the lowest bit of V: a fault in the state update, for the self-tests' mutation
+    /// test.
+    pub(crate) fn flip_v_bit(&mut self) {
+        self.v ^= 1;
+    }
+}
+
 impl<C: AesCipher> rand_core::TryRng for CtrDrbg<C> {
     type Error = ReseedRequired;
 
@@ -680,6 +763,20 @@ mod tests {
         assert_eq!(d.generate_with(&mut out, &[]), Err(ReseedRequired));
         d.reseed_with(&[9u8; 48], &[]);
         assert!(d.generate_with(&mut out, &[]).is_ok());
+        d.set_reseed_interval(1);
+        let mut sample = [0u8; 16];
+        assert_eq!(d.generate_sampled_with(&mut out, &mut sample), Err(ReseedRequired), "a lowered interval");
+    }
+
+    #[test]
+    fn uninstantiate_zeroizes_and_refuses() {
+        let mut d = Aes192CtrDrbg::new(&[7u8; 36], &[1u8; 12], b"", true);
+        assert!(!d.is_zeroized());
+        d.uninstantiate();
+        assert!(d.is_zeroized());
+        let mut out = [0x5au8; 16];
+        assert_eq!(d.generate_with(&mut out, b"add"), Err(ReseedRequired));
+        assert_eq!(out, [0x5au8; 16]);
     }
 
     #[test]

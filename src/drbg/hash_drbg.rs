@@ -14,7 +14,8 @@
 //! [`super::ctr_drbg`] does.
 //!
 //! An instance exists only once instantiated ([`HashDrbg::instantiate`] is its one
-//! constructor), so "generate before instantiate" cannot be written.
+//! constructor), so "generate before instantiate" cannot be written; after
+//! [`HashDrbg::uninstantiate`] (which drop runs) it refuses to generate.
 //!
 //! drbgd serves it over SHA-256 and SHA-512 (`hash_sha256`, `hash_sha512`) through the
 //! [`Drbg`] trait; the other hashes are for the CAVP tests only.
@@ -25,7 +26,7 @@ use std::marker::PhantomData;
 use sha2::digest::{Digest, Output};
 use zeroize::Zeroize;
 
-use super::{Algorithm, Drbg, ReseedRequired};
+use super::{Algorithm, ApprovedDrbg, Drbg, ReseedRequired};
 
 /// The largest seedlen in bytes (SP 800-90A 10.1 table 2: 888 bits, SHA-384 and SHA-512).
 const MAX_SEED_LEN: usize = 888 / 8;
@@ -78,6 +79,7 @@ pub struct HashDrbg<D> {
     v: [u8; MAX_SEED_LEN],
     /// C, its first seedlen bytes used.
     c: [u8; MAX_SEED_LEN],
+    /// 1 after (re)seeding, one more per Generate; 0 only once uninstantiated.
     reseed_counter: u64,
     /// Generate refuses once `reseed_counter` exceeds this (at most [`RESEED_INTERVAL`]).
     reseed_interval: u64,
@@ -95,8 +97,22 @@ impl<D> fmt::Debug for HashDrbg<D> {
 
 impl<D> Drop for HashDrbg<D> {
     fn drop(&mut self) {
+        self.uninstantiate();
+    }
+}
+
+impl<D> HashDrbg<D> {
+    /// Uninstantiate (SP 800-90A 9.4): V, C and the reseed counter zeroized in place (what drop
+    /// runs). Generate then refuses until a reseed; the instance is there to be dropped.
+    pub fn uninstantiate(&mut self) {
         self.v.zeroize();
         self.c.zeroize();
+        self.reseed_counter = 0;
+    }
+
+    /// Whether the state reads as uninstantiated: V, C and the reseed counter all zero.
+    pub fn is_zeroized(&self) -> bool {
+        self.reseed_counter == 0 && self.v.iter().chain(&self.c).all(|b| *b == 0)
     }
 }
 
@@ -163,8 +179,9 @@ impl<D: Digest> HashDrbg<D> {
     /// standard's Null.
     ///
     /// # Errors
-    /// [`ReseedRequired`] once the reseed counter exceeds the reseed interval (10.1.1.4 step 1);
-    /// the output of any Generate call made before the refusal stays in `out`.
+    /// [`ReseedRequired`] once the reseed counter exceeds the reseed interval (10.1.1.4 step 1),
+    /// or after [`Self::uninstantiate`]; the output of any Generate call made before the refusal
+    /// stays in `out`, and the refused one writes nothing.
     pub fn generate(&mut self, out: &mut [u8], additional: &[u8]) -> Result<(), ReseedRequired> {
         let mut chunks = out.chunks_mut(MAX_BYTES_PER_REQUEST);
         // A zero-length request still runs one Generate (and its state update), as the standard does.
@@ -178,7 +195,8 @@ impl<D: Digest> HashDrbg<D> {
 
     /// One Generate call of 10.1.1.4, `out` at most [`MAX_BYTES_PER_REQUEST`] bytes.
     fn generate_one(&mut self, out: &mut [u8], additional: &[u8]) -> Result<(), ReseedRequired> {
-        if self.reseed_counter > self.reseed_interval {
+        // Counter 0: uninstantiated (no (re)seed leaves it there).
+        if self.reseed_counter == 0 || self.reseed_counter > self.reseed_interval {
             return Err(ReseedRequired);
         }
         let n = Self::seed_len();
@@ -245,6 +263,29 @@ impl<D: HashDrbgHash> Drbg for HashDrbg<D> {
 
     fn generate(&mut self, out: &mut [u8], additional: &[u8]) -> Result<(), ReseedRequired> {
         HashDrbg::generate(self, out, additional)
+    }
+}
+
+impl<D: HashDrbgHash> ApprovedDrbg for HashDrbg<D> {
+    fn set_reseed_interval(&mut self, requests: u64) {
+        HashDrbg::set_reseed_interval(self, requests);
+    }
+
+    fn uninstantiate(&mut self) {
+        HashDrbg::uninstantiate(self);
+    }
+
+    fn is_zeroized(&self) -> bool {
+        HashDrbg::is_zeroized(self)
+    }
+}
+
+#[cfg(test)]
+impl<D> HashDrbg<D> {
+    /// Flips the lowest bit of V's first byte: a fault in the state update, for the
+    /// self-tests' mutation test.
+    pub(crate) fn flip_v_bit(&mut self) {
+        self.v[0] ^= 1;
     }
 }
 
@@ -451,6 +492,17 @@ mod tests {
         d.reseed_counter = RESEED_INTERVAL + 1;
         d.reseed_interval = RESEED_INTERVAL;
         assert_eq!(d.generate(&mut out, &[]), Err(ReseedRequired), "table 2's 2^48");
+    }
+
+    #[test]
+    fn uninstantiate_zeroizes_and_refuses() {
+        let mut d = HashDrbg::<sha2::Sha512>::instantiate(&[7u8; 32], &[1u8; 16], b"p");
+        assert!(!d.is_zeroized());
+        d.uninstantiate();
+        assert!(d.is_zeroized());
+        let mut out = [0x5au8; 16];
+        assert_eq!(d.generate(&mut out, b"add"), Err(ReseedRequired));
+        assert_eq!(out, [0x5au8; 16], "nothing written");
     }
 
     #[test]

@@ -15,7 +15,8 @@
 //! calls, never refused, as [`super::ctr_drbg`] does.
 //!
 //! An instance exists only once instantiated ([`HmacDrbg::instantiate`] is its one
-//! constructor), so "generate before instantiate" cannot be written.
+//! constructor), so "generate before instantiate" cannot be written; after
+//! [`HmacDrbg::uninstantiate`] (which drop runs) it refuses to generate.
 //!
 //! drbgd serves it over SHA-256 and SHA-512 (`hmac_sha256`, `hmac_sha512`) through the
 //! [`Drbg`] trait; the other hashes are for the CAVP tests only.
@@ -28,7 +29,7 @@ use zeroize::Zeroize;
 
 use super::hash_drbg::security_strength_bits_for;
 pub use super::hash_drbg::{MAX_BYTES_PER_REQUEST, RESEED_INTERVAL};
-use super::{Algorithm, Drbg, ReseedRequired};
+use super::{Algorithm, ApprovedDrbg, Drbg, ReseedRequired};
 
 /// An outlen-byte value: V, or a new Key.
 type Block<D> = Output<Hmac<D>>;
@@ -59,6 +60,7 @@ pub struct HmacDrbg<D: EagerHash> {
     /// HMAC keyed with Key (Key itself is not kept).
     mac: Hmac<D>,
     v: Block<D>,
+    /// 1 after (re)seeding, one more per Generate; 0 only once uninstantiated.
     reseed_counter: u64,
     /// Generate refuses once `reseed_counter` exceeds this (at most [`RESEED_INTERVAL`]).
     reseed_interval: u64,
@@ -75,9 +77,7 @@ impl<D: EagerHash> fmt::Debug for HmacDrbg<D> {
 
 impl<D: EagerHash> Drop for HmacDrbg<D> {
     fn drop(&mut self) {
-        // The keyed HMAC's hash states are wiped by the hash crate's own Drop where its
-        // `zeroize` feature is on (sha2 and sha1 `zeroize`).
-        self.v.as_mut_slice().zeroize();
+        self.uninstantiate();
     }
 }
 
@@ -117,6 +117,25 @@ impl<D: EagerHash> HmacDrbg<D> {
         self.reseed_counter = 1;
     }
 
+    /// Uninstantiate (SP 800-90A 9.4), what drop runs: V and the reseed counter zeroized in
+    /// place, and the HMAC instance keyed with Key replaced by one keyed with the all-zero key
+    /// (the hash states of the old one are wiped by the hash crate's own Drop, sha2 and sha1
+    /// `zeroize`). Generate then refuses until a reseed; the instance is there to be dropped.
+    pub fn uninstantiate(&mut self) {
+        self.mac = keyed::<D>(&Block::<D>::default());
+        self.v.as_mut_slice().zeroize();
+        self.reseed_counter = 0;
+    }
+
+    /// Whether the state reads as uninstantiated: V and the reseed counter zero, and the HMAC
+    /// instance keyed with the all-zero key (probed: its tag of the empty message).
+    pub fn is_zeroized(&self) -> bool {
+        let (mut ours, mut zero_key) = (Block::<D>::default(), Block::<D>::default());
+        FixedOutput::finalize_into(self.mac.clone(), &mut ours);
+        FixedOutput::finalize_into(keyed::<D>(&Block::<D>::default()), &mut zero_key);
+        self.reseed_counter == 0 && self.v.iter().all(|b| *b == 0) && ours == zero_key
+    }
+
     /// Lowers the reseed interval below table 2's [`RESEED_INTERVAL`] (SP 800-90A lets an
     /// implementation choose any up to it): once `requests` Generate calls have been made since
     /// the last (re)seed, [`Self::generate`] refuses until [`Self::reseed`].
@@ -134,8 +153,9 @@ impl<D: EagerHash> HmacDrbg<D> {
     /// standard's Null.
     ///
     /// # Errors
-    /// [`ReseedRequired`] once the reseed counter exceeds the reseed interval (10.1.2.5 step 1);
-    /// the output of any Generate call made before the refusal stays in `out`.
+    /// [`ReseedRequired`] once the reseed counter exceeds the reseed interval (10.1.2.5 step 1),
+    /// or after [`Self::uninstantiate`]; the output of any Generate call made before the refusal
+    /// stays in `out`, and the refused one writes nothing.
     pub fn generate(&mut self, out: &mut [u8], additional: &[u8]) -> Result<(), ReseedRequired> {
         let mut chunks = out.chunks_mut(MAX_BYTES_PER_REQUEST);
         // A zero-length request still runs one Generate (and its Update), as the standard does.
@@ -149,7 +169,8 @@ impl<D: EagerHash> HmacDrbg<D> {
 
     /// One Generate call of 10.1.2.5, `out` at most [`MAX_BYTES_PER_REQUEST`] bytes.
     fn generate_one(&mut self, out: &mut [u8], additional: &[u8]) -> Result<(), ReseedRequired> {
-        if self.reseed_counter > self.reseed_interval {
+        // Counter 0: uninstantiated (no (re)seed leaves it there).
+        if self.reseed_counter == 0 || self.reseed_counter > self.reseed_interval {
             return Err(ReseedRequired);
         }
         if !additional.is_empty() {
@@ -221,6 +242,32 @@ where
 
     fn generate(&mut self, out: &mut [u8], additional: &[u8]) -> Result<(), ReseedRequired> {
         HmacDrbg::generate(self, out, additional)
+    }
+}
+
+impl<D: HmacDrbgHash> ApprovedDrbg for HmacDrbg<D>
+where
+    HmacDrbg<D>: Send,
+{
+    fn set_reseed_interval(&mut self, requests: u64) {
+        HmacDrbg::set_reseed_interval(self, requests);
+    }
+
+    fn uninstantiate(&mut self) {
+        HmacDrbg::uninstantiate(self);
+    }
+
+    fn is_zeroized(&self) -> bool {
+        HmacDrbg::is_zeroized(self)
+    }
+}
+
+#[cfg(test)]
+impl<D: EagerHash> HmacDrbg<D> {
+    /// Flips the lowest bit of V's first byte: a fault in the state update, for the
+    /// self-tests' mutation test.
+    pub(crate) fn flip_v_bit(&mut self) {
+        self.v[0] ^= 1;
     }
 }
 
@@ -338,6 +385,17 @@ mod tests {
         d.reseed_counter = RESEED_INTERVAL + 1;
         d.reseed_interval = RESEED_INTERVAL;
         assert_eq!(d.generate(&mut out, &[]), Err(ReseedRequired), "table 2's 2^48");
+    }
+
+    #[test]
+    fn uninstantiate_zeroizes_and_refuses() {
+        let mut d = HmacDrbg::<sha2::Sha512>::instantiate(&[7u8; 32], &[1u8; 16], b"p");
+        assert!(!d.is_zeroized());
+        d.uninstantiate();
+        assert!(d.is_zeroized());
+        let mut out = [0x5au8; 16];
+        assert_eq!(d.generate(&mut out, b"add"), Err(ReseedRequired));
+        assert_eq!(out, [0x5au8; 16], "nothing written");
     }
 
     #[test]

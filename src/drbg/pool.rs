@@ -5,7 +5,9 @@
 //! The instances of one algorithm sit together in dump-excluded, locked-where-possible pages
 //! ([`SecretSlice`]), each on cache lines of its own. The pool holds them behind one small
 //! trait (`Instances`), built for each algorithm's mechanism type through
-//! [`Algorithm::with_mechanism`], so nothing here lists the algorithms.
+//! [`Algorithm::with_mechanism`], so nothing here lists the algorithms. An algorithm that failed
+//! its start-up self-tests ([`PoolConfig::withheld`]) gets no instances: every call for it is
+//! refused, so no layer above can be served by it.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -27,6 +29,9 @@ pub struct PoolConfig {
     pub policies: [ReseedPolicy; Algorithm::COUNT],
     /// Instance label mixed into every personalization string (host name, pod name, ...).
     pub instance: String,
+    /// Algorithms that failed their start-up self-tests: never instantiated, every fill
+    /// refused with [`DrbgError::SelfTestFailed`], never ready.
+    pub withheld: Vec<Algorithm>,
 }
 
 impl Default for PoolConfig {
@@ -35,6 +40,7 @@ impl Default for PoolConfig {
             shards: std::thread::available_parallelism().map_or(1, |n| n.get()),
             policies: [ReseedPolicy::default(); Algorithm::COUNT],
             instance: String::new(),
+            withheld: Vec::new(),
         }
     }
 }
@@ -89,6 +95,36 @@ impl<G: Drbg> Instances for Shards<G> {
     }
 }
 
+/// An algorithm withheld for a failed start-up self-test: no state, every call refused.
+struct Withheld(Algorithm);
+
+impl Instances for Withheld {
+    fn fill(&self, _: usize, out: &mut [u8], _: bool) -> Result<(), DrbgError> {
+        out.fill(0);
+        Err(DrbgError::SelfTestFailed(self.0))
+    }
+
+    fn fill_reserved(&self, _: usize, out: &mut [u8], _: bool, _: &mut u64) -> Result<(), DrbgError> {
+        out.fill(0);
+        Err(DrbgError::SelfTestFailed(self.0))
+    }
+
+    fn prepare(&self, _: usize, _: u64, _: u64) -> Result<u64, DrbgError> {
+        Err(DrbgError::SelfTestFailed(self.0))
+    }
+
+    fn release(&self, _: usize, _: u64) {}
+
+    fn all_ready(&self) -> bool {
+        false
+    }
+
+    /// No generator state, so no pages to protect.
+    fn protection(&self) -> Protection {
+        Protection { dontdump: true, locked: true }
+    }
+}
+
 /// Builds one algorithm's [`Shards`] for its mechanism type.
 #[derive(Clone, Copy)]
 struct Build<'a> {
@@ -102,6 +138,9 @@ impl WithMechanism for Build<'_> {
 
     fn run<G: Drbg>(self) -> Self::Output {
         let alg = G::ALGORITHM;
+        if self.config.withheld.contains(&alg) {
+            return Ok(Box::new(Withheld(alg)));
+        }
         let slots = SecretSlice::try_from_fn(self.config.shards.max(1), |shard| {
             let label = personalization(alg, shard, &self.config.instance);
             let policy = self.config.policies[alg.index()];
@@ -268,7 +307,8 @@ impl Pool {
 
     /// Whether every generator of every shard can serve and reseed: the entropy source answers
     /// a probe (so an outage shows at once, before any reseed falls due), and generators
-    /// waiting for a reseed (entropy failure, health-test failure) try it now.
+    /// waiting for a reseed (entropy failure, health-test failure) try it now. Never while an
+    /// algorithm is withheld ([`PoolConfig::withheld`]).
     pub fn all_ready(&self) -> bool {
         let entropy_ok = self.probe_entropy();
         let generators_ok = self.algorithms.iter().fold(true, |all, a| a.all_ready() & all);
@@ -413,6 +453,22 @@ mod tests {
         assert_eq!(words.next_u64(), Err(DrbgError::EntropyUnavailable));
         source.set_failing(false);
         assert_ne!(words.next_u64().unwrap(), first);
+    }
+
+    #[test]
+    fn a_withheld_algorithm_is_refused_everywhere_and_never_ready() {
+        let config = PoolConfig { shards: 2, withheld: vec![Algorithm::HmacSha256], ..PoolConfig::default() };
+        let pool = Pool::new(&config, Arc::new(OsEntropy)).unwrap();
+        let refused = Err(DrbgError::SelfTestFailed(Algorithm::HmacSha256));
+        let mut out = [0xAAu8; 32];
+        assert_eq!(pool.fill(Algorithm::HmacSha256, &mut out, false), refused);
+        assert_eq!(out, [0u8; 32], "nothing handed out");
+        assert_eq!(pool.prepare_on_shard(1, Algorithm::HmacSha256, 100, 100).map(drop), refused);
+        assert_eq!(pool.fill_reserved_on_shard(1, Algorithm::HmacSha256, &mut out, true, &mut 64), refused);
+        assert_eq!(pool.words(Algorithm::HmacSha256).next_u64().map(drop), refused);
+        assert!(!pool.all_ready());
+        pool.fill(Algorithm::HmacSha512, &mut out, false).unwrap();
+        assert_ne!(out, [0u8; 32], "the others serve");
     }
 
     #[test]

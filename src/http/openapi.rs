@@ -699,8 +699,10 @@ impl Describe<'_> {
     }
 
     fn alg_param(&self) -> utoipa::openapi::path::Parameter {
-        let approved: Vec<&str> = self.rules.enabled.iter().filter(|a| a.approved()).map(|a| a.name()).collect();
-        let mode = if self.rules.approved_only { " This server serves approved mechanisms only." } else { "" };
+        let approved: Vec<&str> =
+            self.rules.enabled.iter().filter(|a| a.approved()).map(|a| a.name()).collect();
+        let mode =
+            if self.rules.approved_only { " This server serves approved mechanisms only." } else { "" };
         let description = format!(
             "Generator (any case); default {}. NIST SP 800-90A (approved): {}; the others are not approved \
              (GET /algorithms: `approved`).{mode}",

@@ -111,6 +111,7 @@ mod tests {
             ApiError::EntropyUnavailable,
             ApiError::GeneratorFailed,
             ApiError::NotReady,
+            ApiError::SelfTestFailed { detail: nasty.to_string() },
             ApiError::NotFound,
             ApiError::TooEarly { retry_after: 7, detail: nasty.to_string() },
             ApiError::ClientClosed,

@@ -351,20 +351,21 @@ async fn garbage_at_a_key_sets_that_caller_aside_not_the_store() {
     // A hash that is not a bucket is garbage too; once the key is sound again, web is global.
     redis.cmd(&["DEL", "g:{web}:requests"]).unwrap();
     redis.cmd(&["HSET", "g:{web}:requests", "tokens", "lots", "at", "yesterday"]).unwrap();
-    // The bucket set aside is used again once BROKEN has passed: web is global again (before
-    // any exchange: /usage takes nothing from the bucket), and its next request reads the key.
-    let global = || async { usage(&app).await["quota"]["scope"] == "global" };
+    // The bucket set aside is read again by the first request after BROKEN: that request finds
+    // the hash, garbage too (requests before it are served from this replica's share).
     let set_aside_for = drbgd::callers::lease::BROKEN + Duration::from_secs(2);
-    assert!(eventually(set_aside_for, global).await, "web set aside for longer than BROKEN");
-    status(&app, WEB, "/token").await;
-    assert!(eventually(Duration::from_secs(2), || async { metric(&app, errors).await >= 2.0 }).await);
+    let read_again = || async {
+        status(&app, WEB, "/token").await;
+        metric(&app, errors).await >= 2.0
+    };
+    assert!(eventually(set_aside_for, read_again).await, "web set aside for longer than BROKEN");
+    // Once the key is sound again, web is global after the next BROKEN.
     redis.cmd(&["DEL", "g:{web}:requests"]).unwrap();
-    assert!(eventually(set_aside_for, global).await, "web set aside for longer than BROKEN");
-    status(&app, WEB, "/token").await;
-    assert!(
-        eventually(Duration::from_secs(2), || async { usage(&app).await["quota"]["scope"] == "global" })
-            .await
-    );
+    let global_again = || async {
+        status(&app, WEB, "/token").await;
+        usage(&app).await["quota"]["scope"] == "global"
+    };
+    assert!(eventually(set_aside_for, global_again).await, "web set aside for longer than BROKEN");
 }
 
 /// A bucket whose time is ahead of the store's clock (as after the store's clock is stepped
