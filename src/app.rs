@@ -446,12 +446,16 @@ mod tests {
     use tower::ServiceExt;
 
     use super::*;
+    use serde_json::json;
+
     use crate::drbg::DrbgError;
     use crate::error::ApiError;
+    use crate::service::{BitsRequest, Encoding};
 
     /// A flipped bit in HMAC_DRBG's state update, caught by the self-tests, leaves the app up
     /// but unready for good: `/readyz` names the algorithm and the failed tests, the algorithm
-    /// is refused with `selftest_failed`, the failures are counted, and the others still serve.
+    /// is refused with `selftest_failed` (a stream too, before it opens), `/algorithms` lists
+    /// it as not served, the failures are counted, and the others still serve.
     #[tokio::test]
     async fn a_failed_self_test_withholds_its_algorithm_and_keeps_the_app_unready() {
         let failures = selftest::mutation::mutated(Algorithm::HmacSha256).failures();
@@ -469,6 +473,28 @@ mod tests {
         assert_eq!(refused, DrbgError::SelfTestFailed(Algorithm::HmacSha256));
         assert_eq!((ApiError::from(refused).code(), out), ("selftest_failed", [0u8; 32]));
         state.pool.fill(Algorithm::Aes256Ctr, &mut out, false).unwrap();
+        let caller = state.callers.registry().anonymous().clone();
+        let stream =
+            |alg| BitsRequest::new(state.service.rules(), Some(1 << 20), alg, Encoding::Hex, true).unwrap();
+        let opened = state.service.stream(&caller, stream(Some("hmac_sha256")), 4096);
+        assert_eq!(opened.err().map(|e| e.code()), Some("selftest_failed"), "refused before any header");
+        assert!(state.service.stream(&caller, stream(Some("aes256ctr")), 4096).is_ok());
+        let listed = crate::http::meta::algorithms(&state);
+        let listed = axum::body::to_bytes(listed.into_body(), usize::MAX).await.unwrap();
+        let listed: serde_json::Value = serde_json::from_slice(&listed).unwrap();
+        let entry = |name: &str| {
+            let all = listed["algorithms"].as_array().unwrap();
+            all.iter().find(|e| e["name"] == name).unwrap().clone()
+        };
+        let withheld = entry("hmac_sha256");
+        assert_eq!(
+            (&withheld["served"], &withheld["self_test"]),
+            (&json!(false), &json!("failed")),
+            "{withheld}"
+        );
+        assert_eq!(withheld["enabled"], json!(true), "still configured");
+        let served = entry("hmac_sha512");
+        assert_eq!((&served["served"], &served["self_test"]), (&json!(true), &json!("passed")), "{served}");
         let request = axum::http::Request::get("/readyz").body(axum::body::Body::empty()).unwrap();
         let response = crate::admin::router(state.clone()).oneshot(request).await.unwrap();
         assert_eq!(response.status(), axum::http::StatusCode::SERVICE_UNAVAILABLE);

@@ -69,7 +69,8 @@ pub trait Drbg: Send + fmt::Debug + 'static {
     /// Creates an instance from entropy input, a nonce and a personalization string.
     fn instantiate(entropy: &[u8], nonce: &[u8], personalization: &[u8]) -> Self;
 
-    /// Mixes fresh entropy and optional additional input into the state.
+    /// Mixes fresh entropy and optional additional input into the state. An SP 800-90A
+    /// mechanism once uninstantiated ([`ApprovedDrbg::uninstantiate`]) is left as it is.
     fn reseed(&mut self, entropy: &[u8], additional: &[u8]);
 
     /// Fills `out` completely, then erases the key that produced it.
@@ -105,7 +106,8 @@ pub trait ApprovedDrbg: Drbg {
     fn set_reseed_interval(&mut self, requests: u64);
 
     /// Uninstantiate (SP 800-90A 9.4): zeroizes the working state in place, as drop does. The
-    /// instance then refuses [`Drbg::generate`] with [`ReseedRequired`]; it is there to be dropped.
+    /// instance then refuses [`Drbg::generate`] with [`ReseedRequired`] for good: [`Drbg::reseed`]
+    /// does nothing to it (SP 800-90A 9.2 step 1). It is there to be dropped.
     fn uninstantiate(&mut self);
 
     /// Whether the working state reads as zeroized: V, the key (or C) and the reseed counter

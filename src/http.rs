@@ -6,7 +6,7 @@ mod deadline;
 mod endpoint;
 mod front;
 mod kms;
-mod meta;
+pub(crate) mod meta;
 pub mod openapi;
 mod params;
 mod pollen;

@@ -96,7 +96,7 @@ impl Service {
     ///
     /// # Errors
     /// 403/429 from the caller's policy and byte quota ([`Caller::permit`]); 503
-    /// `entropy_unavailable` or `generator_failed`. Nothing was produced.
+    /// `entropy_unavailable`, `generator_failed` or `selftest_failed`. Nothing was produced.
     pub fn bits(&self, caller: &Arc<Caller>, req: BitsRequest) -> Result<BitsOutput, ApiError> {
         caller.permit(req.alg(), req.n_bits(), req.pr(), req.byte_len())?;
         let rules = &self.0.rules;
@@ -175,7 +175,8 @@ impl Service {
     /// midway (not for `pr`, whose first chunk reseeds anyway).
     ///
     /// # Errors
-    /// As [`Service::bits`]; 503 `entropy_unavailable` if that reseed failed. Nothing was sent.
+    /// As [`Service::bits`]; 503 `entropy_unavailable` if that reseed failed, `selftest_failed`
+    /// if the algorithm is withheld (whether or not `pr`). Nothing was sent.
     pub fn stream(
         &self,
         caller: &Arc<Caller>,
@@ -195,6 +196,7 @@ impl Service {
         let chunk_bytes = if req.format() == Encoding::Bits { chunk_bytes / 8 } else { chunk_bytes };
         let chunk_bytes = (chunk_bytes / 3 * 3).max(3);
         let pool = &self.0.pool;
+        pool.serves(req.alg())?;
         let shard = pool.current_shard();
         let reserved = if req.pr() {
             0

@@ -162,11 +162,15 @@ impl<C: AesCipher> CtrDrbg<C> {
         drbg
     }
 
-    /// CTR_DRBG_Reseed_algorithm (10.2.1.4).
+    /// CTR_DRBG_Reseed_algorithm (10.2.1.4). Does nothing once [`Self::uninstantiate`] has run
+    /// (SP 800-90A 9.2 step 1: an invalid state is not reseeded), so Generate stays refused.
     ///
     /// # Panics
     /// Without df, if `entropy` is not seedlen bytes or `additional` is longer.
     pub fn reseed_with(&mut self, entropy: &[u8], additional: &[u8]) {
+        if self.reseed_counter == 0 {
+            return;
+        }
         let mut seed = [0u8; MAX_SEED_LEN];
         let seed = &mut seed[..Self::seed_len()];
         if self.use_df {
@@ -193,8 +197,8 @@ impl<C: AesCipher> CtrDrbg<C> {
 
     /// Uninstantiate (SP 800-90A 9.4): Key's bytes, V and the reseed counter zeroized in place,
     /// and the cipher keyed with the all-zero key (the old round keys are wiped as the old
-    /// cipher drops, aes `zeroize`). Generate then refuses until a reseed; the instance is there
-    /// to be dropped.
+    /// cipher drops, aes `zeroize`). Generate then refuses for good, a reseed doing nothing; the
+    /// instance is there to be dropped.
     pub fn uninstantiate(&mut self) {
         self.cipher = Self::keyed(&[0u8; 32][..Self::key_len()]);
         self.wipe();
@@ -776,6 +780,10 @@ mod tests {
         assert!(d.is_zeroized());
         let mut out = [0x5au8; 16];
         assert_eq!(d.generate_with(&mut out, b"add"), Err(ReseedRequired));
+        assert_eq!(out, [0x5au8; 16]);
+        d.reseed_with(&[9u8; 36], b"add");
+        assert!(d.is_zeroized(), "a reseed leaves an uninstantiated state as it is");
+        assert_eq!(d.generate_with(&mut out, &[]), Err(ReseedRequired));
         assert_eq!(out, [0x5au8; 16]);
     }
 

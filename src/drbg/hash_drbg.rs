@@ -103,7 +103,8 @@ impl<D> Drop for HashDrbg<D> {
 
 impl<D> HashDrbg<D> {
     /// Uninstantiate (SP 800-90A 9.4): V, C and the reseed counter zeroized in place (what drop
-    /// runs). Generate then refuses until a reseed; the instance is there to be dropped.
+    /// runs). Generate then refuses for good, a reseed doing nothing; the instance is there to
+    /// be dropped.
     pub fn uninstantiate(&mut self) {
         self.v.zeroize();
         self.c.zeroize();
@@ -151,8 +152,13 @@ impl<D: Digest> HashDrbg<D> {
     }
 
     /// Hash_DRBG_Reseed_algorithm (10.1.1.3): `V = Hash_df(0x01 || V || entropy ||
-    /// additional)`, `C = Hash_df(0x00 || V)`, reseed_counter = 1.
+    /// additional)`, `C = Hash_df(0x00 || V)`, reseed_counter = 1. Does nothing once
+    /// [`Self::uninstantiate`] has run (SP 800-90A 9.2 step 1: an invalid state is not
+    /// reseeded), so Generate stays refused.
     pub fn reseed(&mut self, entropy: &[u8], additional: &[u8]) {
+        if self.reseed_counter == 0 {
+            return;
+        }
         let n = Self::seed_len();
         let mut seed = [0u8; MAX_SEED_LEN];
         hash_df::<D>(&[&[0x01], &self.v[..n], entropy, additional], &mut seed[..n]);
@@ -503,6 +509,10 @@ mod tests {
         let mut out = [0x5au8; 16];
         assert_eq!(d.generate(&mut out, b"add"), Err(ReseedRequired));
         assert_eq!(out, [0x5au8; 16], "nothing written");
+        d.reseed(&[9u8; 32], b"add");
+        assert!(d.is_zeroized(), "a reseed leaves an uninstantiated state as it is");
+        assert_eq!(d.generate(&mut out, &[]), Err(ReseedRequired));
+        assert_eq!(out, [0x5au8; 16]);
     }
 
     #[test]

@@ -111,8 +111,12 @@ impl<D: EagerHash> HmacDrbg<D> {
     }
 
     /// HMAC_DRBG_Reseed_algorithm (10.1.2.4): `Update(entropy || additional)`,
-    /// reseed_counter = 1.
+    /// reseed_counter = 1. Does nothing once [`Self::uninstantiate`] has run (SP 800-90A 9.2
+    /// step 1: an invalid state is not reseeded), so Generate stays refused.
     pub fn reseed(&mut self, entropy: &[u8], additional: &[u8]) {
+        if self.reseed_counter == 0 {
+            return;
+        }
         self.update(&[entropy, additional]);
         self.reseed_counter = 1;
     }
@@ -120,7 +124,8 @@ impl<D: EagerHash> HmacDrbg<D> {
     /// Uninstantiate (SP 800-90A 9.4), what drop runs: V and the reseed counter zeroized in
     /// place, and the HMAC instance keyed with Key replaced by one keyed with the all-zero key
     /// (the hash states of the old one are wiped by the hash crate's own Drop, sha2 and sha1
-    /// `zeroize`). Generate then refuses until a reseed; the instance is there to be dropped.
+    /// `zeroize`). Generate then refuses for good, a reseed doing nothing; the instance is there
+    /// to be dropped.
     pub fn uninstantiate(&mut self) {
         self.mac = keyed::<D>(&Block::<D>::default());
         self.v.as_mut_slice().zeroize();
@@ -396,6 +401,10 @@ mod tests {
         let mut out = [0x5au8; 16];
         assert_eq!(d.generate(&mut out, b"add"), Err(ReseedRequired));
         assert_eq!(out, [0x5au8; 16], "nothing written");
+        d.reseed(&[9u8; 32], b"add");
+        assert!(d.is_zeroized(), "a reseed leaves an uninstantiated state as it is");
+        assert_eq!(d.generate(&mut out, &[]), Err(ReseedRequired));
+        assert_eq!(out, [0x5au8; 16]);
     }
 
     #[test]

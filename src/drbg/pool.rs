@@ -59,6 +59,10 @@ trait Instances: Send + Sync {
     fn all_ready(&self) -> bool;
     /// What the kernel granted for these instances' pages.
     fn protection(&self) -> Protection;
+    /// `Err` if the algorithm is withheld (see [`Pool::serves`]).
+    fn serves(&self) -> Result<(), DrbgError> {
+        Ok(())
+    }
 }
 
 /// Keeps a value on cache lines of its own (128 bytes: two 64-byte lines, as the adjacent-line
@@ -122,6 +126,10 @@ impl Instances for Withheld {
     /// No generator state, so no pages to protect.
     fn protection(&self) -> Protection {
         Protection { dontdump: true, locked: true }
+    }
+
+    fn serves(&self) -> Result<(), DrbgError> {
+        Err(DrbgError::SelfTestFailed(self.0))
     }
 }
 
@@ -235,6 +243,15 @@ impl Pool {
     pub fn fill(&self, alg: Algorithm, out: &mut [u8], prediction_resistance: bool) -> Result<(), DrbgError> {
         let shard = thread_ticket() % self.shards;
         self.fill_on_shard(shard, alg, out, prediction_resistance)
+    }
+
+    /// Whether `alg` is served at all: a check that draws nothing, for a caller that must refuse
+    /// before it answers (a stream's headers go out before its first fill).
+    ///
+    /// # Errors
+    /// [`DrbgError::SelfTestFailed`] if `alg` is withheld ([`PoolConfig::withheld`]).
+    pub fn serves(&self, alg: Algorithm) -> Result<(), DrbgError> {
+        self.algorithms[alg.index()].serves()
     }
 
     /// The shard of the calling thread (a stream keeps to the shard it started on).
@@ -466,6 +483,8 @@ mod tests {
         assert_eq!(pool.prepare_on_shard(1, Algorithm::HmacSha256, 100, 100).map(drop), refused);
         assert_eq!(pool.fill_reserved_on_shard(1, Algorithm::HmacSha256, &mut out, true, &mut 64), refused);
         assert_eq!(pool.words(Algorithm::HmacSha256).next_u64().map(drop), refused);
+        assert_eq!(pool.serves(Algorithm::HmacSha256), refused);
+        assert_eq!(pool.serves(Algorithm::HmacSha512), Ok(()));
         assert!(!pool.all_ready());
         pool.fill(Algorithm::HmacSha512, &mut out, false).unwrap();
         assert_ne!(out, [0u8; 32], "the others serve");

@@ -9,7 +9,8 @@ use crate::drbg::Algorithm;
 use crate::state::AppState;
 
 /// `GET /algorithms`: what each generator is, its standard (and whether SP 800-90A approves
-/// it), strength and current settings, and whether only approved ones are served.
+/// it), strength and current settings, whether its start-up self-tests passed and it is served,
+/// and whether only approved ones are served.
 pub fn algorithms(state: &AppState) -> Response {
     let list: Vec<Value> = Algorithm::ALL.into_iter().map(|alg| describe(state, alg)).collect();
     let rules = state.service.rules();
@@ -24,10 +25,14 @@ pub fn algorithms(state: &AppState) -> Response {
 fn describe(state: &AppState, alg: Algorithm) -> Value {
     let info = alg.info();
     let policy = state.settings.policy(alg);
+    let rules = state.service.rules();
+    let tested = !state.readiness.self_test_failures.iter().any(|f| f.alg == alg);
     json!({
         "name": info.name,
         "aliases": info.aliases,
-        "enabled": state.service.rules().enabled.contains(&alg),
+        "enabled": rules.enabled.contains(&alg),
+        "served": tested && rules.algorithm(Some(alg.name())).is_ok(),
+        "self_test": if tested { "passed" } else { "failed" },
         "standard": info.standard,
         "approved": info.approved,
         "construction": info.construction,

@@ -198,6 +198,29 @@ fn values_follow_their_requests() {
     assert!(i.values.len() == 100 && i.values.iter().all(|v| (-3..=3).contains(v)));
 }
 
+/// An algorithm withheld for a failed start-up self-test is refused before anything is sent:
+/// no stream opens for it, with prediction resistance or without.
+#[test]
+fn a_withheld_algorithm_is_refused_before_a_stream_opens() {
+    let config = PoolConfig { shards: 1, withheld: vec![Algorithm::Aes256Ctr], ..PoolConfig::default() };
+    let pool = Pool::new(&config, Arc::new(OsEntropy)).unwrap();
+    let metrics = Arc::new(Metrics::new(pool.stats().clone()));
+    let s = Service::new(Arc::new(pool), metrics, rules());
+    let r = s.rules().clone();
+    for pr in [true, false] {
+        let req = |alg| BitsRequest::new(&r, Some(1 << 16), alg, Encoding::Hex, pr).unwrap();
+        let refused = Some("selftest_failed");
+        assert_eq!(
+            s.stream(&anyone(), req(Some("aes256ctr")), 300).err().map(|e| e.code()),
+            refused,
+            "pr {pr}"
+        );
+        assert_eq!(s.bits(&anyone(), req(Some("aes256ctr"))).err().map(|e| e.code()), refused, "pr {pr}");
+        assert_eq!(s.whole(&anyone(), &req(Some("aes256ctr"))).err().map(|e| e.code()), refused, "pr {pr}");
+        assert!(s.stream(&anyone(), req(None), 300).is_ok(), "the others serve");
+    }
+}
+
 #[test]
 fn a_generator_that_cannot_reseed_refuses_every_kind_of_output() {
     let entropy = Arc::new(ScriptedEntropy::default());

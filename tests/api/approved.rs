@@ -44,6 +44,8 @@ async fn approved_only_serves_the_sp800_90a_mechanisms_only() {
     for entry in algorithms {
         let approved = entry["approved"].as_bool().unwrap_or_else(|| panic!("no approved: {entry}"));
         assert_eq!(entry["enabled"].as_bool(), Some(approved), "{entry}");
+        assert_eq!(entry["served"].as_bool(), Some(approved), "{entry}");
+        assert_eq!(entry["self_test"], "passed", "{entry}");
     }
     assert_eq!(algorithms.iter().filter(|e| e["approved"] == true).count(), 7);
 

@@ -123,3 +123,44 @@ impl<G: ApprovedDrbg> ApprovedDrbg for Careless<G> {
         self.0.is_zeroized()
     }
 }
+
+/// `G` whose reseed brings an uninstantiated instance back (instantiating it afresh from the
+/// reseed's entropy input): the fault the uninstantiate test's reseed must catch.
+#[derive(Debug)]
+pub(crate) struct Revived<G>(G);
+
+impl<G: ApprovedDrbg> Drbg for Revived<G> {
+    const ALGORITHM: Algorithm = G::ALGORITHM;
+    const ENTROPY_LEN: usize = G::ENTROPY_LEN;
+    const NONCE_LEN: usize = G::NONCE_LEN;
+
+    fn instantiate(entropy: &[u8], nonce: &[u8], personalization: &[u8]) -> Self {
+        Revived(G::instantiate(entropy, nonce, personalization))
+    }
+
+    fn reseed(&mut self, entropy: &[u8], additional: &[u8]) {
+        if self.0.is_zeroized() {
+            self.0 = G::instantiate(entropy, &[0u8; 16][..G::NONCE_LEN], additional);
+        } else {
+            self.0.reseed(entropy, additional);
+        }
+    }
+
+    fn generate(&mut self, out: &mut [u8], additional: &[u8]) -> Result<(), ReseedRequired> {
+        self.0.generate(out, additional)
+    }
+}
+
+impl<G: ApprovedDrbg> ApprovedDrbg for Revived<G> {
+    fn set_reseed_interval(&mut self, requests: u64) {
+        self.0.set_reseed_interval(requests);
+    }
+
+    fn uninstantiate(&mut self) {
+        self.0.uninstantiate();
+    }
+
+    fn is_zeroized(&self) -> bool {
+        self.0.is_zeroized()
+    }
+}

@@ -97,7 +97,8 @@ fn fixed<G: Drbg>() -> G {
 }
 
 /// Uninstantiate (SP 800-90A 9.4): the state of an instance that has generated is not zero
-/// before and is after, and Generate is then refused without writing.
+/// before and is after, and Generate is then refused without writing, still after a reseed
+/// (9.2 step 1: an invalid state is not reseeded), which leaves the state zero.
 fn uninstantiate<G: ApprovedDrbg>() -> bool {
     let mut drbg = fixed::<G>();
     let mut out = UNTOUCHED;
@@ -106,7 +107,10 @@ fn uninstantiate<G: ApprovedDrbg>() -> bool {
     let zeroized = drbg.is_zeroized();
     out = UNTOUCHED;
     let refused = drbg.generate(&mut out, &[]) == Err(ReseedRequired) && out == UNTOUCHED;
-    used && zeroized && refused
+    drbg.reseed(&ENTROPY[..G::ENTROPY_LEN], b"additional");
+    let stays_refused =
+        drbg.generate(&mut out, &[]) == Err(ReseedRequired) && out == UNTOUCHED && drbg.is_zeroized();
+    used && zeroized && refused && stays_refused
 }
 
 /// The reseed counter's error path (step 1 of each Generate algorithm: 10.1.1.4, 10.1.2.5,

@@ -1,8 +1,10 @@
 //! The self-tests pass on the real mechanisms, and fail, naming the test, on faulty ones.
 
-use super::mutation::{Careless, mutated};
+use super::mutation::{Careless, Revived, mutated};
 use super::{Outcome, Report, SelfTestError, run, run_all, sp800_90a, vectors};
 use crate::drbg::Algorithm;
+use crate::drbg::ctr_drbg::Aes256CtrDrbg;
+use crate::drbg::hash_drbg::HashSha256Drbg;
 use crate::drbg::hmac_drbg::HmacSha256Drbg;
 
 /// The SP 800-90A tests, in the order they run.
@@ -66,6 +68,29 @@ fn a_careless_uninstantiate_and_reseed_interval_fail_their_tests() {
     let report = Report { alg: Algorithm::HmacSha256, outcomes };
     let failed: Vec<&str> = report.failures().iter().map(|f| f.what).collect();
     assert_eq!(failed, ["uninstantiate", "reseed counter limit"]);
+}
+
+/// A reseed that brings an uninstantiated instance back fails the uninstantiate test, and
+/// nothing else.
+#[test]
+fn a_reseed_reviving_an_uninstantiated_instance_fails_its_test() {
+    for report in [
+        Report {
+            alg: Algorithm::HmacSha256,
+            outcomes: sp800_90a::run::<Revived<HmacSha256Drbg>>(&vectors::HMAC_SHA256),
+        },
+        Report {
+            alg: Algorithm::HashSha256,
+            outcomes: sp800_90a::run::<Revived<HashSha256Drbg>>(&vectors::HASH_SHA256),
+        },
+        Report {
+            alg: Algorithm::Aes256Ctr,
+            outcomes: sp800_90a::run::<Revived<Aes256CtrDrbg>>(&vectors::AES256),
+        },
+    ] {
+        let failed: Vec<&str> = report.failures().iter().map(|f| f.what).collect();
+        assert_eq!(failed, ["uninstantiate"], "{}", report.alg);
+    }
 }
 
 #[test]
