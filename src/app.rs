@@ -305,10 +305,12 @@ impl App {
 
 /// The beacon `[beacon]` configures (`None` when off): its key read from its file (a file
 /// others may read is warned of), self-tested (a known answer, then a pairwise check of the
-/// key), kept in protected memory.
+/// key), kept in protected memory; its chain checked against `beacon.chain_hash`, and the
+/// example key's chain logged as an error.
 ///
 /// # Errors
-/// The key file cannot be read or holds no key, or the self-test fails.
+/// The key file cannot be read or holds no key, the self-test fails, or the chain is not the
+/// pinned one.
 fn beacon_of(settings: &crate::config::beacon::BeaconSettings) -> anyhow::Result<Option<Arc<Beacon>>> {
     if !settings.enabled {
         return Ok(None);
@@ -325,6 +327,8 @@ fn beacon_of(settings: &crate::config::beacon::BeaconSettings) -> anyhow::Result
         );
     }
     let chain = Chain::new(signer, settings.chain_params());
+    settings.check_chain_hash(chain.hash_hex())?;
+    warn_if_example_key(&chain);
     tracing::info!(
         chain_hash = chain.hash_hex(),
         public_key = %const_hex::encode(chain.public_key()),
@@ -333,6 +337,20 @@ fn beacon_of(settings: &crate::config::beacon::BeaconSettings) -> anyhow::Result
         "beacon on"
     );
     Ok(Some(Arc::new(Beacon::new(chain))))
+}
+
+/// Logs at error level a chain whose key is the example key published with drbgd's source: its
+/// every round, past and future, is anyone's to compute. Not refused: the example
+/// configuration and CI serve it on purpose.
+fn warn_if_example_key(chain: &Chain) {
+    if const_hex::encode(chain.public_key()) == crate::beacon::key::EXAMPLE_PUBLIC_KEY {
+        tracing::error!(
+            chain_hash = chain.hash_hex(),
+            "THE BEACON'S SECRET KEY IS PUBLIC: this is the example key (config/examples/beacon-example.key); \
+             anyone can compute every round of this chain, past and future, and open any tlock ciphertext \
+             made to it. Never serve it outside a laptop or a test: make a key with `drbgd beacon keygen`"
+        );
+    }
 }
 
 /// The beacon's key from its file (`beacon.secret_key_file`), read through one open file (its

@@ -13,11 +13,13 @@
 //! bounded cache ([`cache::RoundCache`]): the rounds near the clock's, which nearly every
 //! request asks for, apart from old ones, so that requests for arbitrary old rounds can evict
 //! only each other; and old rounds are signed one at a time, a recent one once however many
-//! ask for it at the moment it falls due ([`Beacon::signed`]).
+//! ask for it at the moment it falls due ([`Beacon::signed`], [`Beacon::signed_in_turn`]).
+//! The requests waiting for the next round are bounded, in all and per peer ([`Beacon::waiter`]).
 //!
-//! No I/O and nothing of HTTP here: the time is an argument ([`UnixTime`]), the key arrives as
-//! text already read (`app.rs`), and the HTTP adapter (`http/beacon.rs`) waits for the next
-//! round and writes the headers.
+//! No I/O and nothing of HTTP here: the time is an argument ([`UnixTime`]; only the short wait
+//! for a turn to sign an old round reads tokio's timer), the key arrives as text already read
+//! (`app.rs`), and the HTTP adapter (`http/beacon.rs`) waits for the next round and writes the
+//! headers.
 //!
 //! Layout:
 //! - [`key`]: the secret key in protected memory ([`key::Signer`]), its file format, signing
@@ -31,11 +33,14 @@ pub mod chain;
 pub mod clock;
 pub mod key;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, TryLockError};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
+use tokio::sync::{Semaphore, SemaphorePermit};
+
+use crate::callers::peer::PeerKey;
 
 pub use cache::RoundCache;
 pub use chain::{Chain, ChainParams};
@@ -104,7 +109,8 @@ pub enum Refusal {
         /// The round right after the current one.
         next: bool,
     },
-    /// An old round is being signed for another request; retry shortly (503).
+    /// Old rounds are being signed for other requests, past a short wait for a turn; retry
+    /// shortly (503).
     Busy,
     /// Round 0: a chain has none (drand's HTTP API reads `/public/0` as the latest, which the
     /// HTTP adapter does before asking here).
@@ -114,33 +120,67 @@ pub enum Refusal {
 /// Requests waiting for the next round at once, at most: each holds a task and its connection
 /// for up to a period, and none holds a place under the server's caps meanwhile (the HTTP
 /// adapter gives its place back before it waits, so that waiters never take the places health
-/// checks need). Past it, a request for the next round is refused (503) rather than kept.
+/// checks need). Past it, a request for the next round is refused (425, to retry once it is
+/// due) rather than kept.
 pub const MAX_WAITERS: usize = 1024;
+
+/// Requests of one peer (as the per-peer limits count it) waiting for the next round at once,
+/// at most: so that a few addresses cannot take every place of [`MAX_WAITERS`]. drand-client
+/// asks for one round at a time; two leave room for a second client behind the same address.
+pub const MAX_WAITERS_PER_PEER: usize = 2;
+
+/// How long a request for an uncached old round waits for its turn to sign before it is
+/// refused as [`Refusal::Busy`]. One signature is a fraction of a millisecond (a hash to the
+/// curve and one scalar multiplication), so 50 ms lets a request through behind dozens of
+/// distinct old rounds, and behind any number of requests for the same one (those find it in
+/// the cache under the permit); yet a flood of distinct old rounds holds each request for no
+/// more than a blink, far within `server.request_timeout_ms`, before it is told to retry.
+pub const OLD_SIGNING_WAIT: Duration = Duration::from_millis(50);
 
 /// A chain and the rounds it signed.
 pub struct Beacon {
     chain: Chain,
     cache: RoundCache,
-    /// Held while an old round (outside the cache's recent window) is signed: one at a time,
-    /// so that requests for arbitrary old rounds keep at most one core busy signing, and the
-    /// current round never waits behind them (it does not take this).
-    old_signing: Mutex<()>,
+    /// Its one permit held while an old round (outside the cache's recent window) is signed:
+    /// one at a time, so that requests for arbitrary old rounds keep at most one core busy
+    /// signing, and the current round never waits behind them (it does not take this). Taken
+    /// in turn (the semaphore is fair), the cache looked at again under it.
+    old_signing: Semaphore,
     /// Held while a recent round is signed, the cache looked at again under it: when a round
     /// falls due, every request waiting for it wakes at once, and one signs it while the others
     /// wait (a signature's time, well under a millisecond) and take it from the cache, instead
     /// of each signing it again (up to [`MAX_WAITERS`] signatures at each round).
     recent_signing: Mutex<()>,
-    /// Requests waiting for the next round (see [`MAX_WAITERS`]).
-    waiters: AtomicUsize,
+    /// Requests waiting for the next round (see [`MAX_WAITERS`], [`MAX_WAITERS_PER_PEER`]).
+    waiters: Mutex<Waiters>,
+}
+
+/// The requests waiting for the next round: in all, and per peer (a peer with none has no
+/// entry, so the map holds at most [`MAX_WAITERS`] entries).
+#[derive(Debug, Default)]
+struct Waiters {
+    total: usize,
+    by_peer: HashMap<PeerKey, usize>,
 }
 
 /// A request's place among those waiting for the next round, given back when dropped.
 #[derive(Debug)]
-pub struct Waiter<'a>(&'a AtomicUsize);
+pub struct Waiter<'a> {
+    waiters: &'a Mutex<Waiters>,
+    peer: PeerKey,
+}
 
 impl Drop for Waiter<'_> {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
+        let mut guard = self.waiters.lock().unwrap_or_else(PoisonError::into_inner);
+        let waiters = &mut *guard;
+        waiters.total = waiters.total.saturating_sub(1);
+        if let Some(n) = waiters.by_peer.get_mut(&self.peer) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                waiters.by_peer.remove(&self.peer);
+            }
+        }
     }
 }
 
@@ -156,9 +196,9 @@ impl Beacon {
         Beacon {
             chain,
             cache: RoundCache::default(),
-            old_signing: Mutex::new(()),
+            old_signing: Semaphore::new(1),
             recent_signing: Mutex::new(()),
-            waiters: AtomicUsize::new(0),
+            waiters: Mutex::default(),
         }
     }
 
@@ -173,36 +213,65 @@ impl Beacon {
     /// [`Refusal::NotDue`] for a round not yet due; [`Refusal::Busy`] for an uncached old
     /// round while another is being signed; [`Refusal::NoRound`] for round 0.
     pub fn signed(&self, round: u64, now: UnixTime) -> Result<Arc<SignedRound>, Refusal> {
+        let current = self.due(round, now)?;
+        if let Some(signed) = self.cache.get(round) {
+            return Ok(signed);
+        }
+        if self.cache.is_recent(round, current) {
+            return Ok(self.sign_recent(round, current));
+        }
+        let permit = self.old_signing.try_acquire().map_err(|_| Refusal::Busy)?;
+        Ok(self.sign_old(round, current, permit))
+    }
+
+    /// Round `round` as [`Beacon::signed`] gives it, but an uncached old round waits up to
+    /// [`OLD_SIGNING_WAIT`] for its turn to be signed (or found signed by the request before
+    /// it) instead of being refused at once.
+    ///
+    /// # Errors
+    /// As [`Beacon::signed`]; [`Refusal::Busy`] once the wait is over.
+    pub async fn signed_in_turn(&self, round: u64, now: UnixTime) -> Result<Arc<SignedRound>, Refusal> {
+        match self.signed(round, now) {
+            Err(Refusal::Busy) => {}
+            answer => return answer,
+        }
+        let turn = tokio::time::timeout(OLD_SIGNING_WAIT, self.old_signing.acquire()).await;
+        // The semaphore is never closed: an error is only the wait's end.
+        let permit = turn.ok().and_then(Result::ok).ok_or(Refusal::Busy)?;
+        Ok(self.sign_old(round, self.chain.schedule().round_at(now), permit))
+    }
+
+    /// The current round at `now` if `round` is due then.
+    fn due(&self, round: u64, now: UnixTime) -> Result<u64, Refusal> {
         if round == 0 {
             return Err(Refusal::NoRound);
         }
         let schedule = self.chain.schedule();
         match schedule.timing(round, now) {
-            Timing::Due => {}
-            Timing::Next { wait } => return Err(Refusal::NotDue { wait, next: true }),
-            Timing::TooEarly { wait } => return Err(Refusal::NotDue { wait, next: false }),
+            Timing::Due => Ok(schedule.round_at(now)),
+            Timing::Next { wait } => Err(Refusal::NotDue { wait, next: true }),
+            Timing::TooEarly { wait } => Err(Refusal::NotDue { wait, next: false }),
         }
-        let current = schedule.round_at(now);
-        if let Some(signed) = self.cache.get(round) {
-            return Ok(signed);
-        }
-        // A panic while signing poisons nothing that matters: the guards protect no data.
-        let _one_at_a_time = if self.cache.is_recent(round, current) {
-            let guard = self.recent_signing.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            if let Some(signed) = self.cache.get(round) {
-                return Ok(signed);
-            }
-            guard
-        } else {
-            match self.old_signing.try_lock() {
-                Ok(guard) => guard,
-                Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
-                Err(TryLockError::WouldBlock) => return Err(Refusal::Busy),
-            }
-        };
+    }
+
+    /// A recent round, signed by the first request that asks for it and taken from the cache by
+    /// those that waited for it meanwhile.
+    fn sign_recent(&self, round: u64, current: u64) -> Arc<SignedRound> {
+        // A panic while signing poisons nothing that matters: the guard protects no data.
+        let _one_at_a_time = self.recent_signing.lock().unwrap_or_else(PoisonError::into_inner);
+        self.cache.get(round).unwrap_or_else(|| self.sign(round, current))
+    }
+
+    /// An old round, under the permit of `old_signing`: taken from the cache if the request
+    /// before it signed it.
+    fn sign_old(&self, round: u64, current: u64, _permit: SemaphorePermit<'_>) -> Arc<SignedRound> {
+        self.cache.get(round).unwrap_or_else(|| self.sign(round, current))
+    }
+
+    fn sign(&self, round: u64, current: u64) -> Arc<SignedRound> {
         let signed = Arc::new(SignedRound::new(round, self.chain.signer().sign(round)));
         self.cache.insert(signed.clone(), current);
-        Ok(signed)
+        signed
     }
 
     /// The latest round due at `now`, and the time until the next one is due.
@@ -219,12 +288,21 @@ impl Beacon {
         Ok((signed, schedule.until(current + 1, now)))
     }
 
-    /// A place among the requests waiting for the next round, or `None` past [`MAX_WAITERS`].
-    pub fn waiter(&self) -> Option<Waiter<'_>> {
-        self.waiters
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < MAX_WAITERS).then_some(n + 1))
-            .ok()
-            .map(|_| Waiter(&self.waiters))
+    /// A place among the requests waiting for the next round for a request of `peer`, or
+    /// `None` past [`MAX_WAITERS`] in all or [`MAX_WAITERS_PER_PEER`] for `peer`.
+    pub fn waiter(&self, peer: PeerKey) -> Option<Waiter<'_>> {
+        let mut guard = self.waiters.lock().unwrap_or_else(PoisonError::into_inner);
+        let waiters = &mut *guard;
+        if waiters.total >= MAX_WAITERS {
+            return None;
+        }
+        let of_peer = waiters.by_peer.entry(peer).or_insert(0);
+        if *of_peer >= MAX_WAITERS_PER_PEER {
+            return None;
+        }
+        *of_peer += 1;
+        waiters.total += 1;
+        Some(Waiter { waiters: &self.waiters, peer })
     }
 
     /// The rounds kept, for the metrics and the tests.

@@ -343,15 +343,20 @@ fn key_material(alg: Algorithm) -> anyhow::Result<Zeroizing<[u8; 32]>> {
 }
 
 /// Writes a secret key's file: a new file (an existing one is never overwritten) of mode 0600,
-/// synced.
+/// synced; removed again if it could not be written whole.
 fn write_new_secret(out: &std::path::Path, contents: &[u8]) -> anyhow::Result<()> {
     use std::os::unix::fs::OpenOptionsExt;
     let mut file =
         std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(out).with_context(
             || format!("cannot create {} (an existing file is never overwritten)", out.display()),
         )?;
-    file.write_all(contents)?;
-    file.sync_all()?;
+    let written = file.write_all(contents).and_then(|()| file.sync_all());
+    drop(file);
+    if let Err(error) = written {
+        // The file is ours (created just now): a partial key must not be taken for a key.
+        let _ = std::fs::remove_file(out);
+        return Err(error).with_context(|| format!("cannot write {} (removed)", out.display()));
+    }
     Ok(())
 }
 
@@ -400,10 +405,15 @@ fn source(args: &GenerateArgs) -> anyhow::Result<Source> {
 /// `drbgd beacon keygen` (and `drbgd keygen beacon`): 32 bytes from the generator, as for a
 /// receipt key ([`key_material`]), the IETF BLS KeyGen over them, the key checked (a
 /// signature of its own verifies), written to a new file of mode 0600; the public key
-/// printed, and the chain hash once `[beacon] genesis_time` is set.
+/// printed, and the chain hash once `[beacon] genesis_time` is set (the chain's values checked
+/// first, before a key is made).
 fn beacon_keygen(args: &BeaconKeygenArgs) -> anyhow::Result<()> {
     let settings =
         crate::config::ConfigSource { file: args.config.clone(), overrides: serde_json::json!({}) }.load()?;
+    let beacon = &settings.beacon;
+    if beacon.genesis_time != 0 {
+        beacon.validate_chain()?;
+    }
     let ikm = key_material(args.alg)?;
     let signer = Signer::from_key_material(&ikm[..IKM_LEN])?;
     crate::beacon::key::selftest(&signer)
@@ -414,7 +424,6 @@ fn beacon_keygen(args: &BeaconKeygenArgs) -> anyhow::Result<()> {
         args.out.display()
     );
     println!("public key: {}", const_hex::encode(signer.public_key()));
-    let beacon = &settings.beacon;
     if beacon.genesis_time == 0 {
         println!(
             "chain hash: set [beacon] genesis_time (and period_s, beacon_id) first; then `drbgd beacon info --config FILE` prints it"
@@ -429,19 +438,34 @@ fn beacon_keygen(args: &BeaconKeygenArgs) -> anyhow::Result<()> {
         beacon.genesis_time,
         beacon.beacon_id
     );
+    println!("{}", pin_hint(&chain));
     Ok(())
 }
 
-/// `drbgd beacon info`: the configured chain's `/beacon/info` body.
+/// `drbgd beacon info`: the configured chain's `/beacon/info` body (the chain's values checked
+/// as the server checks them, the pinned hash too); on standard error, how to pin it if it is
+/// not.
 fn beacon_info(config: Option<std::path::PathBuf>) -> anyhow::Result<()> {
     let settings = crate::config::ConfigSource { file: config, overrides: serde_json::json!({}) }.load()?;
     let beacon = &settings.beacon;
     anyhow::ensure!(!beacon.secret_key_file.as_os_str().is_empty(), "[beacon] secret_key_file is not set");
-    anyhow::ensure!(beacon.genesis_time != 0, "[beacon] genesis_time is not set");
+    beacon.validate_chain()?;
     let signer = crate::app::beacon_signer(&beacon.secret_key_file)?;
     let chain = Chain::new(signer, beacon.chain_params());
+    beacon.check_chain_hash(chain.hash_hex())?;
     println!("{}", String::from_utf8_lossy(chain.info_json()));
+    if beacon.chain_hash.is_empty() {
+        eprintln!("{}", pin_hint(&chain));
+    }
     Ok(())
+}
+
+/// The line that tells how to pin `chain` to its key and schedule.
+fn pin_hint(chain: &Chain) -> String {
+    format!(
+        "pin it: chain_hash = \"{}\" under [beacon] (start-up then refuses another genesis_time, period_s or beacon_id for this key)",
+        chain.hash_hex()
+    )
 }
 
 /// A mechanism instantiated with the seed as entropy input, never reseeded.

@@ -1031,6 +1031,30 @@ mod tests {
             assert!(s.validate().unwrap_err().to_string().contains("beacon.beacon_id"), "{bad:?}");
         }
         s.beacon.beacon_id = "quicknet".into();
+        // Seconds, not milliseconds.
+        s.beacon.genesis_time = 1_767_225_600_000;
+        let e = s.validate().unwrap_err().to_string();
+        assert!(e.contains("beacon.genesis_time") && e.contains("Unix seconds"), "{e}");
+        s.beacon.genesis_time = 1_767_225_600;
+        // A pinned chain hash is 64 hex digits, either case; the key must then give it.
+        s.beacon.chain_hash = "8d61".into();
+        assert!(s.validate().unwrap_err().to_string().contains("beacon.chain_hash"));
+        s.beacon.chain_hash = "AB".repeat(32);
+        s.validate().unwrap();
+        s.beacon.check_chain_hash(&"ab".repeat(32)).unwrap();
+        let e = s.beacon.check_chain_hash(&"cd".repeat(32)).unwrap_err().to_string();
+        assert!(
+            e.contains("beacon.chain_hash") && e.contains(&"AB".repeat(32)) && e.contains(&"cd".repeat(32))
+        );
+        s.beacon.chain_hash.clear();
+        s.beacon.check_chain_hash(&"cd".repeat(32)).unwrap();
+        // Off, the section is not checked, but the chain's values still are when asked (the CLI).
+        s.beacon.enabled = false;
+        s.beacon.period_s = 0;
+        s.validate().unwrap();
+        assert!(s.beacon.validate_chain().unwrap_err().to_string().contains("beacon.period_s"));
+        s.beacon.period_s = 3;
+        s.beacon.enabled = true;
         s.drbg.approved_only = true;
         s.drbg.follow_approved_only(false, false);
         let e = s.validate().unwrap_err().to_string();

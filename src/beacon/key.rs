@@ -4,9 +4,10 @@
 //! scalar), wiped when dropped (blst's `SecretKey` zeroizes itself). Signing, verification
 //! and the key file's text are here too.
 //!
-//! The key file: lines starting with `#` are comments; the first other line is the scalar,
-//! 32 bytes big-endian in hex (blst's `SecretKey::to_bytes`, the IETF BLS draft's `SK`
-//! encoding). `drbgd beacon keygen` writes one, mode 0600, never over an existing file.
+//! The key file: lines starting with `#` are comments, blank lines are ignored, and exactly one
+//! other line is the scalar, 32 bytes big-endian in hex (blst's `SecretKey::to_bytes`, the IETF
+//! BLS draft's `SK` encoding). `drbgd beacon keygen` writes one, mode 0600, never over an
+//! existing file.
 
 use blst::BLST_ERROR;
 use blst::min_sig::{PublicKey, SecretKey, Signature};
@@ -26,6 +27,11 @@ pub const IKM_LEN: usize = 32;
 /// `bls-unchained-g1-rfc9380`), for the start-up known answer ([`selftest`]).
 pub const QUICKNET_PUBLIC_KEY: &str = "83cf0f2896adee7eb8b5f01fcad3912212c437e0073e911fb90022d3e760183c8c4b450b6a0a6c3ac6a5776a2d1064510d1fec758c921cc22b0e17e63aaf4bcb5ed66304de9cf809bd274ca73bab4af5a6e9c76a4bc09e76eae8991ef5ece45a";
 
+/// The public key of `config/examples/beacon-example.key`, the example key published with
+/// drbgd's source: anyone can sign every round of a chain with this key, so the server warns
+/// loudly when it serves one (the example configuration and CI use it on purpose).
+pub const EXAMPLE_PUBLIC_KEY: &str = "81ef98fb75fff9705e51d57870319ce0eb94b07601ddc5747fe13807c1429008090c5436cb2d68b6e6bf2e9d8ca428da109154aedc9bf7764f5bf9a41dbc24815b594b647246540964692ab3294c83327193c4b3bbf6ecdb7cac469c1a6f9b10";
+
 /// quicknet's round 123 as drand published it (the vector of noislabs' drand-verify tests;
 /// PyPI drand-verify 0.2.1 accepts it too).
 pub const QUICKNET_ROUND: (u64, &str) =
@@ -40,6 +46,9 @@ pub enum KeyError {
     /// The key line is not 64 hex digits.
     #[error("the key line is not 64 hex digits (32 bytes)")]
     NotHex,
+    /// A line other than a comment or a blank one after the key line.
+    #[error("more than the key line: only comments ('#') and blank lines may follow it")]
+    Trailing,
     /// The 32 bytes are zero or not below the group order.
     #[error("not a BLS12-381 secret key (zero, or not below the group order)")]
     NotAScalar,
@@ -63,13 +72,14 @@ impl Signer {
     /// The key of a key file's text.
     ///
     /// # Errors
-    /// [`KeyError::Missing`], [`KeyError::NotHex`] or [`KeyError::NotAScalar`].
+    /// [`KeyError::Missing`], [`KeyError::Trailing`], [`KeyError::NotHex`] or
+    /// [`KeyError::NotAScalar`].
     pub fn from_key_text(text: &str) -> Result<Self, KeyError> {
-        let line = text
-            .lines()
-            .map(str::trim)
-            .find(|l| !l.is_empty() && !l.starts_with('#'))
-            .ok_or(KeyError::Missing)?;
+        let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#'));
+        let line = lines.next().ok_or(KeyError::Missing)?;
+        if lines.next().is_some() {
+            return Err(KeyError::Trailing);
+        }
         if line.len() != 2 * KEY_LEN {
             return Err(KeyError::NotHex);
         }

@@ -3,15 +3,16 @@
 //! noislabs' drand-verify and PyPI drand-verify 0.2.1's README), and the example key's public
 //! key, chain hash and rounds as py_ecc 8.0.0 computes them and drand-verify accepts them
 //! (`scripts/beacon-vectors.py`); then the clock, the cache and the refusals with the time
-//! chosen by the test.
+//! chosen by the test, and the bounds on requests waiting for a round or a turn to sign.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::cache::{OLD_CAPACITY, RECENT};
 use super::chain::{chain_hash, group_hash};
-use super::key::{self, KeyError, QUICKNET_PUBLIC_KEY, QUICKNET_ROUND, Signer};
+use super::key::{self, EXAMPLE_PUBLIC_KEY, KeyError, QUICKNET_PUBLIC_KEY, QUICKNET_ROUND, Signer};
 use super::*;
+use crate::callers::peer::PeerKey;
 
 const QUICKNET_GENESIS: i64 = 1_692_803_367;
 const QUICKNET_GROUP_HASH: &str = "f477d5c89f21a17c863a7f937c6a6d15859414d2be09cd448d4279af331c5d3e";
@@ -19,7 +20,6 @@ const QUICKNET_HASH: &str = "52db9ba70e0cc0f6eaf7803dd07447a1f5477735fd3f661792b
 
 /// The example key (config/examples/beacon-example.key) and what py_ecc computes of it.
 const EXAMPLE_KEY: &str = include_str!("../../config/examples/beacon-example.key");
-const EXAMPLE_PUBLIC_KEY: &str = "81ef98fb75fff9705e51d57870319ce0eb94b07601ddc5747fe13807c1429008090c5436cb2d68b6e6bf2e9d8ca428da109154aedc9bf7764f5bf9a41dbc24815b594b647246540964692ab3294c83327193c4b3bbf6ecdb7cac469c1a6f9b10";
 const EXAMPLE_GROUP_HASH: &str = "1080a192f0756ed4af3039eb2136d35eecb5da4af51df809aecb9756812409d9";
 /// Period 3, genesis 1767225600 (2026-01-01T00:00:00Z), id `example`: the example config's.
 const EXAMPLE_GENESIS: u64 = 1_767_225_600;
@@ -190,12 +190,18 @@ fn the_key_file_round_trips_and_bad_ones_are_refused() {
     assert_eq!(Signer::from_key_text("abcd").err(), Some(KeyError::NotHex));
     assert_eq!(Signer::from_key_text(&"zz".repeat(32)).err(), Some(KeyError::NotHex));
     assert_eq!(Signer::from_key_text(&"00".repeat(32)).err(), Some(KeyError::NotAScalar));
+    // One key line, and only comments or blank lines besides it.
+    let secret_line = EXAMPLE_KEY.lines().find(|l| !l.starts_with('#')).unwrap();
+    assert!(Signer::from_key_text(&format!("{EXAMPLE_KEY}\n# a comment\n\n")).is_ok());
+    let twice = format!("{EXAMPLE_KEY}{secret_line}\n");
+    assert_eq!(Signer::from_key_text(&twice).err(), Some(KeyError::Trailing));
+    let trailing = format!("{EXAMPLE_KEY}period_s = 3\n");
+    assert_eq!(Signer::from_key_text(&trailing).err(), Some(KeyError::Trailing));
     // The group order r itself is not below r.
     let r = "73eda753299d7d483339d80809a1d80553bda402fffe5bfeffffffff00000001";
     assert_eq!(Signer::from_key_text(r).err(), Some(KeyError::NotAScalar));
     // Never printed.
     let printed = format!("{signer:?} {:?}", example_chain());
-    let secret_line = EXAMPLE_KEY.lines().find(|l| !l.starts_with('#')).unwrap();
     assert!(!printed.contains(secret_line), "{printed}");
 }
 
@@ -275,16 +281,38 @@ fn the_cache_is_bounded_and_old_rounds_never_evict_the_current_one() {
 fn old_rounds_are_signed_one_at_a_time_and_recent_ones_never_wait() {
     let beacon = Beacon::new(example_chain());
     let now = at(3000.0);
-    let held = beacon.old_signing.lock().unwrap();
+    let held = beacon.old_signing.try_acquire().unwrap();
     assert_eq!(beacon.signed(5, now), Err(Refusal::Busy));
     assert_eq!(beacon.latest(now).unwrap().0.round, 1001, "the current round does not wait");
     assert_eq!(beacon.signed(1000, now).unwrap().round, 1000, "nor a recent one");
     drop(held);
     assert_eq!(beacon.signed(5, now).unwrap().round, 5);
     // Cached, it needs no signing at all.
-    let held = beacon.old_signing.lock().unwrap();
+    let held = beacon.old_signing.try_acquire().unwrap();
     assert_eq!(beacon.signed(5, now).unwrap().round, 5);
     drop(held);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_old_round_waits_a_moment_for_its_turn_then_is_busy() {
+    let beacon = Beacon::new(example_chain());
+    let now = at(3000.0);
+    // The turn comes within the wait: signed (or found signed) under it.
+    let held = beacon.old_signing.try_acquire().unwrap();
+    let (signed, ()) = tokio::join!(beacon.signed_in_turn(5, now), async {
+        tokio::time::sleep(OLD_SIGNING_WAIT / 2).await;
+        drop(held);
+    });
+    assert_eq!(signed.unwrap().round, 5);
+    // Popular: however many ask at once, all have the one signature.
+    let asking: Vec<_> = (0..8).map(|_| beacon.signed_in_turn(6, now)).collect();
+    let rounds = futures_util::future::join_all(asking).await;
+    let first = rounds[0].clone().unwrap();
+    assert!(rounds.iter().all(|r| Arc::ptr_eq(r.as_ref().unwrap(), &first)));
+    // No turn within the wait: busy.
+    let _held = beacon.old_signing.try_acquire().unwrap();
+    assert_eq!(beacon.signed_in_turn(7, now).await, Err(Refusal::Busy));
+    assert_eq!(beacon.signed_in_turn(5, now).await.unwrap().round, 5, "a kept one needs no turn");
 }
 
 #[test]
@@ -295,10 +323,25 @@ fn the_start_up_self_test_passes_with_the_example_key() {
 #[test]
 fn waiters_are_bounded_and_give_their_place_back() {
     let beacon = Beacon::new(example_chain());
-    let places: Vec<_> = (0..MAX_WAITERS).map(|_| beacon.waiter().expect("a place")).collect();
-    assert!(beacon.waiter().is_none(), "no place past the bound");
+    let peer = |i: usize| PeerKey::of(Some(std::net::Ipv4Addr::from(u32::try_from(i).unwrap()).into()));
+    let places: Vec<_> =
+        (0..MAX_WAITERS).map(|i| beacon.waiter(peer(i / MAX_WAITERS_PER_PEER)).expect("a place")).collect();
+    assert!(beacon.waiter(peer(MAX_WAITERS)).is_none(), "no place past the bound, even for a newcomer");
     drop(places);
-    assert!(beacon.waiter().is_some(), "places come back when dropped");
+    assert!(beacon.waiter(peer(0)).is_some(), "places come back when dropped");
+}
+
+#[test]
+fn one_peer_takes_at_most_its_share_of_the_waiters() {
+    let beacon = Beacon::new(example_chain());
+    let (a, b) = (PeerKey::of(Some([192, 0, 2, 1].into())), PeerKey::of(Some([192, 0, 2, 2].into())));
+    let of_a: Vec<_> = (0..MAX_WAITERS_PER_PEER).map(|_| beacon.waiter(a).expect("a place")).collect();
+    assert!(beacon.waiter(a).is_none(), "no place past the peer's share");
+    let of_b = beacon.waiter(b).expect("another peer still waits");
+    drop(of_a);
+    assert!(beacon.waiter(a).is_some(), "its places come back when dropped");
+    drop(of_b);
+    assert!(beacon.waiters.lock().unwrap().by_peer.len() <= 1, "idle peers are forgotten");
 }
 
 #[test]

@@ -197,6 +197,13 @@ pub struct PeerPlace {
     key: PeerKey,
 }
 
+impl PeerPlace {
+    /// The peer it counts for.
+    pub fn key(&self) -> PeerKey {
+        self.key
+    }
+}
+
 impl Drop for PeerPlace {
     fn drop(&mut self) {
         let mut peers = self.table.peers.lock().unwrap_or_else(PoisonError::into_inner);

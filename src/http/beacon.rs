@@ -12,22 +12,27 @@
 //!
 //! and every path but `/chains` under `/beacon/{chainhash}/` too, 404 for another chain's
 //! hash. The round after the current one is waited for (up to a period, within
-//! `server.request_timeout_ms`); one further ahead, or any before genesis, is 425 Too Early
-//! with `Retry-After`. The query string is ignored (drand-client adds `?<ms>` to defeat
-//! caches). Public routes: no credentials, the per-peer limits of public requests
-//! (`http/front.rs`). A round's body is the same bytes on every replica holding the key.
+//! `server.request_timeout_ms`) while a waiter's place is free, in all and for the request's
+//! peer; else, and for one further ahead or any before genesis, 425 Too Early with
+//! `Retry-After`. An uncached old round waits a moment for its turn to be signed, then is 503.
+//! Every answer, errors too, has `Access-Control-Allow-Origin: *`. The query string is ignored
+//! (drand-client adds `?<ms>` to defeat caches). Public routes: no credentials, the per-peer
+//! limits of public requests (`http/front.rs`). A round's body is the same bytes on every
+//! replica holding the key.
 //!
 //! `/info` without the chain's hash in its path may name another chain after a key rotation
 //! (a new chain), so it is kept five minutes, not a week.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use axum::Extension;
 use axum::extract::State;
 use axum::http::{HeaderValue, Uri, header};
 use axum::response::{IntoResponse, Response};
 
 use super::{Record, RecordedResponse};
 use crate::beacon::{Beacon, Refusal, UnixTime};
+use crate::callers::peer::PeerKey;
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -44,6 +49,10 @@ const WAIT_MARGIN: Duration = Duration::from_millis(250);
 /// How late after its due time a waited-for round is asked for again: the wall clock the
 /// beacon reads must have passed it too (a timer may fire a hair early against it).
 const WAKE_LATE: Duration = Duration::from_millis(2);
+
+/// The longest `Retry-After` sent: a day (a round due later, or past `u64`'s range of seconds,
+/// is retried no sooner than that).
+const MAX_RETRY_AFTER: u64 = 86_400;
 
 /// What a beacon path asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,17 +110,23 @@ fn resource(rest: &str) -> Option<Resource<'_>> {
     })
 }
 
-/// The handler of every beacon route (the path says which; the query is not read). Its only
-/// extractor is the URI: the request's body, and with it the request's place under the public
-/// cap and its peer's in-flight count (`http/front.rs`), is dropped before it runs, so that
-/// requests waiting for the next round never hold the places health checks need; they have a
-/// bound of their own ([`crate::beacon::MAX_WAITERS`]), and each peer's request rate still
-/// applies.
-pub async fn get(State(state): State<AppState>, uri: Uri) -> Response {
-    answer(&state, uri.path()).await.unwrap_or_else(RecordedResponse::from).into_response()
+/// The handler of every beacon route (the path says which; the query is not read). Its
+/// extractors are the URI and the peer's key the front layer put on the request: the
+/// request's body, and with it the request's place under the public cap and its peer's
+/// in-flight count (`http/front.rs`), is dropped before it runs, so that requests waiting for
+/// the next round never hold the places health checks need; they have bounds of their own
+/// ([`crate::beacon::MAX_WAITERS`] in all, [`crate::beacon::MAX_WAITERS_PER_PEER`] per peer),
+/// and each peer's request rate still applies. Without a key (no front layer), all requests
+/// count as one peer's.
+pub async fn get(State(state): State<AppState>, peer: Option<Extension<PeerKey>>, uri: Uri) -> Response {
+    let peer = peer.map_or_else(|| PeerKey::of(None), |Extension(key)| key);
+    let mut answer = answer(&state, peer, uri.path()).await.unwrap_or_else(RecordedResponse::from);
+    // drand's relays send it on every answer, so that drand-client in a browser reads errors too.
+    answer.response.headers_mut().insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
+    answer.into_response()
 }
 
-async fn answer(state: &AppState, path: &str) -> Result<RecordedResponse, ApiError> {
+async fn answer(state: &AppState, peer: PeerKey, path: &str) -> Result<RecordedResponse, ApiError> {
     let beacon = state.beacon.as_deref().ok_or(ApiError::NotFound)?;
     let BeaconPath { chain, resource } = parse(path).ok_or(ApiError::NotFound)?;
     if chain.is_some_and(|c| !beacon.chain().is_named_by(c)) {
@@ -135,7 +150,7 @@ async fn answer(state: &AppState, path: &str) -> Result<RecordedResponse, ApiErr
         Resource::Round(text) => match round_number(text)? {
             // drand's relays read round 0 as the latest.
             0 => latest(beacon),
-            round => signed_round(state, beacon, round).await,
+            round => signed_round(state, beacon, peer, round).await,
         },
     }
 }
@@ -165,13 +180,18 @@ fn latest(beacon: &Beacon) -> Result<RecordedResponse, ApiError> {
 }
 
 /// Round `round` once due: the next one waited for while its due time falls within the
-/// request's deadline, and a waiter's place is free.
-async fn signed_round(state: &AppState, beacon: &Beacon, round: u64) -> Result<RecordedResponse, ApiError> {
+/// request's deadline, and a waiter's place is free (else 425, to retry once it is due).
+async fn signed_round(
+    state: &AppState,
+    beacon: &Beacon,
+    peer: PeerKey,
+    round: u64,
+) -> Result<RecordedResponse, ApiError> {
     let budget = Duration::from_millis(state.settings.server.request_timeout_ms).saturating_sub(WAIT_MARGIN);
     let start = tokio::time::Instant::now();
     let mut waiter = None;
     loop {
-        let wait = match beacon.signed(round, now()) {
+        let wait = match beacon.signed_in_turn(round, now()).await {
             Ok(signed) => return Ok(json(signed.json.clone(), Some(HeaderValue::from_static(IMMUTABLE)))),
             Err(Refusal::NotDue { wait, next: true }) if start.elapsed().saturating_add(wait) <= budget => {
                 wait
@@ -179,7 +199,7 @@ async fn signed_round(state: &AppState, beacon: &Beacon, round: u64) -> Result<R
             Err(refusal) => return Err(refused(refusal, round)),
         };
         if waiter.is_none() {
-            waiter = Some(beacon.waiter().ok_or(ApiError::Overloaded)?);
+            waiter = Some(beacon.waiter(peer).ok_or_else(|| waiters_full(wait, round))?);
         }
         tokio::time::sleep(wait.saturating_add(WAKE_LATE)).await;
     }
@@ -189,8 +209,7 @@ async fn signed_round(state: &AppState, beacon: &Beacon, round: u64) -> Result<R
 fn refused(refusal: Refusal, round: u64) -> ApiError {
     match refusal {
         Refusal::NotDue { wait, .. } => {
-            // Whole seconds, rounded up (at least one): a retry then finds it due.
-            let secs = wait.as_secs().saturating_add(u64::from(wait.subsec_nanos() > 0)).max(1);
+            let secs = retry_secs(wait);
             let what = if round == 0 {
                 "no round is due yet (before genesis)".to_string()
             } else {
@@ -203,12 +222,24 @@ fn refused(refusal: Refusal, round: u64) -> ApiError {
     }
 }
 
-/// A JSON answer with `cache_control` (`None`: the front layer's `no-store`), and
-/// `Access-Control-Allow-Origin: *`, as drand's relays send, so that drand-client in a
-/// browser reads it.
+/// The refusal of a request for the next round, due in `wait`, when no waiter's place is free.
+fn waiters_full(wait: Duration, round: u64) -> ApiError {
+    let secs = retry_secs(wait);
+    let detail =
+        format!("round {round} is due in {secs} s; too many requests (this address's, or all) wait for it");
+    ApiError::TooEarly { retry_after: secs, detail }
+}
+
+/// `Retry-After` for a round due in `wait`: whole seconds, rounded up (at least one, so that a
+/// retry finds it due), at most [`MAX_RETRY_AFTER`].
+fn retry_secs(wait: Duration) -> u64 {
+    wait.as_secs().saturating_add(u64::from(wait.subsec_nanos() > 0)).clamp(1, MAX_RETRY_AFTER)
+}
+
+/// A JSON answer with `cache_control` (`None`: the front layer's `no-store`; [`get`] adds
+/// `Access-Control-Allow-Origin`).
 fn json(body: bytes::Bytes, cache_control: Option<HeaderValue>) -> RecordedResponse {
-    let mut response = super::response_with(axum::body::Body::from(body), "application/json", 1);
-    response.headers_mut().insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
+    let response = super::response_with(axum::body::Body::from(body), "application/json", 1);
     RecordedResponse { response, record: Record { cache_control, ..Record::default() } }
 }
 
@@ -254,7 +285,11 @@ mod tests {
         let soon = refused(Refusal::NotDue { wait: Duration::from_millis(1), next: true }, 9);
         assert_eq!(soon.retry_after(), Some(1));
         let far = refused(Refusal::NotDue { wait: Duration::MAX, next: false }, u64::MAX);
-        assert_eq!(far.retry_after(), Some(u64::MAX));
+        assert_eq!(far.retry_after(), Some(MAX_RETRY_AFTER));
         assert_eq!(refused(Refusal::Busy, 9).code(), "overloaded");
+        // No waiter's place: retry once the round is due, not at once.
+        let full = waiters_full(Duration::from_millis(2500), 9);
+        assert_eq!((full.status().as_u16(), full.code(), full.retry_after()), (425, "too_early", Some(3)));
+        assert_eq!(waiters_full(Duration::ZERO, 9).retry_after(), Some(1));
     }
 }

@@ -189,6 +189,13 @@ pub(super) struct Slot {
     _signed: Option<SignedPlace>,
 }
 
+impl Slot {
+    /// The peer whose place it holds, if any (a request without credentials).
+    fn peer_key(&self) -> Option<PeerKey> {
+        self._peer.as_ref().map(PeerPlace::key)
+    }
+}
+
 impl Cap {
     /// A place, or `None` at the cap. A compare-and-swap on the bound, so that requests
     /// refused under contention are only those that really did not fit.
@@ -372,6 +379,10 @@ where
                 None => {
                     if let Some(admission) = &admission {
                         request.extensions_mut().insert(admission.clone());
+                    }
+                    // The beacon bounds each peer's requests waiting for a round by this key.
+                    if let Some(key) = slot.peer_key().filter(|_| endpoint.is_some_and(Endpoint::beacon)) {
+                        request.extensions_mut().insert(key);
                     }
                     // gRPC reads the id from the metadata for its records; REST handlers never
                     // do, and the request's header map would grow for it.

@@ -148,10 +148,16 @@ async fn rounds_ahead_are_too_early_and_the_next_is_waited_for() {
         let r = app.get(&format!("/beacon/public/{}", current + ahead)).await;
         let retry: u64 = r.headers()["retry-after"].to_str().unwrap().parse().unwrap();
         assert!((1..=3 * ahead + 3).contains(&retry), "{ahead}: retry after {retry}");
+        // Errors too, so that a browser's drand-client reads them.
+        assert_eq!(r.headers()["access-control-allow-origin"], "*");
         assert_problem(r, 425, "too_early").await;
     }
     let r = app.get(&format!("/beacon/public/{}", u64::MAX)).await;
+    assert_eq!(r.headers()["retry-after"], "86400", "at most a day");
     assert_problem(r, 425, "too_early").await;
+    let r = app.get(&format!("/beacon/{QUICKNET_HASH}/info")).await;
+    assert_eq!(r.headers()["access-control-allow-origin"], "*");
+    assert_eq!(r.status(), 404);
     // The next: answered once due, within a period.
     let start = Instant::now();
     let next = json(&app, &format!("/beacon/public/{}", current + 1)).await;
@@ -219,6 +225,16 @@ async fn a_missing_or_bad_key_stops_start_up() {
     let settings = verifiable(|s| s.beacon.secret_key_file = "config/examples/callers.toml".into());
     let error = drbgd::app::App::build(settings).await.err().expect("refused at start-up");
     assert!(format!("{error:#}").contains("beacon.secret_key_file"), "{error:#}");
+    // Pinned to another chain (here, the same key on another genesis): refused, naming both.
+    let settings = verifiable(|s| {
+        s.beacon.chain_hash = EXAMPLE_HASH.into();
+        s.beacon.genesis_time -= 3;
+    });
+    let error = drbgd::app::App::build(settings).await.err().expect("refused at start-up");
+    let error = format!("{error:#}");
+    assert!(error.contains("beacon.chain_hash") && error.contains(EXAMPLE_HASH), "{error}");
+    let pinned = verifiable(|s| s.beacon.chain_hash = EXAMPLE_HASH.to_uppercase());
+    drbgd::app::App::build(pinned).await.expect("the pinned chain starts");
 }
 
 #[tokio::test]
