@@ -12,7 +12,6 @@ use super::cache::{OLD_CAPACITY, RECENT};
 use super::chain::{chain_hash, group_hash};
 use super::key::{self, EXAMPLE_PUBLIC_KEY, KeyError, QUICKNET_PUBLIC_KEY, QUICKNET_ROUND, Signer};
 use super::*;
-use crate::callers::peer::PeerKey;
 
 const QUICKNET_GENESIS: i64 = 1_692_803_367;
 const QUICKNET_GROUP_HASH: &str = "f477d5c89f21a17c863a7f937c6a6d15859414d2be09cd448d4279af331c5d3e";
