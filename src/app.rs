@@ -329,6 +329,13 @@ fn beacon_of(settings: &crate::config::beacon::BeaconSettings) -> anyhow::Result
     let chain = Chain::new(signer, settings.chain_params());
     settings.check_chain_hash(chain.hash_hex())?;
     warn_if_example_key(&chain);
+    if settings.chain_hash.is_empty() {
+        tracing::warn!(
+            chain_hash = chain.hash_hex(),
+            "beacon.chain_hash is not pinned: a changed genesis_time or period_s with this key would \
+             serve this chain's future rounds early; pin the hash logged here"
+        );
+    }
     tracing::info!(
         chain_hash = chain.hash_hex(),
         public_key = %const_hex::encode(chain.public_key()),

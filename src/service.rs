@@ -98,7 +98,7 @@ impl Service {
     /// 403/429 from the caller's policy and byte quota ([`Caller::permit`]); 503
     /// `entropy_unavailable`, `generator_failed` or `selftest_failed`. Nothing was produced.
     pub fn bits(&self, caller: &Arc<Caller>, req: BitsRequest) -> Result<BitsOutput, ApiError> {
-        caller.permit(req.alg(), req.n_bits(), req.pr(), req.byte_len())?;
+        self.admit(caller, req.alg(), req.n_bits(), req.pr(), req.byte_len())?;
         let rules = &self.0.rules;
         if req.byte_len() <= rules.stream_threshold_bytes {
             return self.render_whole(caller, &req).map(BitsOutput::Whole);
@@ -122,7 +122,7 @@ impl Service {
     /// # Errors
     /// As [`Service::bits`].
     pub fn whole(&self, caller: &Arc<Caller>, req: &BitsRequest) -> Result<Generated, ApiError> {
-        caller.permit(req.alg(), req.n_bits(), req.pr(), req.byte_len())?;
+        self.admit(caller, req.alg(), req.n_bits(), req.pr(), req.byte_len())?;
         self.generate_whole(caller, req)
     }
 
@@ -132,7 +132,7 @@ impl Service {
     /// # Errors
     /// As [`Service::bits`].
     pub fn rendered(&self, caller: &Arc<Caller>, req: &BitsRequest) -> Result<Rendered, ApiError> {
-        caller.permit(req.alg(), req.n_bits(), req.pr(), req.byte_len())?;
+        self.admit(caller, req.alg(), req.n_bits(), req.pr(), req.byte_len())?;
         self.render_whole(caller, req)
     }
 
@@ -183,8 +183,22 @@ impl Service {
         req: BitsRequest,
         chunk_bytes: usize,
     ) -> Result<Chunks, ApiError> {
-        caller.permit(req.alg(), req.n_bits(), req.pr(), req.byte_len())?;
+        self.admit(caller, req.alg(), req.n_bits(), req.pr(), req.byte_len())?;
         self.open_stream(caller, req, chunk_bytes)
+    }
+
+    /// A withheld algorithm (failed self-test) refused before the caller's quota is charged,
+    /// then the caller's policy and byte quota ([`Caller::permit`]).
+    fn admit(
+        &self,
+        caller: &Caller,
+        alg: Algorithm,
+        bits: u64,
+        pr: bool,
+        bytes: u64,
+    ) -> Result<(), ApiError> {
+        self.0.pool.serves(alg)?;
+        caller.permit(alg, bits, pr, bytes)
     }
 
     fn open_stream(
@@ -237,7 +251,7 @@ impl Service {
     }
 
     fn secret(&self, caller: &Caller, req: &SecretRequest) -> Result<Secret, ApiError> {
-        caller.permit(req.alg(), req.bytes() * 8, false, req.bytes())?;
+        self.admit(caller, req.alg(), req.bytes() * 8, false, req.bytes())?;
         with_raw(req.bytes() as usize, |raw| {
             self.fill(req.alg(), raw, false)?;
             let value = encode_span(req.bytes()).in_scope(|| req.format().encode(raw));
@@ -258,7 +272,7 @@ impl Service {
     /// As [`Service::bits`].
     pub fn uuids(&self, caller: &Caller, req: UuidRequest) -> Result<Uuids, ApiError> {
         let bytes = req.count() as u64 * 16;
-        caller.permit(req.alg(), bytes * 8, false, bytes)?;
+        self.admit(caller, req.alg(), bytes * 8, false, bytes)?;
         let mut random = zeroed(req.count() * 16);
         self.fill(req.alg(), &mut random, false)?;
         let now_ms = std::time::SystemTime::now()
@@ -291,7 +305,7 @@ impl Service {
     /// rejection may draw more words, which are not charged).
     pub fn ints(&self, caller: &Caller, req: IntRequest) -> Result<Ints, ApiError> {
         let bytes = req.count() as u64 * 8;
-        caller.permit(req.alg(), bytes * 8, false, bytes)?;
+        self.admit(caller, req.alg(), bytes * 8, false, bytes)?;
         let start = Instant::now();
         let mut words = self.0.pool.words(req.alg());
         let dist = req.dist();

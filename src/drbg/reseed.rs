@@ -251,6 +251,7 @@ impl<G: Drbg> Managed<G> {
         }
         let mut sample = [0u8; SAMPLE_LEN];
         let mut sampled = false;
+        let mut refused = false;
         let mut done = 0;
         while done < out.len() {
             let mut available = self.unreserved(*mine);
@@ -274,10 +275,17 @@ impl<G: Drbg> Managed<G> {
                 drbg.generate(piece, &[])
             };
             if generated.is_err() {
-                // The mechanism's own reseed interval: reseed, then retry this piece.
+                // The mechanism's own reseed interval: reseed, then retry this piece, once. A
+                // mechanism that still refuses right after a reseed is broken (an
+                // uninstantiated state stays refused): disabled, never retried in a loop.
+                if refused {
+                    return Err(self.health_failed());
+                }
+                refused = true;
                 self.budget = 0;
                 continue;
             }
+            refused = false;
             self.consume(take as u64, mine);
             done += take;
         }

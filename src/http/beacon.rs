@@ -15,7 +15,8 @@
 //! `server.request_timeout_ms`) while a waiter's place is free, in all and for the request's
 //! peer; else, and for one further ahead or any before genesis, 425 Too Early with
 //! `Retry-After`. An uncached old round waits a moment for its turn to be signed, then is 503.
-//! Every answer, errors too, has `Access-Control-Allow-Origin: *`. The query string is ignored
+//! Every answer of these handlers, errors too, has `Access-Control-Allow-Origin: *` (and exposes
+//! `Retry-After`); the shared front layer's own refusals (429, 503) do not. The query string is ignored
 //! (drand-client adds `?<ms>` to defeat caches). Public routes: no credentials, the per-peer
 //! limits of public requests (`http/front.rs`). A round's body is the same bytes on every
 //! replica holding the key.
@@ -122,7 +123,10 @@ pub async fn get(State(state): State<AppState>, peer: Option<Extension<PeerKey>>
     let peer = peer.map_or_else(|| PeerKey::of(None), |Extension(key)| key);
     let mut answer = answer(&state, peer, uri.path()).await.unwrap_or_else(RecordedResponse::from);
     // drand's relays send it on every answer, so that drand-client in a browser reads errors too.
-    answer.response.headers_mut().insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
+    let headers = answer.response.headers_mut();
+    headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
+    // So that a browser's script may read when to ask again (a 425's or a 503's).
+    headers.insert(header::ACCESS_CONTROL_EXPOSE_HEADERS, HeaderValue::from_static("Retry-After"));
     answer.into_response()
 }
 
