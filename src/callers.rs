@@ -8,27 +8,25 @@
 //! - [`settings`]: the `[callers.<name>]` tables as written.
 //! - [`registry`]: validated callers indexed by credential; state that survives a reload.
 //! - [`policy`]: algorithms, routes, bits per request, prediction resistance (403).
-//! - [`quota`]: token buckets and the in-flight cap (429).
-//! - [`headers`]: the `RateLimit-Policy` / `RateLimit` fields.
+//! - [`quota`]: token buckets and the in-flight cap (429), kept by a [`QuotaStore`].
+//! - [`headers`]: the `RateLimit-Policy` / `RateLimit` fields (rendering for the HTTP side).
 //! - [`identity`]: the names of a verified client certificate.
 //! - [`sigv4`]: verifying an AWS SigV4 signature (the KMS front-end's credential).
 //!
 //! The registry in force is swapped whole on reload ([`Callers::reload`]): a request admitted
 //! before keeps its `Arc<Caller>` (old policy) to the end; the next one sees the new registry.
-//! Quotas are per instance with `[quota] store = "local"`, and hold across the fleet with a
-//! shared store ([`store`]); the in-flight cap is always per instance (it protects this
-//! replica's own capacity).
+//! Quotas are per instance with `[quota] store = "local"` ([`quota::LocalStore`]), and hold
+//! across the fleet with a shared store ([`quota::RedisStore`]); the in-flight cap is always
+//! per instance (it protects this replica's own capacity).
 
 pub mod headers;
 pub mod identity;
-pub mod lease;
 pub mod peer;
 pub mod policy;
 pub mod quota;
 pub mod registry;
 pub mod settings;
 pub mod sigv4;
-pub mod store;
 
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -38,15 +36,15 @@ use serde::Serialize;
 
 pub use identity::ClientIdentity;
 pub use policy::{Policy, Route};
+pub use quota::{Kind, QuotaStore, Rate, Refusal};
 pub use registry::{Caller, Key, Registry};
 
 use crate::config::Settings;
-use crate::config::quota::{OnStoreFailure, StoreKind};
+use crate::config::quota::StoreKind;
 use crate::drbg::Algorithm;
 use crate::error::ApiError;
 use crate::metrics::Metrics;
-use quota::Rate;
-use store::{Kind, Store};
+use quota::{Holder, LocalStore, Quota, RedisStore};
 
 /// The registry in force, replaced whole on reload.
 pub struct Callers {
@@ -89,7 +87,7 @@ pub struct Denied {
 }
 
 /// How long start-up waits for the quota store to answer before it serves without it.
-pub const JOIN_DEADLINE: std::time::Duration = std::time::Duration::from_secs(2);
+pub const JOIN_DEADLINE: std::time::Duration = quota::redis_store::JOIN_DEADLINE;
 
 impl Callers {
     /// The callers of `settings`, logging each warning.
@@ -97,12 +95,12 @@ impl Callers {
     /// # Errors
     /// See [`Registry::build`].
     pub fn from_settings(settings: &Settings, metrics: Arc<Metrics>) -> anyhow::Result<Self> {
-        let store = match settings.quota.store {
-            StoreKind::Local => None,
+        let store: Arc<dyn QuotaStore> = match settings.quota.store {
+            StoreKind::Local => Arc::new(LocalStore),
             StoreKind::Redis => {
                 metrics.register_quota_store();
                 let series = metrics.quota_store.clone();
-                Some(Arc::new(Store::new(&settings.quota, &settings.drbg.instance, series)?))
+                Arc::new(RedisStore::new(&settings.quota, &settings.drbg.instance, series)?)
             }
         };
         let (registry, warnings) = Registry::build_with_store(settings, &metrics, None, store)?;
@@ -154,108 +152,41 @@ impl Callers {
         Ok(())
     }
 
-    /// With a shared quota store: announces this replica, so the store is up before the first
-    /// request when it can be reached. Tried every [`store::PROBE`] for up to [`JOIN_DEADLINE`]:
-    /// a first call also connects (TCP, TLS, AUTH), which may take longer than one call's
-    /// deadline (`quota.timeout_ms`).
+    /// Before the first request: what the quota store needs first (a shared store is
+    /// announced to, so it is up before the first request when it can be reached, waiting up
+    /// to [`JOIN_DEADLINE`]). See [`QuotaStore::join`].
     pub async fn join_store(&self) {
-        let Some(store) = self.registry().store().cloned() else { return };
-        let deadline = tokio::time::Instant::now() + JOIN_DEADLINE;
-        let mut joined = store.heartbeat(false).await.is_ok();
-        while !joined && tokio::time::Instant::now() + store::PROBE < deadline {
-            tokio::time::sleep(store::PROBE).await;
-            joined = store.heartbeat(false).await.is_ok();
-        }
-        if !joined {
-            tracing::warn!(
-                on_store_failure = ?store.on_failure,
-                replicas = store.fallback_replicas().unwrap_or(0),
-                "quota store unreachable at start-up: falling back until it answers"
-            );
-            if store.on_failure == OnStoreFailure::Local && store.fallback_replicas().is_none() {
-                tracing::warn!(
-                    "quota.replicas is 0 and this replica has seen no other: quota'd requests are \
-                     refused (503 quota_store_unavailable) until the store answers; set \
-                     quota.replicas to the fewest replicas the deployment runs to serve a share"
-                );
-            }
-        }
+        let store = self.registry().store().clone();
+        store.join().await;
     }
 
-    /// With a shared quota store, for ever: a heartbeat every [`store::HEARTBEAT`] (every
-    /// [`store::PROBE`] while the store is down, so quotas are global again soon after it comes
-    /// back), and leases idle for [`lease::IDLE`] given back.
+    /// For ever, while serving: the quota store's upkeep (a shared store's heartbeats, and
+    /// idle leases given back). Ends at once with the local store. See [`QuotaStore::keep`].
     pub async fn keep_store(&self) {
-        let Some(store) = self.registry().store().cloned() else { return };
-        loop {
-            let pause = if store.is_up() { store::HEARTBEAT } else { store::PROBE };
-            tokio::time::sleep(pause).await;
-            let _ = store.heartbeat(false).await;
-            if store.is_up() {
-                let now = Instant::now();
-                self.each_lease(
-                    |lease| lease.give_back(now),
-                    |caller, kind, rate, e| {
-                        store.start(caller.name_arc(), caller.quota_state().clone(), kind, rate, e);
-                    },
-                );
-            } else {
-                store.count_fallback();
-            }
-        }
+        let store = self.registry().store().clone();
+        let holders = || self.holders();
+        store.keep(&holders).await;
     }
 
-    /// At shutdown, after the drain: gives every lease's unspent tokens back to the shared
-    /// store and settles what is owed, then leaves the replica set.
+    /// At shutdown, after the drain: what the quota store is owed (a shared store is given
+    /// back every lease's unspent tokens and what is owed is settled, then the replica leaves
+    /// it). See [`QuotaStore::leave`].
     pub async fn leave_store(&self) {
-        let Some(store) = self.registry().store().cloned() else { return };
-        if store.is_up() {
-            // Exchanges the last requests started (and the follow-ups they chain) end within a
-            // few of the store's deadlines: waited for, so that what they grant is given back.
-            let deadline = Instant::now() + 5 * store.timeout();
-            loop {
-                let mut under_way = false;
-                self.each_lease(
-                    |lease| {
-                        under_way |= lease.is_exchanging();
-                        None
-                    },
-                    |_, _, _, _| {},
-                );
-                if !under_way || Instant::now() >= deadline {
-                    break;
-                }
-                tokio::time::sleep(std::time::Duration::from_millis(2)).await;
-            }
-            let mut exchanges = Vec::new();
-            self.each_lease(lease::Lease::give_back_now, |caller, kind, rate, e| {
-                exchanges.push((caller.clone(), kind, rate, e));
-            });
-            let returns = exchanges.iter().map(|(caller, kind, rate, e)| {
-                store.run(caller.name(), caller.quota_state(), *kind, *rate, *e)
-            });
-            futures_util::future::join_all(returns).await;
-        }
-        let _ = store.heartbeat(true).await;
+        let store = self.registry().store().clone();
+        let holders = || self.holders();
+        store.leave(&holders).await;
     }
 
-    /// Calls `decide` on each limited bucket's lease of each caller, and `then` with each
-    /// exchange it asks for (outside the lease's lock).
-    fn each_lease(
-        &self,
-        mut decide: impl FnMut(&mut lease::Lease) -> Option<lease::Exchange>,
-        mut then: impl FnMut(&Arc<Caller>, Kind, Rate, lease::Exchange),
-    ) {
-        let registry = self.registry();
-        for caller in registry.all() {
-            for (kind, rate) in [(Kind::Requests, caller.quota.requests), (Kind::Bytes, caller.quota.bytes)] {
-                let Some(rate) = rate else { continue };
-                let exchange = decide(&mut caller.quota_state().lease(kind));
-                if let Some(e) = exchange {
-                    then(caller, kind, rate, e);
-                }
-            }
-        }
+    /// Every caller's buckets in the registry in force, `anonymous` included.
+    fn holders(&self) -> Vec<Holder> {
+        self.registry()
+            .all()
+            .map(|caller| Holder {
+                name: caller.name_arc(),
+                state: caller.quota_state().clone(),
+                quota: caller.quota,
+            })
+            .collect()
     }
 
     /// Identifies the caller and admits the request to `route` at once: [`Callers::authorize`]
@@ -394,7 +325,7 @@ impl Authorized {
             && let Some(rate) = caller.quota.requests
             && let Err(refusal) = caller.take(Kind::Requests, rate, 1.0, at)
         {
-            let error = refusal.error(|| {
+            let error = refusal_error(refusal, || {
                 format!("this caller may make {} requests per second (burst {})", rate.per_second, rate.burst)
             });
             return deny(caller, error);
@@ -408,106 +339,36 @@ fn retry_after(wait: quota::Wait) -> u64 {
     (wait.0.as_secs_f64().ceil() as u64).max(1)
 }
 
-/// Why a bucket refused.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Refusal {
-    /// Not enough tokens: how long until there would be.
-    Wait(quota::Wait),
-    /// The shared store is down and `quota.on_store_failure = "closed"`.
-    StoreUnavailable,
-}
-
-impl Refusal {
-    /// The error to answer (429 `rate_limited` with `detail`, or 503).
-    fn error(self, detail: impl FnOnce() -> String) -> ApiError {
-        match self {
-            Refusal::Wait(wait) => ApiError::rate_limited("rate_limited", retry_after(wait), detail()),
-            Refusal::StoreUnavailable => ApiError::QuotaStoreUnavailable,
-        }
+/// The error to answer a [`Refusal`] with (429 `rate_limited` with `detail`, or 503).
+fn refusal_error(refusal: Refusal, detail: impl FnOnce() -> String) -> ApiError {
+    match refusal {
+        Refusal::Wait(wait) => ApiError::rate_limited("rate_limited", retry_after(wait), detail()),
+        Refusal::StoreUnavailable => ApiError::QuotaStoreUnavailable,
     }
 }
 
 impl Caller {
-    /// Takes `cost` from the caller's `kind` bucket at `now`: the local bucket, or (with a
-    /// shared store) the lease on the global one, or while the store is down what
-    /// `quota.on_store_failure` says: this replica's share of the rate (`local`; a refusal
-    /// while the share is unknown: the store never reached and `quota.replicas` 0), nothing
-    /// (`open`), a refusal (`closed`).
+    /// Takes `cost` from the caller's `kind` bucket at `now`, as its quota store keeps it: the
+    /// local bucket, or (with a shared store) the lease on the global one, or while the store is
+    /// down what `quota.on_store_failure` says ([`QuotaStore::take`]).
     ///
     /// # Errors
     /// [`Refusal`]; nothing is taken.
     pub fn take(&self, kind: Kind, rate: Rate, cost: f64, now: Instant) -> Result<(), Refusal> {
-        let state = self.quota_state();
-        let Some(store) = &self.store else {
-            return state.bucket(kind).take(rate, cost, now).map(drop).map_err(Refusal::Wait);
-        };
-        let fallback = || match (store.on_failure, store.fallback_replicas()) {
-            (OnStoreFailure::Open, _) => Ok(()),
-            // Under `local`, a replica that never reached the store and was given no
-            // `quota.replicas` does not know its share: refused as under `closed`.
-            (OnStoreFailure::Closed, _) | (OnStoreFailure::Local, None) => Err(Refusal::StoreUnavailable),
-            (OnStoreFailure::Local, Some(replicas)) => {
-                let share = share(rate, replicas);
-                state.bucket(kind).take(share, cost, now).map(drop).map_err(Refusal::Wait)
-            }
-        };
-        if !store.is_up() {
-            return fallback();
-        }
-        let mut lease = state.lease(kind);
-        if lease.is_broken(now) {
-            drop(lease);
-            return fallback();
-        }
-        let (spend, exchange) = lease.spend(rate, cost, (store.replicas(), store.lease_window), now);
-        drop(lease);
-        if let Some(exchange) = exchange {
-            store.start(self.name_arc(), state.clone(), kind, rate, exchange);
-        }
-        match spend {
-            lease::Spend::Spent => Ok(()),
-            lease::Spend::Refused(wait) => Err(Refusal::Wait(wait)),
-        }
+        self.store.take(self.owner(), kind, rate, cost, now)
     }
 
-    /// What is left in the caller's `kind` bucket at `now`, as this replica knows it: the local
-    /// bucket; with a shared store, the tokens in hand plus the global level as of this
-    /// replica's last exchange with it (at most about a lease old while the caller is active
-    /// here), or this replica's share while the store is down.
+    /// What is left in the caller's `kind` bucket at `now`, as this replica knows it
+    /// ([`QuotaStore::remaining`]).
     pub fn remaining(&self, kind: Kind, rate: Rate, now: Instant) -> f64 {
-        let state = self.quota_state();
-        let Some(store) = &self.store else { return state.bucket(kind).peek(rate, now) };
-        if store.is_up() {
-            let lease = state.lease(kind);
-            if !lease.is_broken(now) {
-                return lease.remaining(rate, now);
-            }
-        }
-        state.bucket(kind).peek(share(rate, store.replicas()), now)
-    }
-
-    /// Whether the caller's `kind` bucket is the store's now: the store is up and has not
-    /// answered garbage for that bucket.
-    fn global(&self, store: &Store, kind: Kind, now: Instant) -> bool {
-        store.is_up() && !self.quota_state().lease(kind).is_broken(now)
+        self.store.remaining(self.quota_state(), kind, rate, now)
     }
 
     /// Where the caller's buckets are kept now: `instance` (this process), `global` (the
-    /// shared store) or `replica_share` (the store is down: this replica's share).
+    /// shared store) or `replica_share` (the store is down: this replica's share)
+    /// ([`QuotaStore::scope`]).
     pub fn quota_scope(&self) -> &'static str {
-        match &self.store {
-            None => "instance",
-            Some(store)
-                if [Kind::Requests, Kind::Bytes].iter().all(|&k| self.global(store, k, Instant::now())) =>
-            {
-                "global"
-            }
-            Some(store) => match (store.on_failure, store.fallback_replicas()) {
-                (OnStoreFailure::Local, Some(_)) => "replica_share",
-                (OnStoreFailure::Open, _) => "unlimited",
-                (OnStoreFailure::Closed, _) | (OnStoreFailure::Local, None) => "unavailable",
-            },
-        }
+        self.store.scope(self.quota_state())
     }
 
     /// Checks a parsed request against the caller's policy, then takes its random bytes from
@@ -518,7 +379,9 @@ impl Caller {
     pub fn permit(&self, alg: Algorithm, n_bits: u64, pr: bool, bytes: u64) -> Result<(), ApiError> {
         let result = self.policy.check(alg, n_bits, pr).and_then(|()| match self.quota.bytes {
             Some(rate) => self.take(Kind::Bytes, rate, bytes as f64, Instant::now()).map_err(|refusal| {
-                refusal.error(|| format!("this caller may draw {} random bytes per second", rate.per_second))
+                refusal_error(refusal, || {
+                    format!("this caller may draw {} random bytes per second", rate.per_second)
+                })
             }),
             None => Ok(()),
         });
@@ -569,10 +432,14 @@ impl Caller {
     }
 }
 
-/// `rate` divided among `replicas` (the burst at least one token).
-fn share(rate: Rate, replicas: u32) -> Rate {
-    let n = f64::from(replicas.max(1));
-    Rate { per_second: rate.per_second / n, burst: (rate.burst / n).max(1.0) }
+impl headers::Limited for Caller {
+    fn limits(&self) -> &Quota {
+        &self.quota
+    }
+
+    fn tokens_left(&self, kind: Kind, rate: Rate, now: Instant) -> f64 {
+        self.remaining(kind, rate, now)
+    }
 }
 
 /// What `GET /usage` returns.

@@ -11,31 +11,41 @@
 //! the draft allows) is the bucket size, the most `r` can be; `r` is what may be spent now and
 //! `t` the seconds until the bucket is full again. The byte policy counts raw random bytes
 //! before encoding (a hex body is twice as long). The in-flight cap is not advertised.
+//!
+//! This is rendering for the HTTP side: it reads the callers' plain data ([`Limited`]) and
+//! names nothing of `callers` but the quota's types.
 
 use std::fmt::Write;
 use tokio::time::Instant;
 
 use axum::http::HeaderValue;
 
-use super::quota::{Quota, Rate, seconds_to_full};
-use super::registry::Caller;
-use super::store::Kind;
+use super::quota::types::{Kind, Quota, Rate, seconds_to_full};
 
 /// `RateLimit-Policy`.
 pub const RATELIMIT_POLICY: &str = "ratelimit-policy";
 /// `RateLimit`.
 pub const RATELIMIT: &str = "ratelimit";
 
-fn policies(quota: &Quota) -> impl Iterator<Item = (&'static str, &'static str, Rate)> {
-    [("requests", "requests", quota.requests), ("bytes", "content-bytes", quota.bytes)]
+/// What the `RateLimit` field reads of a caller: its limits, and what is left of a bucket.
+pub trait Limited {
+    /// The caller's limits.
+    fn limits(&self) -> &Quota;
+    /// What is left in the caller's `kind` bucket (limited by `rate`) at `now`.
+    fn tokens_left(&self, kind: Kind, rate: Rate, now: Instant) -> f64;
+}
+
+fn policies(quota: &Quota) -> impl Iterator<Item = (Kind, &'static str, Rate)> {
+    [(Kind::Requests, "requests", quota.requests), (Kind::Bytes, "content-bytes", quota.bytes)]
         .into_iter()
-        .filter_map(|(name, unit, rate)| rate.map(|r| (name, unit, r)))
+        .filter_map(|(kind, unit, rate)| rate.map(|r| (kind, unit, r)))
 }
 
 /// The `RateLimit-Policy` value of `quota`, if it limits a rate.
 pub fn policy_field(quota: &Quota) -> Option<HeaderValue> {
     let mut value = String::new();
-    for (name, unit, rate) in policies(quota) {
+    for (kind, unit, rate) in policies(quota) {
+        let name = kind.name();
         if !value.is_empty() {
             value.push_str(", ");
         }
@@ -46,11 +56,11 @@ pub fn policy_field(quota: &Quota) -> Option<HeaderValue> {
 }
 
 /// The `RateLimit` value for `caller` at `now`, if it has a rate quota.
-pub fn current_field(caller: &Caller, now: Instant) -> Option<HeaderValue> {
+pub fn current_field(caller: &impl Limited, now: Instant) -> Option<HeaderValue> {
     let mut value = String::new();
-    for (name, _, rate) in policies(&caller.quota) {
-        let kind = if name == "requests" { Kind::Requests } else { Kind::Bytes };
-        let tokens = caller.remaining(kind, rate, now);
+    for (kind, _, rate) in policies(caller.limits()) {
+        let name = kind.name();
+        let tokens = caller.tokens_left(kind, rate, now);
         if !value.is_empty() {
             value.push_str(", ");
         }

@@ -14,10 +14,9 @@ use subtle::{ConditionallySelectable, ConstantTimeEq};
 
 use super::identity::{ClientIdentity, valid_entry};
 use super::policy::Policy;
-use super::quota::{Quota, QuotaState, Rate};
+use super::quota::{LocalStore, Owner, Quota, QuotaState, QuotaStore, Rate};
 use super::settings::{CallerSettings, PolicySettings, QuotaSettings};
 use super::sigv4::{Served, SignedRequest, SigningSecret};
-use super::store::Store;
 use crate::config::Settings;
 use crate::drbg::Algorithm;
 use crate::error::ApiError;
@@ -51,11 +50,13 @@ pub struct Caller {
     pub policy: Policy,
     /// Its limits.
     pub quota: Quota,
-    /// `RateLimit-Policy` field value, when it has a rate limit.
+    /// `RateLimit-Policy` field value, when it has a rate limit. Transitional: the HTTP side
+    /// renders it from `quota` ([`super::headers::policy_field`]) once `http/front.rs` does,
+    /// and then this field goes (the domain keeps plain data).
     pub policy_field: Option<HeaderValue>,
     state: Arc<CallerState>,
-    /// The shared quota store, when the buckets are kept there.
-    pub store: Option<Arc<Store>>,
+    /// Where its buckets are kept.
+    pub store: Arc<dyn QuotaStore>,
 }
 
 impl std::fmt::Debug for Caller {
@@ -113,6 +114,11 @@ impl Caller {
     /// The quota state (buckets, requests in progress).
     pub fn quota_state(&self) -> &Arc<QuotaState> {
         &self.state.quota
+    }
+
+    /// Whose buckets these are, as the quota store takes from them.
+    pub fn owner(&self) -> Owner<'_> {
+        Owner { name: &self.name, state: &self.state.quota }
     }
 
     /// Counts a request that reached admission.
@@ -186,7 +192,7 @@ pub struct Registry {
     secret_files: Vec<std::path::PathBuf>,
     callers: Vec<Arc<Caller>>,
     anonymous: Arc<Caller>,
-    store: Option<Arc<Store>>,
+    store: Arc<dyn QuotaStore>,
 }
 
 impl std::fmt::Debug for Registry {
@@ -201,9 +207,9 @@ impl std::fmt::Debug for Registry {
 }
 
 impl Registry {
-    /// The shared quota store, if the buckets are kept in one.
-    pub fn store(&self) -> Option<&Arc<Store>> {
-        self.store.as_ref()
+    /// Where the callers' buckets are kept.
+    pub fn store(&self) -> &Arc<dyn QuotaStore> {
+        &self.store
     }
 
     /// Every caller, `anonymous` included.
@@ -224,11 +230,14 @@ impl Registry {
         metrics: &Metrics,
         previous: Option<&Registry>,
     ) -> anyhow::Result<(Self, Vec<String>)> {
-        let store = previous.and_then(|p| p.store.clone());
+        let store: Arc<dyn QuotaStore> = match previous {
+            Some(p) => p.store.clone(),
+            None => Arc::new(LocalStore),
+        };
         Self::build_with_store(settings, metrics, previous, store)
     }
 
-    /// [`Registry::build`], the callers' buckets kept in `store` when there is one.
+    /// [`Registry::build`], the callers' buckets kept in `store`.
     ///
     /// # Errors
     /// As [`Registry::build`].
@@ -236,7 +245,7 @@ impl Registry {
         settings: &Settings,
         metrics: &Metrics,
         previous: Option<&Registry>,
-        store: Option<Arc<Store>>,
+        store: Arc<dyn QuotaStore>,
     ) -> anyhow::Result<(Self, Vec<String>)> {
         let mut warnings = Vec::new();
         let tables = caller_tables(settings, previous.is_some(), &mut warnings)?;
@@ -258,7 +267,7 @@ impl Registry {
     }
 
     /// A registry with no caller but the default `anonymous` one (its `state` carried over).
-    fn empty(settings: &Settings, state: Arc<CallerState>, store: Option<Arc<Store>>) -> Registry {
+    fn empty(settings: &Settings, state: Arc<CallerState>, store: Arc<dyn QuotaStore>) -> Registry {
         Registry {
             auth: settings.auth.enabled,
             open_routes: if settings.pollen.enabled && settings.pollen.anonymous {
@@ -548,7 +557,7 @@ struct Building<'a> {
     metrics: &'a Metrics,
     /// The registry in force, on reload.
     previous: Option<&'a Registry>,
-    store: Option<Arc<Store>>,
+    store: Arc<dyn QuotaStore>,
     registry: Registry,
     /// Each key digest's caller.
     claimed: HashMap<[u8; 32], String>,

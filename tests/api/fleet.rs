@@ -200,7 +200,7 @@ async fn two_replicas_share_one_bucket() {
     }
     // The burst plus a token or two of refill at 1/s; the second serves no more than its share
     // of a bucket it takes as full until the store first answers it (10; the bound in
-    // src/callers/lease.rs), where counting alone it would serve 20.
+    // src/callers/quota/lease.rs), where counting alone it would serve 20.
     assert!(
         (19..=21 + refill(secs).1).contains(&first),
         "the first replica served {first} of a burst of 20 in {secs:.2} s"
@@ -353,7 +353,7 @@ async fn garbage_at_a_key_sets_that_caller_aside_not_the_store() {
     redis.cmd(&["HSET", "g:{web}:requests", "tokens", "lots", "at", "yesterday"]).unwrap();
     // The bucket set aside is read again by the first request after BROKEN: that request finds
     // the hash, garbage too (requests before it are served from this replica's share).
-    let set_aside_for = drbgd::callers::lease::BROKEN + Duration::from_secs(2);
+    let set_aside_for = drbgd::callers::quota::lease::BROKEN + Duration::from_secs(2);
     let read_again = || async {
         status(&app, WEB, "/token").await;
         metric(&app, errors).await >= 2.0

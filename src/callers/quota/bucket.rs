@@ -1,9 +1,9 @@
-//! Per-caller quotas: two token buckets (requests and raw random bytes) and a cap on requests
-//! in progress, kept in this process (with a shared store, the buckets are leased from it:
-//! [`super::lease`]; these local ones then serve only the fallback). Time is tokio's monotonic
-//! clock (`Instant`, which tests can pause), so a wall-clock jump refills nothing;
-//! a `now` earlier than the last one (which the monotonic clock never gives) refills nothing
-//! either. State lives in [`QuotaState`], shared across reloads, so a reload never refills.
+//! A token bucket kept in this process: the whole quota with `[quota] store = "local"`, the
+//! fallback share with a shared store (whose buckets are leased: [`super::lease`]). Time is
+//! tokio's monotonic clock (`Instant`, which tests can pause), so a wall-clock jump refills
+//! nothing; a `now` earlier than the last one (which the monotonic clock never gives) refills
+//! nothing either. A caller's buckets live in its [`super::state::QuotaState`], shared across
+//! reloads, so a reload never refills.
 //!
 //! A bucket holds up to `burst` tokens and gains `rate` per second. A request costing `c` is
 //! let through when the bucket holds `min(c, burst)`; it then takes all `c`, so a request
@@ -12,22 +12,11 @@
 //! `burst + rate * T` plus one request's excess.
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::lease::Lease;
-use super::store::Kind;
-
-/// One bucket's parameters.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Rate {
-    /// Tokens per second.
-    pub per_second: f64,
-    /// Bucket size.
-    pub burst: f64,
-}
+use super::types::{Rate, Wait};
 
 /// A bucket's level at an instant.
 #[derive(Debug, Clone, Copy)]
@@ -39,10 +28,6 @@ struct Level {
 /// A token bucket (its parameters are passed in, so a reload can change them).
 #[derive(Debug)]
 pub struct Bucket(Mutex<Option<Level>>);
-
-/// A refused take: how long until it would pass.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Wait(pub Duration);
 
 impl Default for Bucket {
     fn default() -> Self {
@@ -88,104 +73,9 @@ fn refill(level: Option<Level>, rate: Rate, now: Instant) -> Level {
     }
 }
 
-/// Seconds until a bucket at `tokens` is full again, rounded up (the `t` of the RateLimit field).
-pub fn seconds_to_full(rate: Rate, tokens: f64) -> u64 {
-    let secs = ((rate.burst - tokens) / rate.per_second).max(0.0);
-    secs.ceil().min(86_400.0) as u64
-}
-
-/// A caller's quota parameters, from its settings.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Quota {
-    /// Requests, when limited.
-    pub requests: Option<Rate>,
-    /// Raw random bytes, when limited.
-    pub bytes: Option<Rate>,
-    /// Requests in progress, when limited.
-    pub max_in_flight: Option<u32>,
-}
-
-impl Quota {
-    /// Whether any limit applies (and so the rate-limit fields are sent).
-    pub fn is_limited(&self) -> bool {
-        self.requests.is_some() || self.bytes.is_some()
-    }
-}
-
-/// A caller's quota state: buckets and the in-progress count, kept across reloads.
-#[derive(Debug)]
-pub struct QuotaState {
-    /// The request bucket.
-    pub requests: Bucket,
-    /// The byte bucket.
-    pub bytes: Bucket,
-    in_flight: AtomicU32,
-    /// Leases on the shared store's buckets (requests, bytes), when there is one.
-    leases: [Mutex<Lease>; 2],
-}
-
-impl Default for QuotaState {
-    fn default() -> Self {
-        let now = Instant::now();
-        QuotaState {
-            requests: Bucket::default(),
-            bytes: Bucket::default(),
-            in_flight: AtomicU32::new(0),
-            leases: [Mutex::new(Lease::new(now)), Mutex::new(Lease::new(now))],
-        }
-    }
-}
-
-impl QuotaState {
-    /// Counts one more request in progress, unless `max` are already; the guard counts it out.
-    /// A refused entry never touches the count (compare-and-swap under the bound), so it
-    /// cannot make a concurrent one see the caller fuller than it is.
-    pub fn enter(self: &std::sync::Arc<Self>, max: Option<u32>) -> Option<InFlight> {
-        match max {
-            None => {
-                self.in_flight.fetch_add(1, Ordering::AcqRel);
-            }
-            Some(max) => {
-                self.in_flight
-                    .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < max).then_some(n + 1))
-                    .ok()?;
-            }
-        }
-        Some(InFlight(self.clone()))
-    }
-
-    /// The lease on the shared store's `kind` bucket, locked (a poisoned lock is taken as is:
-    /// the lease holds numbers only, each update complete).
-    pub fn lease(&self, kind: Kind) -> std::sync::MutexGuard<'_, Lease> {
-        self.leases[kind as usize].lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// The local bucket of `kind`.
-    pub fn bucket(&self, kind: Kind) -> &Bucket {
-        match kind {
-            Kind::Requests => &self.requests,
-            Kind::Bytes => &self.bytes,
-        }
-    }
-
-    /// Requests in progress now.
-    pub fn in_flight(&self) -> u32 {
-        self.in_flight.load(Ordering::Acquire)
-    }
-}
-
-/// One request in progress; dropping it counts it out.
-#[derive(Debug)]
-pub struct InFlight(std::sync::Arc<QuotaState>);
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::types::seconds_to_full;
     use super::*;
     use proptest::prelude::*;
 
@@ -231,47 +121,6 @@ mod tests {
         assert!((b.take(bytes, 5000.0, t1).unwrap() + 4000.0).abs() < 1e-6, "debt of 4000");
         let wait = b.take(bytes, 1.0, t1).unwrap_err();
         assert!((wait.0.as_secs_f64() - 4.001).abs() < 1e-6, "{wait:?}");
-    }
-
-    #[test]
-    fn in_flight_is_capped_and_released() {
-        let s = std::sync::Arc::new(QuotaState::default());
-        let a = s.enter(Some(2)).unwrap();
-        let _b = s.enter(Some(2)).unwrap();
-        assert!(s.enter(Some(2)).is_none());
-        assert_eq!(s.in_flight(), 2);
-        drop(a);
-        assert!(s.enter(Some(2)).is_some());
-        assert!(s.enter(None).is_some());
-    }
-
-    /// A refused entry must never show in the count, not even for a moment: with one place of
-    /// two held, entries under a cap of 2 always fit, however many entries under a cap of 1
-    /// (always refused) run at the same time. (Adding first and backing out after refused some.)
-    #[test]
-    fn a_refused_entry_never_crowds_out_one_that_fits() {
-        use std::sync::Arc;
-        use std::sync::atomic::AtomicBool;
-        let s = Arc::new(QuotaState::default());
-        let _held = s.enter(Some(2)).unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
-        let refused: Vec<_> = (0..2)
-            .map(|_| {
-                let (s, stop) = (s.clone(), stop.clone());
-                std::thread::spawn(move || {
-                    while !stop.load(Ordering::Relaxed) {
-                        assert!(s.enter(Some(1)).is_none());
-                    }
-                })
-            })
-            .collect();
-        let spurious = (0..100_000).filter(|_| s.enter(Some(2)).is_none()).count();
-        stop.store(true, Ordering::Relaxed);
-        for t in refused {
-            t.join().unwrap();
-        }
-        assert_eq!(spurious, 0, "entries refused though a place was free");
-        assert_eq!(s.in_flight(), 1);
     }
 
     proptest! {

@@ -1,6 +1,6 @@
 //! A replica's lease on one of a caller's buckets in the shared store: tokens taken from the
 //! global bucket ahead of use and spent here without a round trip. This is the decision logic
-//! alone (time is passed in); [`super::store`] carries out the exchanges it asks for.
+//! alone (time is passed in); [`super::redis_store`] carries out the exchanges it asks for.
 //!
 //! A request is let through when the tokens in hand cover it, or else on credit: what this
 //! replica owes (settled or not yet) stays within its share of the global bucket's last-known
@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::quota::{Rate, Wait};
+use super::types::{Rate, Wait};
 
 /// Unspent tokens go back to the store after this long without a spend.
 pub const IDLE: Duration = Duration::from_secs(1);
@@ -44,7 +44,7 @@ pub struct Exchange {
     pub at_least: f64,
 }
 
-/// The store's answer to an [`Exchange`], as [`super::store`] lets it through: the grant at
+/// The store's answer to an [`Exchange`], as [`super::redis_store`] lets it through: the grant at
 /// most the exchange's `want`, the level within one burst either side of zero.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Exchanged {

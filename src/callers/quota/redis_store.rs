@@ -1,5 +1,5 @@
-//! The shared quota store: callers' buckets in a Redis (or Valkey) server every replica of a
-//! deployment uses, through the `redis` crate's connection manager (tokio, reconnecting on its
+//! The shared quota store ([`RedisStore`], `[quota] store = "redis"`): callers' buckets in a
+//! Redis (or Valkey) server every replica of a deployment uses, through the `redis` crate's connection manager (tokio, reconnecting on its
 //! own, TLS with rustls for `rediss://`; chosen over `fred` for being the protocol's reference
 //! Rust client, with the smaller dependency tree at the features used here).
 //!
@@ -25,17 +25,24 @@
 //! to the tokens the exchange wanted, a level to the bucket's burst (and its debt to one
 //! burst), so no reply, from a store that lies or a server that is not Redis, lifts a lease
 //! past what it asked for; a reply that is not two numbers is a failure. The replica count a
-//! heartbeat learns is never taken below `quota.replicas` ([`Store::replicas`]).
+//! heartbeat learns is never taken below `quota.replicas` ([`Remote::replicas`]).
+//!
+//! While the store is down, a request meets `quota.on_store_failure`: this replica's share of
+//! the caller's rate from the local bucket (`local`; a refusal while the share is unknown: the
+//! store never reached and `quota.replicas` 0), nothing (`open`), a refusal (`closed`).
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures_util::future::BoxFuture;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use tokio::time::Instant;
 
-use super::lease::{Exchange, Exchanged};
-use super::quota::{QuotaState, Rate};
+use super::lease::{Exchange, Exchanged, Lease, Spend};
+use super::state::QuotaState;
+use super::store::{Holder, Holders, Owner, QuotaStore};
+use super::types::{Kind, Rate, Refusal};
 use crate::config::quota::{OnStoreFailure, QuotaStoreSettings};
 use crate::metrics::QuotaStoreSeries;
 
@@ -45,6 +52,8 @@ pub const HEARTBEAT: Duration = Duration::from_secs(1);
 pub const PROBE: Duration = Duration::from_millis(250);
 /// A replica not heard from for this long is no longer counted.
 pub const REPLICA_TTL: Duration = Duration::from_secs(3);
+/// How long start-up waits for the store to answer before it serves without it.
+pub const JOIN_DEADLINE: Duration = Duration::from_secs(2);
 
 /// Refills a bucket on the store's clock, settles credit, gives back or grants tokens.
 /// KEYS[1]: the bucket. ARGV: rate per second, burst, settle, want, at_least.
@@ -125,24 +134,6 @@ fn checked(reply: &[String], rate: Rate, e: Exchange) -> Option<(Exchanged, bool
     Some((exchanged, cut))
 }
 
-/// Which of a caller's buckets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    /// Requests.
-    Requests,
-    /// Raw random bytes.
-    Bytes,
-}
-
-impl Kind {
-    fn name(self) -> &'static str {
-        match self {
-            Kind::Requests => "requests",
-            Kind::Bytes => "bytes",
-        }
-    }
-}
-
 /// Why a store call failed (the `reason` label).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Failure {
@@ -164,8 +155,8 @@ impl Failure {
     }
 }
 
-/// The shared store, as one replica sees it.
-pub struct Store {
+/// The shared store, as one replica sees it: the connection, and whether the store answers.
+struct Remote {
     conn: ConnectionManager,
     exchange_script: redis::Script,
     heartbeat_script: redis::Script,
@@ -187,13 +178,13 @@ pub struct Store {
     metrics: QuotaStoreSeries,
 }
 
-impl std::fmt::Debug for Store {
+impl std::fmt::Debug for Remote {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store").field("prefix", &self.prefix).field("id", &self.id).finish_non_exhaustive()
+        f.debug_struct("Remote").field("prefix", &self.prefix).field("id", &self.id).finish_non_exhaustive()
     }
 }
 
-impl Store {
+impl Remote {
     /// A store for `settings`, not connected yet (the first call connects; an unreachable
     /// store at start-up is a fallback, not a failure to start). Starts down until the first
     /// heartbeat answers.
@@ -239,7 +230,7 @@ impl Store {
         getrandom::fill(&mut suffix).map_err(|e| anyhow::anyhow!("entropy source: {e}"))?;
         let name = if instance.is_empty() { "drbgd" } else { instance };
         metrics.up.set(0);
-        Ok(Store {
+        Ok(Remote {
             conn,
             exchange_script: redis::Script::new(EXCHANGE_LUA),
             heartbeat_script: redis::Script::new(HEARTBEAT_LUA),
@@ -273,7 +264,7 @@ impl Store {
         divisor(self.replicas.load(Ordering::Acquire), self.expected).unwrap_or(1)
     }
 
-    /// What the `local` fallback divides a caller's bucket by: [`Store::replicas`], or none
+    /// What the `local` fallback divides a caller's bucket by: [`Remote::replicas`], or none
     /// when this replica has never reached the store and `quota.replicas` is 0 (it has seen no
     /// other replica, so dividing by itself alone would let it serve the whole fleet's rate:
     /// quota'd requests are refused as under `closed` instead).
@@ -443,9 +434,226 @@ impl Store {
     }
 }
 
+/// The shared store: a caller's buckets are the store's, leased by each replica; while the
+/// store is down, `quota.on_store_failure` decides.
+#[derive(Debug)]
+pub struct RedisStore {
+    remote: Arc<Remote>,
+}
+
+impl RedisStore {
+    /// A store for `settings`, not connected yet (the first call connects; an unreachable
+    /// store at start-up is a fallback, not a failure to start). Starts down until the first
+    /// heartbeat answers.
+    ///
+    /// # Errors
+    /// The URL or the password file (both checked by the settings' validation already), or a
+    /// password bound for a plain `redis://` store without `quota.allow_plaintext_password`.
+    pub fn new(
+        settings: &QuotaStoreSettings,
+        instance: &str,
+        metrics: QuotaStoreSeries,
+    ) -> anyhow::Result<Self> {
+        Ok(RedisStore { remote: Arc::new(Remote::new(settings, instance, metrics)?) })
+    }
+
+    /// What a request meets while the store is down (or has answered garbage for this
+    /// bucket): this replica's share of `rate` from the local bucket, nothing, or a refusal.
+    fn fallback(
+        &self,
+        state: &QuotaState,
+        kind: Kind,
+        rate: Rate,
+        cost: f64,
+        now: Instant,
+    ) -> Result<(), Refusal> {
+        match (self.remote.on_failure, self.remote.fallback_replicas()) {
+            (OnStoreFailure::Open, _) => Ok(()),
+            // Under `local`, a replica that never reached the store and was given no
+            // `quota.replicas` does not know its share: refused as under `closed`.
+            (OnStoreFailure::Closed, _) | (OnStoreFailure::Local, None) => Err(Refusal::StoreUnavailable),
+            (OnStoreFailure::Local, Some(replicas)) => {
+                let share = share(rate, replicas);
+                state.bucket(kind).take(share, cost, now).map(drop).map_err(Refusal::Wait)
+            }
+        }
+    }
+
+    /// Whether the `kind` bucket of `state` is the store's now: the store is up and has not
+    /// answered garbage for that bucket.
+    fn global(&self, state: &QuotaState, kind: Kind, now: Instant) -> bool {
+        self.remote.is_up() && !state.lease(kind).is_broken(now)
+    }
+}
+
+impl QuotaStore for RedisStore {
+    /// The lease on the global bucket while the store is up, else the fallback.
+    fn take(&self, owner: Owner<'_>, kind: Kind, rate: Rate, cost: f64, now: Instant) -> Result<(), Refusal> {
+        let state = owner.state;
+        if !self.remote.is_up() {
+            return self.fallback(state, kind, rate, cost, now);
+        }
+        let mut lease = state.lease(kind);
+        if lease.is_broken(now) {
+            drop(lease);
+            return self.fallback(state, kind, rate, cost, now);
+        }
+        let (spend, exchange) =
+            lease.spend(rate, cost, (self.remote.replicas(), self.remote.lease_window), now);
+        drop(lease);
+        if let Some(exchange) = exchange {
+            self.remote.start(owner.name.clone(), state.clone(), kind, rate, exchange);
+        }
+        match spend {
+            Spend::Spent => Ok(()),
+            Spend::Refused(wait) => Err(Refusal::Wait(wait)),
+        }
+    }
+
+    /// The tokens in hand plus the global level as of this replica's last exchange with the
+    /// store (at most about a lease old while the caller is active here), or this replica's
+    /// share while the store is down.
+    fn remaining(&self, state: &QuotaState, kind: Kind, rate: Rate, now: Instant) -> f64 {
+        if self.remote.is_up() {
+            let lease = state.lease(kind);
+            if !lease.is_broken(now) {
+                return lease.remaining(rate, now);
+            }
+        }
+        state.bucket(kind).peek(share(rate, self.remote.replicas()), now)
+    }
+
+    fn scope(&self, state: &QuotaState) -> &'static str {
+        if Kind::ALL.iter().all(|&kind| self.global(state, kind, Instant::now())) {
+            return "global";
+        }
+        match (self.remote.on_failure, self.remote.fallback_replicas()) {
+            (OnStoreFailure::Local, Some(_)) => "replica_share",
+            (OnStoreFailure::Open, _) => "unlimited",
+            (OnStoreFailure::Closed, _) | (OnStoreFailure::Local, None) => "unavailable",
+        }
+    }
+
+    /// Announces this replica, so the store is up before the first request when it can be
+    /// reached. Tried every [`PROBE`] for up to [`JOIN_DEADLINE`]: a first call also connects
+    /// (TCP, TLS, AUTH), which may take longer than one call's deadline (`quota.timeout_ms`).
+    fn join(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            let remote = &self.remote;
+            let deadline = Instant::now() + JOIN_DEADLINE;
+            let mut joined = remote.heartbeat(false).await.is_ok();
+            while !joined && Instant::now() + PROBE < deadline {
+                tokio::time::sleep(PROBE).await;
+                joined = remote.heartbeat(false).await.is_ok();
+            }
+            if !joined {
+                tracing::warn!(
+                    on_store_failure = ?remote.on_failure,
+                    replicas = remote.fallback_replicas().unwrap_or(0),
+                    "quota store unreachable at start-up: falling back until it answers"
+                );
+                if remote.on_failure == OnStoreFailure::Local && remote.fallback_replicas().is_none() {
+                    tracing::warn!(
+                        "quota.replicas is 0 and this replica has seen no other: quota'd requests are \
+                         refused (503 quota_store_unavailable) until the store answers; set \
+                         quota.replicas to the fewest replicas the deployment runs to serve a share"
+                    );
+                }
+            }
+        })
+    }
+
+    /// For ever: a heartbeat every [`HEARTBEAT`] (every [`PROBE`] while the store is down, so
+    /// quotas are global again soon after it comes back), and leases idle for
+    /// [`super::lease::IDLE`] given back.
+    fn keep<'a>(&'a self, holders: &'a Holders<'a>) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            let remote = &self.remote;
+            loop {
+                let pause = if remote.is_up() { HEARTBEAT } else { PROBE };
+                tokio::time::sleep(pause).await;
+                let _ = remote.heartbeat(false).await;
+                if remote.is_up() {
+                    let now = Instant::now();
+                    each_lease(
+                        &holders(),
+                        |lease| lease.give_back(now),
+                        |holder, kind, rate, e| {
+                            remote.start(holder.name.clone(), holder.state.clone(), kind, rate, e);
+                        },
+                    );
+                } else {
+                    remote.count_fallback();
+                }
+            }
+        })
+    }
+
+    /// Gives every lease's unspent tokens back to the store and settles what is owed, then
+    /// leaves the replica set.
+    fn leave<'a>(&'a self, holders: &'a Holders<'a>) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            let remote = &self.remote;
+            if remote.is_up() {
+                // Exchanges the last requests started (and the follow-ups they chain) end
+                // within a few of the store's deadlines: waited for, so that what they grant is
+                // given back.
+                let deadline = Instant::now() + 5 * remote.timeout();
+                loop {
+                    let mut under_way = false;
+                    each_lease(
+                        &holders(),
+                        |lease| {
+                            under_way |= lease.is_exchanging();
+                            None
+                        },
+                        |_, _, _, _| {},
+                    );
+                    if !under_way || Instant::now() >= deadline {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                }
+                let mut exchanges: Vec<(Holder, Kind, Rate, Exchange)> = Vec::new();
+                each_lease(&holders(), Lease::give_back_now, |holder, kind, rate, e| {
+                    exchanges.push((holder.clone(), kind, rate, e));
+                });
+                let returns = exchanges
+                    .iter()
+                    .map(|(holder, kind, rate, e)| remote.run(&holder.name, &holder.state, *kind, *rate, *e));
+                futures_util::future::join_all(returns).await;
+            }
+            let _ = remote.heartbeat(true).await;
+        })
+    }
+}
+
+/// Calls `decide` on each limited bucket's lease of each of `holders`, and `then` with each
+/// exchange it asks for (outside the lease's lock).
+fn each_lease(
+    holders: &[Holder],
+    mut decide: impl FnMut(&mut Lease) -> Option<Exchange>,
+    mut then: impl FnMut(&Holder, Kind, Rate, Exchange),
+) {
+    for holder in holders {
+        for kind in Kind::ALL {
+            let Some(rate) = holder.quota.rate(kind) else { continue };
+            let exchange = decide(&mut holder.state.lease(kind));
+            if let Some(e) = exchange {
+                then(holder, kind, rate, e);
+            }
+        }
+    }
+}
+
+/// `rate` divided among `replicas` (the burst at least one token).
+fn share(rate: Rate, replicas: u32) -> Rate {
+    let n = f64::from(replicas.max(1));
+    Rate { per_second: rate.per_second / n, burst: (rate.burst / n).max(1.0) }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::super::lease::{Lease, Spend};
     use super::*;
 
     const R: Rate = Rate { per_second: 50.0, burst: 10.0 };
