@@ -18,6 +18,8 @@
 //! - [`route`]: the routes as names (policies, metric labels), below everything that uses them.
 //! - [`callers`]: who is asking (bearer key, client certificate or AWS SigV4 signature), their
 //!   policy and quota.
+//! - [`peer_key`]: a peer as per-peer limits count it (the callers' limits, the beacon's
+//!   waiters).
 //! - [`config`]: layered, validated settings.
 //! - [`app`], [`server`], [`shutdown`], [`state`]: wiring, the connection loop, signals, shared
 //!   state.
@@ -41,6 +43,7 @@ pub mod grpc;
 pub mod http;
 pub mod memory;
 pub mod metrics;
+pub mod peer_key;
 pub mod receipts;
 pub mod reload;
 pub mod route;

@@ -14,6 +14,7 @@
 pub mod budget;
 mod buffers;
 pub mod encoding;
+mod handle;
 pub mod output;
 pub mod request;
 pub mod wiped;
@@ -24,6 +25,7 @@ use std::time::{Duration, Instant};
 use zeroize::Zeroizing;
 
 pub use encoding::{Encoding, SecretFormat};
+pub use handle::Service;
 pub use output::{BitsOutput, Chunk, Chunks, Generated, Ints, Rendered, Secret, Uuids};
 pub use request::{
     BitsRequest, BytesRequest, IntRequest, NonceRequest, Rules, SecretRequest, TokenRequest, UuidRequest,
@@ -34,26 +36,7 @@ use crate::config::Settings;
 use crate::drbg::{Algorithm, Pool, bits};
 use crate::error::ApiError;
 use crate::metrics::Metrics;
-
-/// The service handle: clone-cheap, shared by every transport.
-#[derive(Clone)]
-pub struct Service(Arc<Inner>);
-
-struct Inner {
-    pool: Arc<Pool>,
-    /// Recycled chunk buffers of streamed output.
-    buffers: Arc<buffers::Buffers>,
-    /// The stream budget their chunks are generated under.
-    budget: budget::StreamBudget,
-    metrics: Arc<Metrics>,
-    rules: Rules,
-}
-
-impl std::fmt::Debug for Service {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Service").field("rules", &self.0.rules).finish_non_exhaustive()
-    }
-}
+use handle::Inner;
 
 impl Rules {
     /// The rules the settings describe.
@@ -254,7 +237,7 @@ impl Service {
         self.admit(caller, req.alg(), req.bytes() * 8, false, req.bytes())?;
         with_raw(req.bytes() as usize, |raw| {
             self.fill(req.alg(), raw, false)?;
-            let value = encode_span(req.bytes()).in_scope(|| req.format().encode(raw));
+            let value = output::encode_span(req.bytes()).in_scope(|| req.format().encode(raw));
             self.count_output(caller, req.alg(), req.bytes());
             Ok(Secret {
                 value: Zeroizing::new(value),
@@ -393,11 +376,6 @@ impl Service {
         self.0.metrics.alg(alg).output_bytes.inc_by(bytes);
         caller.count_output(bytes);
     }
-}
-
-/// The span of encoding `bytes` raw bytes into a response's format.
-fn encode_span(bytes: u64) -> tracing::Span {
-    tracing::info_span!(target: crate::telemetry::trace::TRACE_TARGET, "encode", drbgd.bytes = bytes)
 }
 
 /// Calls `f` with `len` zero bytes for raw output, on the stack when they are few (most

@@ -12,7 +12,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, RwLock};
 
-use super::SignedRound;
+use super::round::SignedRound;
 
 /// Rounds counted as recent: the current one and the seven before it (drand-client asks for
 /// the current round and the one before; a client a few periods behind stays in here).

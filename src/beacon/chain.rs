@@ -17,7 +17,7 @@ use sha2::{Digest, Sha256};
 
 use super::clock::Schedule;
 use super::key::Signer;
-use super::{DEFAULT_BEACON_ID, PUBLIC_KEY_LEN, SCHEME_ID};
+use super::round::{DEFAULT_BEACON_ID, PUBLIC_KEY_LEN, SCHEME_ID};
 
 /// What the operator chooses of a chain besides its key (`[beacon]`).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -13,7 +13,7 @@ use blst::BLST_ERROR;
 use blst::min_sig::{PublicKey, SecretKey, Signature};
 use zeroize::Zeroizing;
 
-use super::{DST, PUBLIC_KEY_LEN, SIGNATURE_LEN, round_message};
+use super::round::{DST, PUBLIC_KEY_LEN, SIGNATURE_LEN, round_message};
 use crate::drbg::secret_mem::{Protection, SecretSlice};
 
 /// Bytes of a secret key (a scalar below the group order, big-endian).

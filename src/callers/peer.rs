@@ -8,7 +8,7 @@
 //! counting its addresses one by one would let it take any number of shares.
 
 use std::collections::HashMap;
-use std::net::{IpAddr, Ipv6Addr};
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -18,6 +18,7 @@ use ipnet::IpNet;
 use tokio::time::Instant;
 
 use crate::error::ApiError;
+pub use crate::peer_key::PeerKey;
 
 /// One connection's peer, put on each of its requests by the network layer.
 #[derive(Debug)]
@@ -79,37 +80,6 @@ pub struct PeerLimits {
     pub burst: f64,
     /// Peers tracked at once: the table's bound.
     pub table_size: usize,
-}
-
-/// A peer as the limits count it: an IPv4 address or an IPv6 /64 (an IPv4-mapped IPv6
-/// address is its IPv4 address); `None`: no address known, all such requests one peer. Its
-/// streams are counted under a key of their own.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct PeerKey {
-    addr: Option<IpAddr>,
-    stream: bool,
-}
-
-impl PeerKey {
-    /// The key of `addr`.
-    pub fn of(addr: Option<IpAddr>) -> PeerKey {
-        PeerKey { addr: Self::prefix(addr), stream: false }
-    }
-
-    /// The key of `addr`'s public streams.
-    pub fn streams_of(addr: Option<IpAddr>) -> PeerKey {
-        PeerKey { addr: Self::prefix(addr), stream: true }
-    }
-
-    fn prefix(addr: Option<IpAddr>) -> Option<IpAddr> {
-        addr.map(|addr| match addr {
-            IpAddr::V4(v4) => IpAddr::V4(v4),
-            IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-                Some(v4) => IpAddr::V4(v4),
-                None => IpAddr::V6(Ipv6Addr::from(u128::from(v6) & !((1u128 << 64) - 1))),
-            },
-        })
-    }
 }
 
 /// The client's address: the peer's own, or, when the peer is a trusted proxy, the last
@@ -240,7 +210,7 @@ impl PeerTable {
                 return Err(ApiError::Overloaded);
             }
         }
-        let max_in_flight = if key.stream { limits.max_streams } else { limits.max_in_flight };
+        let max_in_flight = if key.is_stream() { limits.max_streams } else { limits.max_in_flight };
         let entry = peers.entries.entry(key).or_insert(Entry { in_flight: 0, tokens: limits.burst, at: now });
         entry.refill(limits, now);
         if entry.in_flight >= max_in_flight {

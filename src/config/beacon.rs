@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use super::ConfigError;
+use super::error::ConfigError;
 
 /// The longest period accepted: a day.
 pub const MAX_PERIOD_S: u32 = 86_400;

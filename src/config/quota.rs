@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use super::ConfigError;
+use super::error::ConfigError;
 
 /// `[quota]`.
 #[derive(Debug, Clone, Deserialize, Serialize)]

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::ConfigError;
+use super::error::ConfigError;
 
 /// `[tracing]`.
 #[derive(Debug, Clone, Deserialize, Serialize)]

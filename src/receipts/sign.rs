@@ -12,7 +12,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde_json::Value;
 use zeroize::Zeroizing;
 
-use super::KeyRing;
+use super::keys::KeyRing;
 use super::random::{Random, wipe};
 use crate::error::ApiError;
 

@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use super::Service;
 use super::budget::{Permit, Shares};
 use super::encoding::{Encoding, JSON_SUFFIX_MAX, SecretFormat, json_prefix, json_suffix};
+use super::handle::Service;
 use super::request::BitsRequest;
 use crate::drbg::{Algorithm, bits};
 use crate::error::ApiError;
@@ -203,7 +203,7 @@ impl Chunks {
             chunk_ones = bits::count_ones(raw);
             self.ones += chunk_ones;
             if format != Encoding::Binary {
-                let _span = super::encode_span(len as u64).entered();
+                let _span = encode_span(len as u64).entered();
                 // Room for the JSON suffix too: appending it must not grow (and so copy, and
                 // free unwiped) a buffer holding output.
                 let suffix = if format == Encoding::Json { JSON_SUFFIX_MAX } else { 0 };
@@ -289,4 +289,9 @@ pub struct Ints {
     pub max: i64,
     /// The generator.
     pub alg: Algorithm,
+}
+
+/// The span of encoding `bytes` raw bytes into a response's format.
+pub(super) fn encode_span(bytes: u64) -> tracing::Span {
+    tracing::info_span!(target: crate::telemetry::trace::TRACE_TARGET, "encode", drbgd.bytes = bytes)
 }

@@ -49,7 +49,7 @@ fn with_line<R>(f: impl FnOnce(&mut String) -> R) -> R {
 }
 
 /// Queues the access line `access`, formatted as [`Plain`] formats its tracing event.
-pub(super) fn write_access(writer: &super::writer::BatchWriter, access: &super::Access<'_>) {
+pub(super) fn write_access(writer: &super::writer::BatchWriter, access: &super::access::Access<'_>) {
     thread_local!(static LINE: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) });
     with_buffer(&LINE, |line| {
         line.clear();
@@ -73,7 +73,7 @@ fn with_buffer<B: Default + 'static, R>(
 /// The access line of `a` as [`Plain`] writes the event of [`super::Access`]: the same
 /// fields in the same order, strings quoted (or in `Debug` form when they need escaping).
 /// Built as bytes from pieces inlined here, so the constant ones are copied without a call.
-fn access_line(line: &mut Vec<u8>, a: &super::Access<'_>) {
+fn access_line(line: &mut Vec<u8>, a: &super::access::Access<'_>) {
     #[inline(always)]
     fn quoted(line: &mut Vec<u8>, name: &str, value: &str) {
         line.extend_from_slice(b" ");
@@ -108,7 +108,7 @@ fn access_line(line: &mut Vec<u8>, a: &super::Access<'_>) {
     line.reserve(256);
     push_now(line);
     line.extend_from_slice(level(Level::INFO).as_bytes());
-    line.extend_from_slice(super::ACCESS_TARGET.as_bytes());
+    line.extend_from_slice(super::access::ACCESS_TARGET.as_bytes());
     line.extend_from_slice(b": request");
     quoted(line, "request_id", a.request_id);
     if !a.trace_id.is_empty() {
