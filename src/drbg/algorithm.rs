@@ -1,49 +1,28 @@
 //! The algorithms drbgd serves, described once.
 //!
-//! Everything that differs between algorithms lives in this file: the [`Algorithm`] enum, the
-//! [`AlgorithmInfo`] table (name, aliases, standard, whether SP 800-90A approves it, security
-//! strength, construction, the self-tests) and
-//! [`Algorithm::with_mechanism`], the one `match` from an algorithm to the [`Drbg`] type
-//! implementing it. The pool, the self-tests, the command line, the config file, the metrics
-//! and `GET /algorithms` all read from here; adding an algorithm means adding a variant, a table
-//! row and a match arm, and the compiler points at each.
+//! Everything that differs between algorithms lives in this file: the [`AlgorithmInfo`] table
+//! (name, aliases, standard, whether SP 800-90A approves it, security strength, construction,
+//! the self-tests) and [`Algorithm::with_mechanism`], the one `match` from an algorithm to the
+//! [`Drbg`] type implementing it. The [`Algorithm`] enum itself is declared alone beside it
+//! (`algorithm_id.rs`), so that each mechanism names its algorithm without naming this table,
+//! which names every mechanism. The pool, the self-tests, the command line, the config file,
+//! the metrics and `GET /algorithms` all read from here; adding an algorithm means adding a
+//! variant (in `algorithm_id.rs`), a table row and a match arm, and the compiler points at
+//! each.
 
 use std::fmt;
 use std::str::FromStr;
 
+use super::algorithm_id::Algorithm;
 use super::blake3_xof::Blake3Drbg;
 use super::chacha20::ChaCha20Drbg;
 use super::ctr_drbg::{Aes128CtrDrbg, Aes192CtrDrbg, Aes256CtrDrbg};
+use super::generator::Drbg;
 use super::hash_drbg::{HashSha256Drbg, HashSha512Drbg};
 use super::hmac_drbg::{HmacSha256Drbg, HmacSha512Drbg};
 use super::randen::RandenDrbg;
-use super::{Drbg, selftest};
-
-/// The generator algorithms drbgd serves. The canonical names are used by the API, the
-/// metrics labels and the config file.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Algorithm {
-    /// ChaCha20 (20 rounds) with fast key erasure.
-    ChaCha20,
-    /// NIST SP 800-90A CTR_DRBG with AES-256 and the derivation function.
-    Aes256Ctr,
-    /// Keyed BLAKE3 in extendable-output mode with fast key erasure.
-    Blake3,
-    /// Randen: an AES-round Feistel sponge; fast, backtracking-resistant, not a NIST design.
-    Randen,
-    /// NIST SP 800-90A CTR_DRBG with AES-128 and the derivation function.
-    Aes128Ctr,
-    /// NIST SP 800-90A CTR_DRBG with AES-192 and the derivation function.
-    Aes192Ctr,
-    /// NIST SP 800-90A Hash_DRBG with SHA-256.
-    HashSha256,
-    /// NIST SP 800-90A Hash_DRBG with SHA-512.
-    HashSha512,
-    /// NIST SP 800-90A HMAC_DRBG with SHA-256.
-    HmacSha256,
-    /// NIST SP 800-90A HMAC_DRBG with SHA-512.
-    HmacSha512,
-}
+use super::selftest::outcome::Outcome;
+use super::selftest::suites;
 
 /// What an algorithm is: one row of the table, one row per [`Algorithm`] ([`Algorithm::info`]).
 #[derive(Debug)]
@@ -65,11 +44,11 @@ pub struct AlgorithmInfo {
     /// hash's highest strength for Hash_DRBG and HMAC_DRBG (table 2: 256 for SHA-256 and
     /// SHA-512), the key size for ChaCha20 and keyed BLAKE3, and the 128-bit capacity for Randen.
     pub security_strength_bits: u32,
-    /// The algorithm's start-up self-tests, defined in [`selftest`] (which adds a seeded round
+    /// The algorithm's start-up self-tests, defined in [`super::selftest`] (which adds a seeded round
     /// trip of the full mechanism): for an SP 800-90A mechanism, known answers of instantiate,
     /// generate, reseed and prediction resistance, uninstantiate and the error paths; for the
     /// others, a known answer of the primitive.
-    pub self_tests: fn() -> Vec<selftest::Outcome>,
+    pub self_tests: fn() -> Vec<Outcome>,
 }
 
 const CTR_CONSTRUCTION: &str = "Update step after every Generate; at most 2^19 bits per internal Generate";
@@ -89,7 +68,7 @@ static TABLE: [AlgorithmInfo; Algorithm::COUNT] = [
         approved: false,
         construction: "fast key erasure: each 1 KiB keystream batch yields the next key",
         security_strength_bits: 256,
-        self_tests: selftest::chacha20,
+        self_tests: suites::chacha20,
     },
     AlgorithmInfo {
         algorithm: Algorithm::Aes256Ctr,
@@ -99,7 +78,7 @@ static TABLE: [AlgorithmInfo; Algorithm::COUNT] = [
         approved: true,
         construction: CTR_CONSTRUCTION,
         security_strength_bits: 256,
-        self_tests: selftest::aes256ctr,
+        self_tests: suites::aes256ctr,
     },
     AlgorithmInfo {
         algorithm: Algorithm::Blake3,
@@ -109,7 +88,7 @@ static TABLE: [AlgorithmInfo; Algorithm::COUNT] = [
         approved: false,
         construction: "fast key erasure over a keyed hash of a 64-bit counter",
         security_strength_bits: 256,
-        self_tests: selftest::blake3,
+        self_tests: suites::blake3,
     },
     AlgorithmInfo {
         algorithm: Algorithm::Randen,
@@ -120,7 +99,7 @@ static TABLE: [AlgorithmInfo; Algorithm::COUNT] = [
         construction: "sponge over a 16-branch Feistel permutation of 2-round AES functions; \
                        handed-out bytes wiped",
         security_strength_bits: 128,
-        self_tests: selftest::randen,
+        self_tests: suites::randen,
     },
     AlgorithmInfo {
         algorithm: Algorithm::Aes128Ctr,
@@ -130,7 +109,7 @@ static TABLE: [AlgorithmInfo; Algorithm::COUNT] = [
         approved: true,
         construction: CTR_CONSTRUCTION,
         security_strength_bits: 128,
-        self_tests: selftest::aes128ctr,
+        self_tests: suites::aes128ctr,
     },
     AlgorithmInfo {
         algorithm: Algorithm::Aes192Ctr,
@@ -140,7 +119,7 @@ static TABLE: [AlgorithmInfo; Algorithm::COUNT] = [
         approved: true,
         construction: CTR_CONSTRUCTION,
         security_strength_bits: 192,
-        self_tests: selftest::aes192ctr,
+        self_tests: suites::aes192ctr,
     },
     AlgorithmInfo {
         algorithm: Algorithm::HashSha256,
@@ -150,7 +129,7 @@ static TABLE: [AlgorithmInfo; Algorithm::COUNT] = [
         approved: true,
         construction: HASH_CONSTRUCTION,
         security_strength_bits: 256,
-        self_tests: selftest::hash_sha256,
+        self_tests: suites::hash_sha256,
     },
     AlgorithmInfo {
         algorithm: Algorithm::HashSha512,
@@ -160,7 +139,7 @@ static TABLE: [AlgorithmInfo; Algorithm::COUNT] = [
         approved: true,
         construction: HASH_CONSTRUCTION,
         security_strength_bits: 256,
-        self_tests: selftest::hash_sha512,
+        self_tests: suites::hash_sha512,
     },
     AlgorithmInfo {
         algorithm: Algorithm::HmacSha256,
@@ -170,7 +149,7 @@ static TABLE: [AlgorithmInfo; Algorithm::COUNT] = [
         approved: true,
         construction: HMAC_CONSTRUCTION,
         security_strength_bits: 256,
-        self_tests: selftest::hmac_sha256,
+        self_tests: suites::hmac_sha256,
     },
     AlgorithmInfo {
         algorithm: Algorithm::HmacSha512,
@@ -180,7 +159,7 @@ static TABLE: [AlgorithmInfo; Algorithm::COUNT] = [
         approved: true,
         construction: HMAC_CONSTRUCTION,
         security_strength_bits: 256,
-        self_tests: selftest::hmac_sha512,
+        self_tests: suites::hmac_sha512,
     },
 ];
 
@@ -204,24 +183,6 @@ pub trait WithMechanism {
 }
 
 impl Algorithm {
-    /// Every algorithm, in a fixed order (the order of the pool's instances and of metric
-    /// arrays).
-    pub const ALL: [Algorithm; 10] = [
-        Algorithm::ChaCha20,
-        Algorithm::Aes256Ctr,
-        Algorithm::Blake3,
-        Algorithm::Randen,
-        Algorithm::Aes128Ctr,
-        Algorithm::Aes192Ctr,
-        Algorithm::HashSha256,
-        Algorithm::HashSha512,
-        Algorithm::HmacSha256,
-        Algorithm::HmacSha512,
-    ];
-
-    /// The number of algorithms.
-    pub const COUNT: usize = Algorithm::ALL.len();
-
     /// This algorithm's row of the table.
     pub const fn info(self) -> &'static AlgorithmInfo {
         &TABLE[self.index()]
@@ -257,11 +218,6 @@ impl Algorithm {
     /// Security strength in bits (see [`AlgorithmInfo::security_strength_bits`]).
     pub const fn security_strength_bits(self) -> u32 {
         self.info().security_strength_bits
-    }
-
-    /// Position in [`Algorithm::ALL`].
-    pub const fn index(self) -> usize {
-        self as usize
     }
 
     /// The algorithm with this canonical name (exact: no aliases, no case folding), as used

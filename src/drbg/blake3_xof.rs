@@ -4,7 +4,7 @@
 use blake3::{Hasher, OutputReader};
 use zeroize::Zeroize;
 
-use super::Algorithm;
+use super::algorithm_id::Algorithm;
 use super::fast_key_erasure::{FastKeyErasure, KEY_LEN, KeystreamCore};
 
 /// The `blake3` generator.

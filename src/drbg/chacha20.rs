@@ -20,7 +20,7 @@ use chacha20::cipher::consts::U64;
 use chacha20::cipher::{KeyIvInit, StreamCipherCore};
 use zeroize::Zeroize;
 
-use super::Algorithm;
+use super::algorithm_id::Algorithm;
 use super::fast_key_erasure::{FastKeyErasure, KEY_LEN, KeystreamCore};
 
 #[cfg(target_arch = "x86_64")]

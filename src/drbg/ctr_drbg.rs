@@ -20,7 +20,8 @@ use aes::cipher::{
 };
 use zeroize::Zeroize;
 
-use super::{Algorithm, ApprovedDrbg, Drbg, ReseedRequired};
+use super::algorithm_id::Algorithm;
+use super::generator::{ApprovedDrbg, Drbg, ReseedRequired};
 
 #[cfg(target_arch = "x86_64")]
 pub mod x86;

@@ -13,7 +13,8 @@ use std::fmt;
 
 use zeroize::Zeroize;
 
-use super::{Algorithm, Drbg, ReseedRequired};
+use super::algorithm_id::Algorithm;
+use super::generator::{Drbg, ReseedRequired};
 
 /// Key length of every keystream core, in bytes.
 pub const KEY_LEN: usize = 32;

@@ -26,7 +26,8 @@ use std::marker::PhantomData;
 use sha2::digest::{Digest, Output};
 use zeroize::Zeroize;
 
-use super::{Algorithm, ApprovedDrbg, Drbg, ReseedRequired};
+use super::algorithm_id::Algorithm;
+use super::generator::{ApprovedDrbg, Drbg, ReseedRequired};
 
 /// The largest seedlen in bytes (SP 800-90A 10.1 table 2: 888 bits, SHA-384 and SHA-512).
 const MAX_SEED_LEN: usize = 888 / 8;

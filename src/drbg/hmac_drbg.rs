@@ -27,9 +27,10 @@ use hmac::digest::{FixedOutput, Output, OutputSizeUser};
 use hmac::{EagerHash, Hmac, KeyInit, Mac};
 use zeroize::Zeroize;
 
+use super::algorithm_id::Algorithm;
+use super::generator::{ApprovedDrbg, Drbg, ReseedRequired};
 use super::hash_drbg::security_strength_bits_for;
 pub use super::hash_drbg::{MAX_BYTES_PER_REQUEST, RESEED_INTERVAL};
-use super::{Algorithm, ApprovedDrbg, Drbg, ReseedRequired};
 
 /// An outlen-byte value: V, or a new Key.
 type Block<D> = Output<Hmac<D>>;

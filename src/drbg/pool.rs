@@ -14,11 +14,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use super::algorithm::WithMechanism;
+use super::algorithm_id::Algorithm;
 use super::entropy::EntropySource;
+use super::generator::{Drbg, DrbgError};
 use super::reseed::{Managed, ReseedPolicy};
 use super::secret_mem::{Protection, SecretSlice};
 use super::stats::Stats;
-use super::{Algorithm, Drbg, DrbgError, WithMechanism};
 
 /// How to build a [`Pool`].
 #[derive(Debug, Clone)]

@@ -14,8 +14,9 @@ use aes::cipher::array::Array;
 use aes::hazmat::{Block8, cipher_round_par};
 use zeroize::Zeroize;
 
-use super::randen_keys::ROUND_KEYS;
-use super::{Algorithm, Drbg, ReseedRequired};
+use super::algorithm_id::Algorithm;
+use super::generator::{Drbg, ReseedRequired};
+use super::randen_keys::{ROUND_KEYS, ROUNDS, SHUFFLE};
 
 #[cfg(target_arch = "x86_64")]
 mod aesni;
@@ -24,9 +25,6 @@ mod aesni;
 pub const STATE_LEN: usize = 256;
 /// The capacity (inner) part: block 0, never output.
 pub const CAPACITY: usize = 16;
-const ROUNDS: usize = 17;
-/// The Feistel block shuffle: new[i] = old[SHUFFLE[i]].
-const SHUFFLE: [usize; 16] = [7, 2, 13, 4, 11, 8, 3, 6, 15, 0, 9, 10, 1, 14, 5, 12];
 /// BLAKE3 contexts for the 240-byte absorb inputs.
 const INSTANTIATE_CONTEXT: &str = "drbgd 2026-11 randen instantiate";
 const RESEED_CONTEXT: &str = "drbgd 2026-11 randen reseed";

@@ -1,6 +1,13 @@
 //! Abseil's Randen round keys (`kRandenRoundKeys`, absl/random/internal/randen_round_keys.cc at
 //! commit 926f1d05a4f85663e4ca057f70f1a7f0a7d6b762): 17 rounds x 8 keys x 16 bytes. Embedded, not
-//! computed: the table differs from the hex digits of pi in six nibbles.
+//! computed: the table differs from the hex digits of pi in six nibbles. With the permutation's
+//! two other constants (its rounds, its block shuffle), which its AES-NI path reads too.
+
+/// Rounds of the permutation: [`ROUND_KEYS`] holds 8 keys for each.
+pub const ROUNDS: usize = 17;
+
+/// The Feistel block shuffle: new[i] = old[SHUFFLE[i]].
+pub const SHUFFLE: [usize; 16] = [7, 2, 13, 4, 11, 8, 3, 6, 15, 0, 9, 10, 1, 14, 5, 12];
 
 /// The 2176-byte key table, key `8 * round + j` at byte offset `16 * (8 * round + j)`.
 pub const ROUND_KEYS: [u8; 2176] = [

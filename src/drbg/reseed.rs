@@ -10,8 +10,9 @@ use coarsetime::Instant;
 use zeroize::Zeroize;
 
 use super::entropy::EntropySource;
+use super::fork;
+use super::generator::{Drbg, DrbgError};
 use super::stats::{ReseedReason, Stats};
-use super::{Drbg, DrbgError, fork};
 
 /// Default bytes between reseeds: 1 MiB. A 32-byte token stream reseeds every ~32k requests,
 /// bulk output every ~16 chunks of 64 KiB: a few reseeds per second under heavy load, each

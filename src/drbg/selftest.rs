@@ -1,7 +1,7 @@
 //! Start-up self-tests: what runs for each algorithm before it may serve, and their report.
 //!
 //! Every algorithm gets the tests of its row of the table ([`AlgorithmInfo::self_tests`], each
-//! defined here) and a seeded round trip of the full mechanism. For the SP 800-90A mechanisms
+//! defined in `suites`) and a seeded round trip of the full mechanism. For the SP 800-90A mechanisms
 //! (CTR_DRBG, Hash_DRBG, HMAC_DRBG) those are the known-answer tests FIPS 140-3 IG 10.3.A asks
 //! of a DRBG and the health tests of SP 800-90A 11.3, on one CAVP record per family
 //! (`sp800_90a`): instantiate and generate, reseed, prediction resistance, uninstantiate, and
@@ -13,17 +13,20 @@
 //!
 //! [`AlgorithmInfo::self_tests`]: super::AlgorithmInfo::self_tests
 
+pub(super) mod outcome;
 mod primitives;
 mod sp800_90a;
+pub(super) mod suites;
 mod vectors;
 
 #[cfg(test)]
 pub(crate) mod mutation;
 
-use super::ctr_drbg::{Aes128CtrDrbg, Aes192CtrDrbg, Aes256CtrDrbg};
-use super::hash_drbg::{HashSha256Drbg, HashSha512Drbg};
-use super::hmac_drbg::{HmacSha256Drbg, HmacSha512Drbg};
-use super::{Algorithm, Drbg, WithMechanism};
+pub use outcome::Outcome;
+
+use super::algorithm::WithMechanism;
+use super::algorithm_id::Algorithm;
+use super::generator::Drbg;
 
 /// A failed self-test.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -33,22 +36,6 @@ pub struct SelfTestError {
     pub alg: Algorithm,
     /// Which test failed.
     pub what: &'static str,
-}
-
-/// One self-test's result.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Outcome {
-    /// The test's name (`reseed`, `seeded round trip`, ...).
-    pub name: &'static str,
-    /// Whether it passed.
-    pub passed: bool,
-}
-
-impl Outcome {
-    /// The result `passed` of the test `name`.
-    pub const fn of(name: &'static str, passed: bool) -> Self {
-        Outcome { name, passed }
-    }
 }
 
 /// One algorithm's self-tests, in the order they ran.
@@ -94,62 +81,6 @@ pub fn run(alg: Algorithm) -> Report {
 /// The first failure.
 pub fn run_all() -> Result<(), SelfTestError> {
     Algorithm::ALL.into_iter().try_for_each(|alg| run(alg).check())
-}
-
-/// CTR_DRBG over AES-256: the SP 800-90A tests and the keystream paths.
-pub(super) fn aes256ctr() -> Vec<Outcome> {
-    let mut outcomes = sp800_90a::run::<Aes256CtrDrbg>(&vectors::AES256);
-    outcomes.extend(primitives::ctr_keystreams::<aes::Aes256Enc>());
-    outcomes
-}
-
-/// CTR_DRBG over AES-192: the SP 800-90A tests and the keystream paths.
-pub(super) fn aes192ctr() -> Vec<Outcome> {
-    let mut outcomes = sp800_90a::run::<Aes192CtrDrbg>(&vectors::AES192);
-    outcomes.extend(primitives::ctr_keystreams::<aes::Aes192Enc>());
-    outcomes
-}
-
-/// CTR_DRBG over AES-128: the SP 800-90A tests and the keystream paths.
-pub(super) fn aes128ctr() -> Vec<Outcome> {
-    let mut outcomes = sp800_90a::run::<Aes128CtrDrbg>(&vectors::AES128);
-    outcomes.extend(primitives::ctr_keystreams::<aes::Aes128Enc>());
-    outcomes
-}
-
-/// Hash_DRBG over SHA-256: the SP 800-90A tests.
-pub(super) fn hash_sha256() -> Vec<Outcome> {
-    sp800_90a::run::<HashSha256Drbg>(&vectors::HASH_SHA256)
-}
-
-/// Hash_DRBG over SHA-512: the SP 800-90A tests.
-pub(super) fn hash_sha512() -> Vec<Outcome> {
-    sp800_90a::run::<HashSha512Drbg>(&vectors::HASH_SHA512)
-}
-
-/// HMAC_DRBG over SHA-256: the SP 800-90A tests.
-pub(super) fn hmac_sha256() -> Vec<Outcome> {
-    sp800_90a::run::<HmacSha256Drbg>(&vectors::HMAC_SHA256)
-}
-
-/// HMAC_DRBG over SHA-512: the SP 800-90A tests.
-pub(super) fn hmac_sha512() -> Vec<Outcome> {
-    sp800_90a::run::<HmacSha512Drbg>(&vectors::HMAC_SHA512)
-}
-
-/// ChaCha20: the block function's known answer (and the production generator's first output).
-pub(super) fn chacha20() -> Vec<Outcome> {
-    vec![Outcome::of("known answer", primitives::chacha20_known_answer())]
-}
-
-/// Keyed BLAKE3: its known answer.
-pub(super) fn blake3() -> Vec<Outcome> {
-    vec![Outcome::of("known answer", primitives::blake3_known_answer())]
-}
-
-/// Randen: the permutation's known answer.
-pub(super) fn randen() -> Vec<Outcome> {
-    vec![Outcome::of("known answer", primitives::randen_known_answer())]
 }
 
 /// The seeded round trip, for any mechanism.

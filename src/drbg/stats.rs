@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::Algorithm;
+use super::algorithm_id::Algorithm;
 
 /// Why a generator was (re)seeded. Exported as the `reason` label.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,7 +10,7 @@ use core::arch::x86_64::{__m128i, _mm_aesenc_si128, _mm_loadu_si128, _mm_storeu_
 
 use aes::hazmat::Block8;
 
-use super::{ROUNDS, SHUFFLE};
+use crate::drbg::randen_keys::{ROUNDS, SHUFFLE};
 
 /// Runs the permutation with AES-NI and returns `true`, or returns `false` (state untouched)
 /// when the CPU lacks AES-NI.

@@ -4,7 +4,8 @@
 
 use data_encoding::HEXLOWER;
 
-use super::{Outcome, vectors};
+use super::outcome::Outcome;
+use super::vectors;
 use crate::drbg::chacha20::{ChaCha20Drbg, ChaChaCore};
 use crate::drbg::ctr_drbg::CtrKeySize;
 use crate::drbg::fast_key_erasure::KeystreamCore;

@@ -8,12 +8,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use data_encoding::HEXLOWER;
 
-use super::Outcome;
+use super::outcome::Outcome;
 use super::vectors::{MechanismKats, NoReseedKat, PrKat, ReseedKat};
 use crate::drbg::entropy::{EntropyError, EntropySource};
+use crate::drbg::generator::{ApprovedDrbg, Drbg, DrbgError, ReseedRequired};
 use crate::drbg::reseed::{Managed, ReseedPolicy};
 use crate::drbg::stats::Stats;
-use crate::drbg::{ApprovedDrbg, Drbg, DrbgError, ReseedRequired};
 
 /// Entropy input (up to 48 bytes) and nonce (up to 16) of the tests with no known answer.
 const ENTROPY: [u8; 48] = [0x11; 48];
