@@ -518,6 +518,11 @@ fn unparsable_environment() -> bool {
     })
 }
 
+/// A [`ConfigError::Invalid`] for `key`.
+fn invalid(key: &'static str, reason: &str) -> Result<(), ConfigError> {
+    Err(ConfigError::Invalid { key, reason: reason.to_string() })
+}
+
 /// Whether `entry` is a `[kms] hosts` entry: `host[:port]` as an AWS client signs its
 /// endpoint's (botocore's signer, `aws-sigv4`'s): a DNS name or IPv4 address, or an IPv6 one in
 /// brackets, and an optional port; no scheme, user, path or whitespace.
@@ -605,12 +610,23 @@ impl Settings {
         settings
     }
 
-    /// Checks ranges and cross-field rules.
+    /// Checks ranges and cross-field rules, section by section.
     ///
     /// # Errors
     /// The first invalid key.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let invalid = |key, reason: &str| Err(ConfigError::Invalid { key, reason: reason.to_string() });
+        self.validate_limits()?;
+        self.validate_server()?;
+        self.validate_drbg()?;
+        self.validate_front_ends()?;
+        self.validate_receipts()?;
+        self.tracing.validate()?;
+        self.beacon.validate()?;
+        self.quota.validate()
+    }
+
+    /// `[limits]`: sizes and counts.
+    fn validate_limits(&self) -> Result<(), ConfigError> {
         let l = &self.limits;
         if l.max_bits == 0 || l.max_bits > 1 << 40 {
             return invalid("limits.max_bits", "must be in 1..=2^40");
@@ -624,7 +640,13 @@ impl Settings {
         if l.max_token_bytes == 0 || l.max_count == 0 {
             return invalid("limits.max_count", "limits must be positive");
         }
-        let s = &self.server;
+        Ok(())
+    }
+
+    /// `[server]`: the caps, timeouts and per-peer limits, the stream buffer against the chunk
+    /// size, the listeners.
+    fn validate_server(&self) -> Result<(), ConfigError> {
+        let (s, l) = (&self.server, &self.limits);
         if s.concurrency_limit == 0 || s.max_connections == 0 {
             return invalid("server.concurrency_limit", "must be positive");
         }
@@ -655,6 +677,12 @@ impl Settings {
         if s.listen == s.admin_listen && s.listen.port() != 0 {
             return invalid("server.admin_listen", "must differ from server.listen");
         }
+        Ok(())
+    }
+
+    /// `[drbg]`: the algorithms served (SP 800-90A ones only with `approved_only`, which the
+    /// beacon's signatures are not) and each one's reseed policy.
+    fn validate_drbg(&self) -> Result<(), ConfigError> {
         let d = &self.drbg;
         if d.enabled.is_empty() {
             return invalid("drbg.enabled", "at least one algorithm must be enabled");
@@ -686,6 +714,11 @@ impl Settings {
                 return invalid("drbg.<alg>.rekey_after_seconds", &format!("{alg}: must be positive"));
             }
         }
+        Ok(())
+    }
+
+    /// TLS, and the drop-in front-ends (Pollen, AWS KMS).
+    fn validate_front_ends(&self) -> Result<(), ConfigError> {
         if self.tls.enabled && (self.tls.cert_file.is_empty() || self.tls.key_file.is_empty()) {
             return invalid("tls.cert_file", "TLS needs cert_file and key_file");
         }
@@ -715,6 +748,11 @@ impl Settings {
                 &format!("{bad:?} is not host[:port] (no scheme, path or spaces), as clients sign it"),
             );
         }
+        Ok(())
+    }
+
+    /// `[receipts]`, when they are on.
+    fn validate_receipts(&self) -> Result<(), ConfigError> {
         let r = &self.receipts;
         // Checked with receipts on only: a server that never turns them on keeps any
         // stream threshold.
@@ -731,9 +769,7 @@ impl Settings {
         if r.enabled && r.signing_keys.is_empty() {
             return invalid("receipts.signing_keys", "receipts.enabled needs a key file to sign with");
         }
-        self.tracing.validate()?;
-        self.beacon.validate()?;
-        self.quota.validate()
+        Ok(())
     }
 
     /// The pool configuration these settings describe.

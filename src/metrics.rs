@@ -133,6 +133,53 @@ fn gauge(name: &str, help: &str) -> IntGauge {
     IntGauge::with_opts(Opts::new(name, help).namespace("drbgd")).expect("valid gauge")
 }
 
+impl QuotaStoreSeries {
+    /// The series, not registered ([`Metrics::register_quota_store`] does, with a shared store).
+    fn new() -> Self {
+        QuotaStoreSeries {
+            up: gauge(
+                "quota_store_up",
+                "1 while callers' quotas are kept in the shared store, 0 while this replica falls back (quota.on_store_failure).",
+            ),
+            replicas: gauge("quota_store_replicas", "Replicas last seen alive in the shared quota store."),
+            calls: counter(
+                "quota_store_calls_total",
+                "Calls to the shared quota store by operation: exchange (lease refill, settle, return), heartbeat.",
+                &["op"],
+            ),
+            errors: counter(
+                "quota_store_errors_total",
+                "Failed calls to the shared quota store by operation and reason (timeout, unavailable, reply).",
+                &["op", "reason"],
+            ),
+            fallback_seconds: prometheus::Counter::with_opts(
+                Opts::new(
+                    "quota_store_fallback_seconds_total",
+                    "Time this replica spent falling back from the shared quota store.",
+                )
+                .namespace("drbgd"),
+            )
+            .expect("valid counter"),
+        }
+    }
+}
+
+/// The per-caller series: requests, random bytes served, denials.
+fn caller_series() -> (IntCounterVec, IntCounterVec, IntCounterVec) {
+    let requests = counter(
+        "caller_requests_total",
+        "API requests by caller (admitted or denied); callers are the configured ones, `anonymous` with auth off, `unknown` for requests whose credentials (missing, or a key or certificate that names no caller) were refused.",
+        &["caller"],
+    );
+    let output_bytes = counter("caller_output_bytes_total", "Random bytes served, by caller.", &["caller"]);
+    let denials = counter(
+        "caller_denials_total",
+        "Requests refused by caller and code: unauthorized, unknown_client, credentials_conflict (these three under caller unknown), route_not_allowed, alg_not_allowed, n_not_allowed, pr_not_allowed, rate_limited, concurrency_limited, quota_store_unavailable.",
+        &["caller", "code"],
+    );
+    (requests, output_bytes, denials)
+}
+
 impl Metrics {
     /// Creates and registers every series; lifecycle counters are read from `stats` at
     /// each scrape.
@@ -140,7 +187,20 @@ impl Metrics {
     /// # Panics
     /// Never: names and labels are constants (a unit test registers them).
     pub fn new(stats: Arc<Stats>) -> Self {
-        let m = Metrics {
+        let m = Metrics::series();
+        for what in ["tls", "callers", "receipts"] {
+            for result in ["ok", "error"] {
+                m.reloads.with_label_values(&[what, result]);
+            }
+        }
+        m.register_series(stats);
+        m
+    }
+
+    /// Every series, none registered yet.
+    fn series() -> Self {
+        let (caller_requests, caller_output_bytes, caller_denials) = caller_series();
+        Metrics {
             registry: Registry::new(),
             http_duration: histogram(
                 "http_request_duration_seconds",
@@ -193,80 +253,42 @@ impl Metrics {
                 "Reloads after a change of a mounted file or a SIGHUP, by what (tls, callers) and result (ok, error).",
                 &["what", "result"],
             ),
-            caller_requests: counter(
-                "caller_requests_total",
-                "API requests by caller (admitted or denied); callers are the configured ones, `anonymous` with auth off, `unknown` for requests whose credentials (missing, or a key or certificate that names no caller) were refused.",
-                &["caller"],
-            ),
-            caller_output_bytes: counter(
-                "caller_output_bytes_total",
-                "Random bytes served, by caller.",
-                &["caller"],
-            ),
-            caller_denials: counter(
-                "caller_denials_total",
-                "Requests refused by caller and code: unauthorized, unknown_client, credentials_conflict (these three under caller unknown), route_not_allowed, alg_not_allowed, n_not_allowed, pr_not_allowed, rate_limited, concurrency_limited, quota_store_unavailable.",
-                &["caller", "code"],
-            ),
-            quota_store: QuotaStoreSeries {
-                up: gauge(
-                    "quota_store_up",
-                    "1 while callers' quotas are kept in the shared store, 0 while this replica falls back (quota.on_store_failure).",
-                ),
-                replicas: gauge(
-                    "quota_store_replicas",
-                    "Replicas last seen alive in the shared quota store.",
-                ),
-                calls: counter(
-                    "quota_store_calls_total",
-                    "Calls to the shared quota store by operation: exchange (lease refill, settle, return), heartbeat.",
-                    &["op"],
-                ),
-                errors: counter(
-                    "quota_store_errors_total",
-                    "Failed calls to the shared quota store by operation and reason (timeout, unavailable, reply).",
-                    &["op", "reason"],
-                ),
-                fallback_seconds: prometheus::Counter::with_opts(
-                    Opts::new(
-                        "quota_store_fallback_seconds_total",
-                        "Time this replica spent falling back from the shared quota store.",
-                    )
-                    .namespace("drbgd"),
-                )
-                .expect("valid counter"),
-            },
+            caller_requests,
+            caller_output_bytes,
+            caller_denials,
+            quota_store: QuotaStoreSeries::new(),
             per_alg: Default::default(),
             http_ok: (0..(crate::route::ROUTES.len() + 1) * (Algorithm::ALL.len() + 1))
                 .map(|_| OnceLock::new())
                 .collect(),
-        };
-        for what in ["tls", "callers", "receipts"] {
-            for result in ["ok", "error"] {
-                m.reloads.with_label_values(&[what, result]);
-            }
         }
-        let r = &m.registry;
+    }
+
+    /// Registers every series but the quota store's ([`Metrics::register_quota_store`]), the
+    /// lifecycle counters read from `stats` at each scrape, the build info and (on Linux) the
+    /// process's own.
+    fn register_series(&self, stats: Arc<Stats>) {
+        let r = &self.registry;
         let collectors: Vec<Box<dyn Collector>> = vec![
-            Box::new(m.http_duration.clone()),
-            Box::new(m.grpc_duration.clone()),
-            Box::new(m.generate_duration.clone()),
-            Box::new(m.in_flight.clone()),
-            Box::new(m.errors.clone()),
-            Box::new(m.ones_ratio.clone()),
-            Box::new(m.bias_zscore.clone()),
-            Box::new(m.bias_observations.clone()),
-            Box::new(m.bias_ones.clone()),
-            Box::new(m.output_bytes.clone()),
-            Box::new(m.shards.clone()),
-            Box::new(m.ready.clone()),
-            Box::new(m.approved_only.clone()),
-            Box::new(m.startup_self_test_failures.clone()),
+            Box::new(self.http_duration.clone()),
+            Box::new(self.grpc_duration.clone()),
+            Box::new(self.generate_duration.clone()),
+            Box::new(self.in_flight.clone()),
+            Box::new(self.errors.clone()),
+            Box::new(self.ones_ratio.clone()),
+            Box::new(self.bias_zscore.clone()),
+            Box::new(self.bias_observations.clone()),
+            Box::new(self.bias_ones.clone()),
+            Box::new(self.output_bytes.clone()),
+            Box::new(self.shards.clone()),
+            Box::new(self.ready.clone()),
+            Box::new(self.approved_only.clone()),
+            Box::new(self.startup_self_test_failures.clone()),
             Box::new(LifecycleCollector::new(stats)),
-            Box::new(m.reloads.clone()),
-            Box::new(m.caller_requests.clone()),
-            Box::new(m.caller_output_bytes.clone()),
-            Box::new(m.caller_denials.clone()),
+            Box::new(self.reloads.clone()),
+            Box::new(self.caller_requests.clone()),
+            Box::new(self.caller_output_bytes.clone()),
+            Box::new(self.caller_denials.clone()),
             Box::new(build_info()),
         ];
         for c in collectors {
@@ -277,7 +299,6 @@ impl Metrics {
         #[cfg(target_os = "linux")]
         r.register(Box::new(prometheus::process_collector::ProcessCollector::for_self()))
             .expect("unique metric names");
-        m
     }
 
     /// Registers the quota store's series: only with a shared store, so a replica alone
