@@ -1,4 +1,6 @@
-//! The HTTP API: the router and its one tower stack. Handlers live in `http/*`, grouped by
+//! The HTTP API: the router and its one tower stack. Every endpoint is a row of the registry
+//! (the table in `route.rs`, read into rows by `http/registry.rs`), from which the router, the
+//! guards and the OpenAPI document are derived. Handlers live in `http/*`, grouped by
 //! resource; they only translate between HTTP and [`crate::service`].
 
 mod beacon;
@@ -13,6 +15,7 @@ mod pollen;
 mod problem;
 mod random;
 mod receipt;
+mod registry;
 mod values;
 mod vault;
 
@@ -25,7 +28,8 @@ use crate::drbg::Algorithm;
 use crate::error::ApiError;
 use crate::state::AppState;
 
-pub use endpoint::{Dialect, Endpoint, ROUTES};
+pub use crate::route::{Endpoint, ROUTES};
+pub use registry::Dialect;
 
 /// Response header naming the algorithm that produced the output.
 pub const X_DRBG_ALG: HeaderName = HeaderName::from_static("x-drbg-alg");
@@ -50,6 +54,7 @@ impl From<Router> for Api {
 /// health and reflection needs one (`anonymous` when auth is off).
 pub fn router(state: AppState, grpc: Router) -> Api {
     let mut router = Router::new();
+    // Every row the configuration serves, at each of its paths.
     for endpoint in Endpoint::ALL {
         if endpoint.enabled(&state) {
             for path in endpoint.paths() {

@@ -15,7 +15,8 @@
 //! - [`metrics`]: the Prometheus series as one typed struct.
 //! - [`memory`]: gives freed heap memory back to the OS after a burst.
 //! - [`error`]: the API error enum and its HTTP / gRPC mappings.
-//! - [`route`]: the routes as names (policies, metric labels), below everything that uses them.
+//! - [`route`]: the endpoint registry's table, below everything that reads its names (policy
+//!   routes, metric labels); `http` reads the rest of each row.
 //! - [`callers`]: who is asking (bearer key, client certificate or AWS SigV4 signature), their
 //!   policy and quota.
 //! - [`peer_key`]: a peer as per-peer limits count it (the callers' limits, the beacon's

@@ -30,6 +30,7 @@ use axum::Extension;
 use axum::extract::State;
 use axum::http::{HeaderValue, Uri, header};
 use axum::response::{IntoResponse, Response};
+use axum::routing::MethodRouter;
 
 use super::{Record, RecordedResponse};
 use crate::beacon::{Beacon, Refusal, UnixTime};
@@ -79,7 +80,7 @@ pub struct BeaconPath<'a> {
     pub resource: Resource<'a>,
 }
 
-/// A path under `/beacon/` read as the router matches its routes (`Endpoint::paths`): the
+/// A path under `/beacon/` read as the router matches its routes (the registry rows' paths): the
 /// static forms first (`/beacon/public/info` is round `info`, a 400), then a chain hash
 /// segment before them (any non-empty segment; the handler answers 404 for another chain's).
 pub fn parse(path: &str) -> Option<BeaconPath<'_>> {
@@ -109,6 +110,12 @@ fn resource(rest: &str) -> Option<Resource<'_>> {
             Resource::Round(round)
         }
     })
+}
+
+/// The method router of every beacon path: drand's API, a GET (and HEAD); the query string is
+/// ignored.
+pub fn router() -> MethodRouter<AppState> {
+    axum::routing::get(get)
 }
 
 /// The handler of every beacon route (the path says which; the query is not read). Its

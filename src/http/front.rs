@@ -4,8 +4,9 @@
 //!
 //! 1. **Observe**: a request id (the caller's `X-Request-Id` or a new one), the route or gRPC
 //!    method, the start time.
-//! 2. **Authorize from the head**: the route's guard ([`Endpoint::guard`], [`grpc_guard`])
-//!    names the caller from its bearer key or client certificate and checks its policy,
+//! 2. **Authorize from the head**: the guard of the route's registry row (`Endpoint::guard`,
+//!    `grpc_guard`) names the caller as the row's identity says (a bearer key or client
+//!    certificate, Vault's token, an AWS SigV4 signature's head) and checks its policy,
 //!    before any body is read and before the request takes any shared capacity. Unknown or
 //!    refused callers are answered at once (401/403; gRPC `UNAUTHENTICATED` /
 //!    `PERMISSION_DENIED`). `/openapi.json`, the receipts' `/keys` and `/verify`, gRPC health
@@ -56,19 +57,18 @@ use pin_project_lite::pin_project;
 use tower::{Layer, Service};
 
 use super::deadline::{Lifetime, ReadDeadline};
-use super::endpoint::{Dialect, Guard, grpc_guard, public_stream};
-use super::{Endpoint, ROUTES, Record, RecordedResponse};
+use super::registry::{Dialect, GRPC_SERVICE_PREFIX, Guard, Identity, Limits, grpc_guard, public_stream};
+use super::{Record, RecordedResponse};
 use crate::callers::headers::{RATELIMIT, RATELIMIT_POLICY, current_field};
 use crate::callers::peer::{Peer, PeerKey, PeerLimits, PeerPlace, PeerTable, SignedPlace, client_addr};
 use crate::callers::sigv4::SignedRequest;
-use crate::callers::{Admission, Authorized, Caller, ClientIdentity, Denied, Key, Route};
+use crate::callers::{Admission, Authorized, Caller, ClientIdentity, Denied};
 use crate::error::ApiError;
+use crate::route::{Endpoint, ROUTES};
 use crate::state::AppState;
 
 /// The request id header.
 pub const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
-/// Vault's token header.
-const X_VAULT_TOKEN: HeaderName = HeaderName::from_static("x-vault-token");
 
 /// Builds [`Front`] services.
 #[derive(Clone, Debug)]
@@ -238,37 +238,27 @@ impl<S> Front<S> {
             return Err(Denied { caller: None, error: ApiError::AuditUnavailable, at: now });
         }
         let callers = &self.shared.state.callers;
-        let (authorized, class) = match guard {
-            Guard::Public => (None, if stream { Class::PublicStream } else { Class::Public }),
+        let (authorized, class) = match guard.identity {
+            Identity::Public => (None, if stream { Class::PublicStream } else { Class::Public }),
             // Only a POST is a signed call: the rest goes to the router's 405 as a public request.
-            Guard::Signed(_) if request.method() != Method::POST => (None, Class::Public),
-            Guard::Signed(_) => {
+            Identity::SigV4 if request.method() != Method::POST => (None, Class::Public),
+            Identity::SigV4 => {
                 // What the head shows is checked before a place is taken; the signature, which
                 // covers the body, by the endpoint.
                 let signed = SignedRequest::of(request.method(), request.uri(), request.headers());
                 callers.check_signed_head(&signed, std::time::SystemTime::now())?;
                 (None, Class::Signed)
             }
-            Guard::Caller | Guard::Route(_) => {
-                let route = if let Guard::Route(route) = guard { Some(route) } else { None };
-                let headers = request.headers();
-                // Vault's clients send their token as X-Vault-Token, which Vault reads first
-                // (an empty one is none).
-                let vault_token = (route == Some(Route::Vault))
-                    .then(|| headers.get(X_VAULT_TOKEN))
-                    .flatten()
-                    .filter(|t| !t.is_empty());
-                let key = match vault_token {
-                    Some(token) => Some(Key::Raw(token.as_bytes())),
-                    None => headers.get(header::AUTHORIZATION).map(|v| Key::Bearer(v.as_bytes())),
-                };
+            Identity::Caller | Identity::VaultToken => {
+                // The key as the row's identity reads it (Vault's token first on Vault's rows).
+                let key = guard.identity.key(request.headers());
                 let client = request.extensions().get::<Arc<ClientIdentity>>().map(|c| &**c);
                 // With auth on, a request without credentials is admitted only as `anonymous` on
                 // a route open to it (`[pollen] anonymous`): as unauthenticated as a public one,
                 // it takes a place of its own kind. (Auth is fixed for the process.)
                 let open = self.shared.state.settings.auth.enabled && key.is_none() && client.is_none();
                 (
-                    Some(callers.authorize(key, client, route, now)?),
+                    Some(callers.authorize(key, client, guard.route, now)?),
                     if open { Class::Open } else { Class::Caller },
                 )
             }
@@ -353,9 +343,9 @@ where
         let guard = match (endpoint, observe.grpc_method) {
             (Some(endpoint), _) => endpoint.guard(),
             (None, Some((_, guard))) => guard,
-            (None, None) => Guard::Public,
+            (None, None) => Guard::PUBLIC,
         };
-        observe.public = guard == Guard::Public;
+        observe.public = guard.identity == Identity::Public;
         let stream = observe.public && public_stream(request.uri().path());
         // A timeout too large to add is none at all (a year is as good as for ever here).
         let deadline = (start.checked_add(self.shared.timeout))
@@ -381,7 +371,8 @@ where
                         request.extensions_mut().insert(admission.clone());
                     }
                     // The beacon bounds each peer's requests waiting for a round by this key.
-                    if let Some(key) = slot.peer_key().filter(|_| endpoint.is_some_and(Endpoint::beacon)) {
+                    let waiting = endpoint.is_some_and(|e| e.limits() == Limits::PeerWaiting);
+                    if let Some(key) = slot.peer_key().filter(|_| waiting) {
                         request.extensions_mut().insert(key);
                     }
                     // gRPC reads the id from the metadata for its records; REST handlers never
@@ -458,57 +449,25 @@ where
         // An answer of this layer's own (refused, shed, timed out, a panic below), or the
         // service's; an endpoint's comes with its outcome, the router's in its extensions.
         let (mut response, own, outcome) = match this.inner.as_mut().project() {
-            InnerProj::Called { future } => match catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx)))
-            {
-                Ok(Poll::Pending) => {
-                    let deadline = *this.deadline;
-                    let timer = &mut *this.timer;
-                    // Inside the catch too: a runtime without a time driver panics here.
-                    let expired = catch_unwind(AssertUnwindSafe(|| {
-                        timer
-                            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)))
-                            .as_mut()
-                            .poll(cx)
-                            .is_ready()
-                    }));
-                    let error = match expired {
-                        Ok(false) => return Poll::Pending,
-                        // Out of time: the handler's future is dropped here, and with it
-                        // whatever it held (a body read, a clone of the admission).
-                        Ok(true) => ApiError::Timeout,
-                        Err(_) => panicked(),
-                    };
-                    this.inner.set(Inner::Refused { denied: None });
-                    own_answer(error, dialect)
-                }
-                Ok(Poll::Ready(Ok(mut response))) => {
+            InnerProj::Called { future } => match poll_called(future, *this.deadline, &mut *this.timer, cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Called::Answered(mut response)) => {
                     let outcome = response.extensions_mut().remove::<Record>().unwrap_or_default();
                     (response, false, outcome)
                 }
-                Err(_) => own_answer(panicked(), dialect),
-            },
-            InnerProj::Direct { endpoint, parts } => match (parts.take(), this.observe.as_ref()) {
-                (Some(parts), Some(Observe { state, .. })) => {
-                    let admission = this.admission.as_ref();
-                    match catch_unwind(AssertUnwindSafe(|| endpoint.answer(state, admission, &parts))) {
-                        Ok(RecordedResponse { response, record }) => (response, false, record),
-                        Err(_) => own_answer(panicked(), dialect),
-                    }
+                Poll::Ready(Called::Panicked) => own_answer(panicked(), dialect),
+                Poll::Ready(Called::Expired(error)) => {
+                    // Out of time: the handler's future is dropped here, and with it whatever
+                    // it held (a body read, a clone of the admission).
+                    this.inner.set(Inner::Refused { denied: None });
+                    own_answer(error, dialect)
                 }
-                // Polled again after its end (a contract breach): an error, not a panic.
-                _ => own_answer(ApiError::Internal, dialect),
             },
-            InnerProj::Refused { denied } => match denied.take() {
-                Some(Denied { caller, error, at }) => {
-                    let answer = own_answer(error, dialect);
-                    if let (Some(caller), Some(observe)) = (caller, this.observe.as_mut()) {
-                        observe.caller = Some(caller);
-                        observe.caller_at = at;
-                    }
-                    answer
-                }
-                None => own_answer(ApiError::Internal, dialect),
-            },
+            InnerProj::Direct { endpoint, parts } => {
+                let state = this.observe.as_ref().map(|o| &o.state);
+                answer_directly(*endpoint, parts.take(), state, this.admission.as_ref(), dialect)
+            }
+            InnerProj::Refused { denied } => refused(denied.take(), this.observe.as_mut(), dialect),
         };
         // The headers are ready: the places under the cap and in the caller's count are free
         // for the next request (a streamed body holds its own clone of the admission), but
@@ -517,40 +476,131 @@ where
         if let (Some(end), false) = (*this.lifetime, own) {
             response = response.map(|body| axum::body::Body::new(Lifetime::new(body, end, slot)));
         }
-        let mut admitted_at = this.admission.take().map(|a| a.at);
-        let Some(mut observe) = this.observe.take() else {
-            return Poll::Ready(Ok(response));
+        let admitted_at = this.admission.take().map(|a| a.at);
+        let response = match this.observe.take() {
+            Some(observe) => record(observe, response, own, outcome, admitted_at),
+            None => response,
         };
-        if let Some((caller, at)) = &outcome.named {
-            observe.caller = Some(caller.clone());
-            admitted_at = Some(*at);
-        }
-        if let Some(caller) = &observe.caller {
-            rate_limit_fields(&mut response, caller, admitted_at.unwrap_or(observe.caller_at));
-        }
-        // A panic while recording (it would be a bug of ours) costs the line, not the response.
-        if catch_unwind(AssertUnwindSafe(|| observe.finish(&response, &outcome, own))).is_err() {
-            tracing::error!("panic while recording a response");
-        }
-        let headers = response.headers_mut();
-        // Random output must never be cached by any proxy: on every response, errors included,
-        // but the beacon's rounds and chain info, public and the same for everyone, which say
-        // how long they keep (see `Record::cache_control`).
-        match outcome.cache_control {
-            Some(value) if !own => {
-                headers.insert(header::CACHE_CONTROL, value);
-            }
-            _ => {
-                headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-                headers.insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
-            }
-        }
-        headers.insert(X_REQUEST_ID, std::mem::replace(&mut observe.id, HeaderValue::from_static("")));
-        if let Some(value) = crate::telemetry::trace::traceresponse(&observe.span) {
-            headers.insert(HeaderName::from_static("traceresponse"), value);
-        }
         Poll::Ready(Ok(response))
     }
+}
+
+/// What the router's future came to at a poll.
+enum Called {
+    /// Its response.
+    Answered(Response),
+    /// It panicked.
+    Panicked,
+    /// The request's deadline passed first (or its timer panicked): the error to answer.
+    Expired(ApiError),
+}
+
+/// Step 5 through the router: polls its future and, while that is pending, the request's
+/// deadline (the timer armed by the first poll that finds the future pending).
+fn poll_called<F>(
+    future: &mut Pin<Box<F>>,
+    deadline: Clock,
+    timer: &mut Option<Pin<Box<tokio::time::Sleep>>>,
+    cx: &mut Context<'_>,
+) -> Poll<Called>
+where
+    F: Future<Output = Result<Response, Infallible>>,
+{
+    match catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
+        Ok(Poll::Ready(Ok(response))) => Poll::Ready(Called::Answered(response)),
+        Err(_) => Poll::Ready(Called::Panicked),
+        Ok(Poll::Pending) => {
+            // Inside the catch too: a runtime without a time driver panics here.
+            let expired = catch_unwind(AssertUnwindSafe(|| {
+                timer
+                    .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)))
+                    .as_mut()
+                    .poll(cx)
+                    .is_ready()
+            }));
+            match expired {
+                Ok(false) => Poll::Pending,
+                Ok(true) => Poll::Ready(Called::Expired(ApiError::Timeout)),
+                Err(_) => Poll::Ready(Called::Expired(panicked())),
+            }
+        }
+    }
+}
+
+/// Step 5 for an endpoint called directly: its answer, a panic in it answered 500.
+fn answer_directly(
+    endpoint: Endpoint,
+    parts: Option<Parts>,
+    state: Option<&AppState>,
+    admission: Option<&Admission>,
+    dialect: Dialect,
+) -> (Response, bool, Record) {
+    let (Some(parts), Some(state)) = (parts, state) else {
+        // Polled again after its end (a contract breach): an error, not a panic.
+        return own_answer(ApiError::Internal, dialect);
+    };
+    match catch_unwind(AssertUnwindSafe(|| endpoint.answer(state, admission, &parts))) {
+        Ok(RecordedResponse { response, record }) => (response, false, record),
+        Err(_) => own_answer(panicked(), dialect),
+    }
+}
+
+/// A refusal of steps 2 to 4, answered; the caller it names goes to the records.
+fn refused(
+    denied: Option<Denied>,
+    observe: Option<&mut Observe>,
+    dialect: Dialect,
+) -> (Response, bool, Record) {
+    let Some(Denied { caller, error, at }) = denied else {
+        return own_answer(ApiError::Internal, dialect);
+    };
+    let answer = own_answer(error, dialect);
+    if let (Some(caller), Some(observe)) = (caller, observe) {
+        observe.caller = Some(caller);
+        observe.caller_at = at;
+    }
+    answer
+}
+
+/// Step 6, once the headers are ready: the records (metrics, the access and audit lines) and
+/// the front layer's headers (the caller's rate-limit fields, `Cache-Control`, the request id,
+/// `traceresponse`). `own`: an answer of the front layer's own.
+fn record(
+    mut observe: Observe,
+    mut response: Response,
+    own: bool,
+    outcome: Record,
+    mut admitted_at: Option<Instant>,
+) -> Response {
+    if let Some((caller, at)) = &outcome.named {
+        observe.caller = Some(caller.clone());
+        admitted_at = Some(*at);
+    }
+    if let Some(caller) = &observe.caller {
+        rate_limit_fields(&mut response, caller, admitted_at.unwrap_or(observe.caller_at));
+    }
+    // A panic while recording (it would be a bug of ours) costs the line, not the response.
+    if catch_unwind(AssertUnwindSafe(|| observe.finish(&response, &outcome, own))).is_err() {
+        tracing::error!("panic while recording a response");
+    }
+    let headers = response.headers_mut();
+    // Random output must never be cached by any proxy: on every response, errors included,
+    // but the beacon's rounds and chain info, public and the same for everyone, which say
+    // how long they keep (see `Record::cache_control`).
+    match outcome.cache_control {
+        Some(value) if !own => {
+            headers.insert(header::CACHE_CONTROL, value);
+        }
+        _ => {
+            headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+            headers.insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
+        }
+    }
+    headers.insert(X_REQUEST_ID, std::mem::replace(&mut observe.id, HeaderValue::from_static("")));
+    if let Some(value) = crate::telemetry::trace::traceresponse(&observe.span) {
+        headers.insert(HeaderName::from_static("traceresponse"), value);
+    }
+    response
 }
 
 /// A refusal that names no caller.
@@ -659,7 +709,7 @@ impl Observe {
         // A bounded name (never the request's own path): the route template, a method of the
         // randomness service by its full name, or the label of the rest.
         let span_name = || match grpc_method {
-            Some((name, _)) => format!("{}{name}", &super::endpoint::GRPC_SERVICE_PREFIX[1..]).into(),
+            Some((name, _)) => format!("{}{name}", &GRPC_SERVICE_PREFIX[1..]).into(),
             None => std::borrow::Cow::Borrowed(label),
         };
         let span = crate::telemetry::trace::server_span(request.headers(), span_name, method.as_str(), grpc);

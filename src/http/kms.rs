@@ -6,7 +6,7 @@
 //! `callers::sigv4` against the caller's secret). The signature covers the body, so this
 //! endpoint admits the caller itself once the (small, bounded) body is read: the front layer
 //! first checks what the head shows (a known access key, the scope, the date) and holds the
-//! request under its own cap until then (see `Guard::Signed`), and records the caller this
+//! request under its own cap until then (its row's identity is `SigV4`), and records the caller this
 //! endpoint names. The answer (at most 1,024 bytes) is made at once, without a place under the
 //! server's cap of its own. Errors are KMS's: `{"__type": …, "message": …}` with KMS's types
 //! (`ValidationException`, `ThrottlingException`, `AccessDeniedException`,
@@ -18,6 +18,7 @@ use std::time::SystemTime;
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use axum::routing::MethodRouter;
 
 use super::{RecordedResponse, served};
 use crate::callers::sigv4::SignedRequest;
@@ -76,6 +77,11 @@ pub async fn post(State(state): State<AppState>, request: Request) -> Response {
     let mut answer: RecordedResponse = served(super::response(body, CONTENT_TYPE), req.alg(), req.n_bits());
     answer.record.named = named;
     answer.into_response()
+}
+
+/// Its method router: `POST`, KMS's 405 for the rest.
+pub fn router() -> MethodRouter<AppState> {
+    axum::routing::post(post).fallback(method_not_allowed)
 }
 
 /// 405 for the other methods, with `Allow`.

@@ -9,6 +9,7 @@
 
 use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
+use axum::routing::MethodRouter;
 use sha2::{Digest, Sha512};
 
 use super::{RecordedResponse, served};
@@ -25,6 +26,11 @@ const MAX_CHALLENGE: usize = 1024;
 
 /// The largest body read: `challenge=` and a challenge at most, form-encoded.
 const MAX_BODY: usize = 4 * MAX_CHALLENGE;
+
+/// Its method router: `POST` only (the router answers the rest 405 with `Allow`).
+pub fn router() -> MethodRouter<AppState> {
+    axum::routing::post(post)
+}
 
 /// The handler.
 pub async fn post(State(state): State<AppState>, request: Request) -> Response {

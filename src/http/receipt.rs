@@ -6,6 +6,7 @@
 
 use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
+use axum::routing::MethodRouter;
 
 use super::params::{Accept, Param, Params};
 use super::{RecordedResponse, served};
@@ -84,6 +85,11 @@ pub fn respond(
 pub fn keys(state: &AppState) -> Response {
     let set = crate::receipts::jwks::document(state.receipts.keys().public_keys());
     json(&set)
+}
+
+/// `/verify`'s method router: `POST` only (the router answers the rest 405 with `Allow`).
+pub fn verify_router() -> MethodRouter<AppState> {
+    axum::routing::post(verify)
 }
 
 /// `POST /verify` with a receipt as its body: 200 `{"valid": true, "key_id", "serial"}`, or

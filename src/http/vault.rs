@@ -17,6 +17,7 @@
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use axum::routing::MethodRouter;
 
 use super::{Endpoint, RecordedResponse, served};
 use crate::callers::Admission;
@@ -29,6 +30,11 @@ pub const MAX_BYTES: u64 = 128 * 1024;
 
 /// The largest body read (Vault's parameters fit in far less).
 const MAX_BODY: usize = 16 * 1024;
+
+/// The method router of both paths: `POST` and `PUT`, Vault's 405 for the rest.
+pub fn router() -> MethodRouter<AppState> {
+    axum::routing::post(post).put(post).fallback(method_not_allowed)
+}
 
 /// The handler of both paths and both methods.
 pub async fn post(State(state): State<AppState>, request: Request) -> Response {

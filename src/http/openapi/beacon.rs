@@ -1,17 +1,14 @@
-//! The beacon's entries in the OpenAPI document (with `[beacon] enabled`): drand's HTTP API,
-//! public as `/keys` and `/verify` are (no security requirement, also with auth on; the
-//! per-peer 429), its bodies drand's JSON. Each path is served under `/beacon/{chainhash}/`
-//! too (but `/chains`), which the summaries say: the document lists each route once, as the
-//! router's first path.
+//! The beacon's operations in the OpenAPI document (with `[beacon] enabled`; each registry
+//! row's `openapi` column): drand's HTTP API, public as `/keys` and `/verify` are (no security
+//! requirement, also with auth on; the per-peer 429), its bodies drand's JSON. Each path is
+//! served under `/beacon/{chainhash}/` too (but `/chains`), which the summaries say: the
+//! document lists each route once, as the router's first path.
 
 use utoipa::openapi::path::{HttpMethod, OperationBuilder, ParameterBuilder, ParameterIn};
 use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Type};
-use utoipa::openapi::{PathItem, PathsBuilder, Required, ResponseBuilder};
+use utoipa::openapi::{Components, PathItem, Required, ResponseBuilder};
 
-use super::{content, peer_limited, problem};
-
-/// Where the beacon's paths start: all public.
-pub const PREFIX: &str = "/beacon/";
+use super::describe::{Describe, content, peer_limited, problem};
 
 fn hex(description: &str) -> ObjectBuilder {
     ObjectBuilder::new().schema_type(Type::String).pattern(Some("^[0-9a-f]+$")).description(Some(description))
@@ -71,8 +68,37 @@ fn op(id: &str, summary: &str, response: utoipa::openapi::Response) -> Operation
         .response("503", problem("Overloaded (Retry-After)"))
 }
 
-/// `paths` with the beacon's (with `[beacon] enabled`).
-pub fn add(mut paths: PathsBuilder) -> PathsBuilder {
+/// A GET of `operation`.
+fn get(operation: OperationBuilder) -> PathItem {
+    PathItem::new(HttpMethod::Get, operation.build())
+}
+
+/// 425: a round not due yet.
+fn too_early() -> utoipa::openapi::Response {
+    problem("Further ahead than the next round, or before genesis (Retry-After: seconds until due)")
+}
+
+/// `/beacon/info`.
+pub(crate) fn info(_: &Describe<'_>, _: &mut Components) -> PathItem {
+    get(op(
+        "beaconInfo",
+        "The chain's parameters, as drand's relays serve them (also /beacon/{chainhash}/info)",
+        ok("The chain", info_schema().into()),
+    ))
+}
+
+/// `/beacon/public/latest`.
+pub(crate) fn latest(_: &Describe<'_>, _: &mut Components) -> PathItem {
+    get(op(
+        "beaconLatest",
+        "The latest round, kept by caches until the next is due (also under /beacon/{chainhash}/)",
+        ok("The round", round_schema().into()),
+    )
+    .response("425", too_early()))
+}
+
+/// `/beacon/public/{round}`.
+pub(crate) fn round(_: &Describe<'_>, _: &mut Components) -> PathItem {
     let round = ParameterBuilder::new()
         .name("round")
         .parameter_in(ParameterIn::Path)
@@ -80,64 +106,34 @@ pub fn add(mut paths: PathsBuilder) -> PathsBuilder {
         .description(Some("The round; 0 is the latest"))
         .schema(Some(integer("")))
         .build();
-    let too_early =
-        problem("Further ahead than the next round, or before genesis (Retry-After: seconds until due)");
-    let routes = [
-        (
-            "/beacon/info",
-            op(
-                "beaconInfo",
-                "The chain's parameters, as drand's relays serve them (also /beacon/{chainhash}/info)",
-                ok("The chain", info_schema().into()),
-            ),
-        ),
-        (
-            "/beacon/public/latest",
-            op(
-                "beaconLatest",
-                "The latest round, kept by caches until the next is due (also under /beacon/{chainhash}/)",
-                ok("The round", round_schema().into()),
-            )
-            .response("425", too_early.clone()),
-        ),
-        (
-            "/beacon/public/{round}",
-            op(
-                "beaconRound",
-                "A round once due; the next one is waited for (also under /beacon/{chainhash}/)",
-                ok("The round, the same for ever (Cache-Control: immutable)", round_schema().into()),
-            )
-            .parameter(round)
-            .response("400", problem("Not a round number (invalid_round)"))
-            .response("425", too_early),
-        ),
-        (
-            "/beacon/chains",
-            op(
-                "beaconChains",
-                "The chains served: this one's hash",
-                ok("Chain hashes", ArrayBuilder::new().items(hex("A chain hash")).into()),
-            ),
-        ),
-        (
-            "/beacon/health",
-            op(
-                "beaconHealth",
-                "The round served and the round due (always the same here; also under /beacon/{chainhash}/)",
-                ok(
-                    "Current and expected rounds",
-                    ObjectBuilder::new()
-                        .schema_type(Type::Object)
-                        .property("current", integer(""))
-                        .property("expected", integer(""))
-                        .into(),
-                ),
-            ),
-        ),
-    ];
-    for (path, operation) in routes {
-        debug_assert!(path.starts_with(PREFIX));
-        paths = paths.path(path, PathItem::new(HttpMethod::Get, operation.build()));
-    }
-    paths
+    get(op(
+        "beaconRound",
+        "A round once due; the next one is waited for (also under /beacon/{chainhash}/)",
+        ok("The round, the same for ever (Cache-Control: immutable)", round_schema().into()),
+    )
+    .parameter(round)
+    .response("400", problem("Not a round number (invalid_round)"))
+    .response("425", too_early()))
+}
+
+/// `/beacon/chains`.
+pub(crate) fn chains(_: &Describe<'_>, _: &mut Components) -> PathItem {
+    get(op(
+        "beaconChains",
+        "The chains served: this one's hash",
+        ok("Chain hashes", ArrayBuilder::new().items(hex("A chain hash")).into()),
+    ))
+}
+
+/// `/beacon/health`.
+pub(crate) fn health(_: &Describe<'_>, _: &mut Components) -> PathItem {
+    let rounds = ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .property("current", integer(""))
+        .property("expected", integer(""));
+    get(op(
+        "beaconHealth",
+        "The round served and the round due (always the same here; also under /beacon/{chainhash}/)",
+        ok("Current and expected rounds", rounds.into()),
+    ))
 }

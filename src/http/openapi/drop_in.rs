@@ -1,23 +1,37 @@
-//! The drop-in front-ends' entries in the OpenAPI document, for those the configuration serves:
-//! Vault's random paths (token in `X-Vault-Token`) and KMS `GenerateRandom` (signed with AWS
-//! SigV4, which OpenAPI cannot express beyond naming the header). Their errors are their
-//! services' own shapes, not problem+json. `/pollen` is described with the native routes.
+//! The drop-in front-ends' operations in the OpenAPI document (each registry row's `openapi`
+//! column; documented for those the configuration serves): Vault's random paths (token in
+//! `X-Vault-Token`) and KMS `GenerateRandom` (signed with AWS SigV4, which OpenAPI cannot
+//! express beyond naming the header), with the schemas and security schemes they name. Their
+//! errors are their services' own shapes, not problem+json. `/pollen` is described with the
+//! native routes.
 
 use utoipa::openapi::path::{HttpMethod, OperationBuilder, ParameterBuilder, ParameterIn, PathItemBuilder};
 use utoipa::openapi::request_body::RequestBodyBuilder;
 use utoipa::openapi::schema::{ObjectBuilder, Type};
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityRequirement, SecurityScheme};
-use utoipa::openapi::{ComponentsBuilder, PathItem, PathsBuilder, Required};
+use utoipa::openapi::{Components, PathItem, Required};
 
-use super::{content, json_response};
+use super::describe::{Describe, content, json_response};
 use crate::http::{kms, vault};
 
 fn string(description: &str) -> ObjectBuilder {
     ObjectBuilder::new().schema_type(Type::String).description(Some(description))
 }
 
-/// Vault's two paths, `POST` and `PUT` each.
-fn vault_paths(mut paths: PathsBuilder) -> PathsBuilder {
+/// `/v1/sys/tools/random`: `POST` and `PUT`.
+pub(crate) fn vault_sys(_: &Describe<'_>, components: &mut Components) -> PathItem {
+    vault_components(components);
+    vault_item("vaultSysToolsRandom")
+}
+
+/// `/v1/transit/random`: `POST` and `PUT`.
+pub(crate) fn vault_transit(_: &Describe<'_>, components: &mut Components) -> PathItem {
+    vault_components(components);
+    vault_item("vaultTransitRandom")
+}
+
+/// One of Vault's paths, its operations named `{name}Post` and `{name}Put`.
+fn vault_item(name: &str) -> PathItem {
     let body = || {
         ObjectBuilder::new()
             .schema_type(Type::Object)
@@ -60,20 +74,15 @@ fn vault_paths(mut paths: PathsBuilder) -> PathsBuilder {
             .response("503", json_response("Unavailable (Retry-After)", "application/json", "VaultErrors"))
             .build()
     };
-    for (path, name) in
-        [("/v1/sys/tools/random", "vaultSysToolsRandom"), ("/v1/transit/random", "vaultTransitRandom")]
-    {
-        let item = PathItemBuilder::new()
-            .operation(HttpMethod::Post, op(&format!("{name}Post")))
-            .operation(HttpMethod::Put, op(&format!("{name}Put")))
-            .build();
-        paths = paths.path(path, item);
-    }
-    paths
+    PathItemBuilder::new()
+        .operation(HttpMethod::Post, op(&format!("{name}Post")))
+        .operation(HttpMethod::Put, op(&format!("{name}Put")))
+        .build()
 }
 
 /// KMS's `POST /`.
-fn kms_path(paths: PathsBuilder) -> PathsBuilder {
+pub(crate) fn kms(_: &Describe<'_>, components: &mut Components) -> PathItem {
+    kms_components(components);
     let body = ObjectBuilder::new()
         .schema_type(Type::Object)
         .property(
@@ -106,79 +115,58 @@ fn kms_path(paths: PathsBuilder) -> PathsBuilder {
         )
         .response("503", json_response("DependencyTimeoutException (Retry-After)", "application/x-amz-json-1.1", "KmsError"))
         .build();
-    paths.path("/", PathItem::new(HttpMethod::Post, op))
+    PathItem::new(HttpMethod::Post, op)
 }
 
-/// Adds the paths, schemas and security schemes of the front-ends served.
-pub(super) fn add(
-    mut paths: PathsBuilder,
-    mut components: ComponentsBuilder,
-    vault: bool,
-    kms: bool,
-) -> (PathsBuilder, ComponentsBuilder) {
-    if vault {
-        paths = vault_paths(paths);
-        let data =
-            ObjectBuilder::new().schema_type(Type::Object).property("random_bytes", string("hex or base64"));
-        components = components
-            .schema(
-                "VaultRandom",
-                ObjectBuilder::new()
-                    .schema_type(Type::Object)
-                    .property("data", data)
-                    .property(
-                        "warnings",
-                        utoipa::openapi::schema::ArrayBuilder::new()
-                            .schema_type(utoipa::openapi::schema::SchemaType::from_iter([
-                                Type::Array,
-                                Type::Null,
-                            ]))
-                            .items(string("")),
-                    )
-                    .property("request_id", string(""))
-                    .property("lease_id", string(""))
-                    .required("data"),
-            )
-            .schema(
-                "VaultErrors",
-                ObjectBuilder::new()
-                    .schema_type(Type::Object)
-                    .property("errors", utoipa::openapi::schema::ArrayBuilder::new().items(string("")))
-                    .required("errors"),
-            )
-            .security_scheme(
-                "vaultToken",
-                SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
-                    "X-Vault-Token",
-                    "A key of a caller, as a Vault token (Authorization: Bearer works too)",
-                ))),
-            );
-    }
-    if kms {
-        paths = kms_path(paths);
-        components = components
-            .schema(
-                "KmsGenerateRandom",
-                ObjectBuilder::new()
-                    .schema_type(Type::Object)
-                    .property("Plaintext", string("base64"))
-                    .required("Plaintext"),
-            )
-            .schema(
-                "KmsError",
-                ObjectBuilder::new()
-                    .schema_type(Type::Object)
-                    .property("__type", string("The exception"))
-                    .property("message", string(""))
-                    .required("__type"),
-            )
-            .security_scheme(
-                "awsSigV4",
-                SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
-                    "Authorization",
-                    "AWS Signature Version 4 with a caller's access key (host and x-amz-date signed)",
-                ))),
-            );
-    }
-    (paths, components)
+/// The schemas and security scheme Vault's operations name.
+fn vault_components(components: &mut Components) {
+    let data =
+        ObjectBuilder::new().schema_type(Type::Object).property("random_bytes", string("hex or base64"));
+    let random = ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .property("data", data)
+        .property(
+            "warnings",
+            utoipa::openapi::schema::ArrayBuilder::new()
+                .schema_type(utoipa::openapi::schema::SchemaType::from_iter([Type::Array, Type::Null]))
+                .items(string("")),
+        )
+        .property("request_id", string(""))
+        .property("lease_id", string(""))
+        .required("data");
+    let errors = ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .property("errors", utoipa::openapi::schema::ArrayBuilder::new().items(string("")))
+        .required("errors");
+    components.schemas.insert("VaultRandom".to_owned(), random.into());
+    components.schemas.insert("VaultErrors".to_owned(), errors.into());
+    components.add_security_scheme(
+        "vaultToken",
+        SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
+            "X-Vault-Token",
+            "A key of a caller, as a Vault token (Authorization: Bearer works too)",
+        ))),
+    );
+}
+
+/// The schemas and security scheme KMS's operation names.
+fn kms_components(components: &mut Components) {
+    let random = ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .property("Plaintext", string("base64"))
+        .required("Plaintext");
+    let error = ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .property("__type", string("The exception"))
+        .property("message", string(""))
+        .required("__type");
+    components.schemas.insert("KmsGenerateRandom".to_owned(), random.into());
+    components.schemas.insert("KmsError".to_owned(), error.into());
+    components.add_security_scheme(
+        "awsSigV4",
+        SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
+            "Authorization",
+            "AWS Signature Version 4 with a caller's access key (host and x-amz-date signed)",
+        ))),
+    );
 }
