@@ -129,6 +129,14 @@ macro_rules! endpoint_table {
                 handler: Handler::OfCaller(meta::usage), grpc: &["GetUsage"], receipt: false,
                 openapi: native_doc::usage,
             },
+            /// `/version`: the server's name and version (metadata).
+            Version {
+                label: "/version", policy: None,
+                paths: &["/version"], methods: &[Verb::Get, Verb::Head],
+                identity: Identity::Caller, limits: Limits::Quota, served: Served::Always, errors: Dialect::Rest,
+                handler: Handler::Get(meta::version), grpc: &[], receipt: false,
+                openapi: native_doc::version,
+            },
             /// `/openapi.json`: the contract (public).
             OpenApi {
                 label: "/openapi.json", policy: None,

@@ -1,4 +1,4 @@
-//! `GET /algorithms` and `GET /usage`.
+//! `GET /algorithms`, `GET /usage` and `GET /version`.
 
 use axum::Json;
 use axum::response::{IntoResponse, Response};
@@ -50,4 +50,9 @@ fn describe(state: &AppState, alg: Algorithm) -> Value {
 /// this instance).
 pub fn usage(admission: &Admission) -> Response {
     Json(admission.caller.usage()).into_response()
+}
+
+/// `GET /version`: the server's name and version, `{"name": "drbgd", "version": "x.y.z"}`.
+pub fn version(_state: &AppState) -> Response {
+    Json(json!({ "name": "drbgd", "version": env!("CARGO_PKG_VERSION") })).into_response()
 }

@@ -323,6 +323,27 @@ async fn openapi_follows_the_configuration() {
     assert!(doc["components"]["schemas"]["Problem"]["properties"]["code"].is_object());
 }
 
+/// `GET /version` names the server and its version, never cached; like `/algorithms`, it is
+/// metadata: any caller, none refused with auth on.
+#[tokio::test]
+async fn version_names_the_server_and_its_version() {
+    let app = spawn_app().await;
+    let r = app.get("/version").await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["cache-control"], "no-store");
+    assert_eq!(r.headers()["content-type"], "application/json");
+    let body: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(body, serde_json::json!({ "name": "drbgd", "version": env!("CARGO_PKG_VERSION") }));
+
+    let mut settings = test_settings();
+    settings.auth.enabled = true;
+    settings.auth.api_key_sha256 = vec![data_encoding::HEXLOWER.encode(&sha2::Sha256::digest(b"k"))];
+    let app = spawn_with(settings, Arc::new(drbgd::drbg::entropy::OsEntropy)).await;
+    assert_problem(app.get("/version").await, 401, "unauthorized").await;
+    let r = app.client.get(app.url("/version")).bearer_auth("k").send().await.unwrap();
+    assert_eq!(r.status(), 200);
+}
+
 #[tokio::test]
 async fn tls_serves_the_api_with_the_configured_certificate() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -130,6 +130,20 @@ pub(crate) fn usage(d: &Describe<'_>, _: &mut Components) -> PathItem {
     PathItem::new(HttpMethod::Get, op.build())
 }
 
+/// `GET /version`.
+pub(crate) fn version(d: &Describe<'_>, _: &mut Components) -> PathItem {
+    let string =
+        |description: &str| ObjectBuilder::new().schema_type(Type::String).description(Some(description));
+    let body = ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .property("name", string("Always drbgd"))
+        .property("version", string("The server's version (semantic versioning)"))
+        .required("name")
+        .required("version");
+    let op = d.op("getVersion", "The server's name and version");
+    PathItem::new(HttpMethod::Get, d.errors(op.response("200", json_ok(body)), METADATA_ERRORS).build())
+}
+
 /// `POST /pollen`.
 pub(crate) fn pollen(d: &Describe<'_>, _: &mut Components) -> PathItem {
     let op = d.errors(
