@@ -41,7 +41,8 @@ LAYERS = [
     ["service"],  # typed request -> output
     ["receipts"],  # signed receipts of output: keys, canonical JSON, signatures
     ["state", "memory", "vmgenid"],  # the shared handle; heap trimming; VM generation listener
-    ["http"],  # the call pipeline, endpoints, REST
+    ["pipeline"],  # the call pipeline both transports share (reads the endpoints through a trait)
+    ["http"],  # the registry's rows, endpoints, REST, the drop-in front-ends
     ["grpc"],  # the gRPC adapter (uses the pipeline's records)
     ["admin"],  # the admin port's routes
     ["reload", "tls"],  # reloading files; TLS (reloadable)

@@ -9,7 +9,6 @@
 //! - [`registry`]: validated callers indexed by credential; state that survives a reload.
 //! - [`policy`]: algorithms, routes, bits per request, prediction resistance (403).
 //! - [`quota`]: token buckets and the in-flight cap (429), kept by a [`QuotaStore`].
-//! - [`headers`]: the `RateLimit-Policy` / `RateLimit` fields (rendering for the HTTP side).
 //! - [`identity`]: the names of a verified client certificate.
 //! - [`sigv4`]: verifying an AWS SigV4 signature (the KMS front-end's credential).
 //!
@@ -19,7 +18,6 @@
 //! across the fleet with a shared store ([`quota::RedisStore`]); the in-flight cap is always
 //! per instance (it protects this replica's own capacity).
 
-pub mod headers;
 pub mod identity;
 pub mod peer;
 pub mod policy;
@@ -44,7 +42,7 @@ use crate::config::quota::StoreKind;
 use crate::drbg::Algorithm;
 use crate::error::ApiError;
 use crate::metrics::Metrics;
-use quota::{Holder, LocalStore, Quota, RedisStore};
+use quota::{Holder, LocalStore, RedisStore};
 
 /// The registry in force, replaced whole on reload.
 pub struct Callers {
@@ -429,16 +427,6 @@ impl Caller {
                 denied: self.denied(),
             },
         }
-    }
-}
-
-impl headers::Limited for Caller {
-    fn limits(&self) -> &Quota {
-        &self.quota
-    }
-
-    fn tokens_left(&self, kind: Kind, rate: Rate, now: Instant) -> f64 {
-        self.remaining(kind, rate, now)
     }
 }
 

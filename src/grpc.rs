@@ -3,8 +3,8 @@
 //! HTTP/2 is negotiated per connection). A thin adapter: each method turns its message into
 //! a typed request of [`crate::service`], calls the service and builds the reply; limits,
 //! defaults and errors are the HTTP ones. Callers are admitted in front of it, from the
-//! call's head (the front layer of [`crate::http`]), and their admission arrives in the
-//! request's extensions; the front layer also writes the access and audit lines and the
+//! call's head (the call pipeline, [`crate::pipeline`]), and their admission arrives in the
+//! request's extensions; the pipeline also writes the access and audit lines and the
 //! rate-limit metadata. A unary call with `receipt` set also replies with the signed receipt
 //! REST would answer ([`crate::receipts`]). Health and reflection decode at most
 //! [`MAX_REQUEST_MESSAGE_BYTES`] a message, the randomness service
@@ -368,9 +368,9 @@ impl Randomness for RandomnessAdapter {
         };
         let mut response: Response<ChunkStream> =
             Response::new(Box::pin(futures_util::stream::unfold(stream, ChunkStreamState::next)));
-        let served = crate::http::ServedOutput { alg, n_bits: n };
+        let served = crate::pipeline::ServedOutput { alg, n_bits: n };
         let outcome =
-            crate::http::Record { served: Some(served), recorded_at_end: true, ..Default::default() };
+            crate::pipeline::Record { served: Some(served), recorded_at_end: true, ..Default::default() };
         response.extensions_mut().insert(outcome);
         Ok(response)
     }
@@ -519,8 +519,9 @@ fn admission<T>(request: &Request<T>) -> Result<Admission, Status> {
 /// `response`, with what it serves (and the serial of its receipt) recorded for the front
 /// layer's access and audit lines.
 fn served<T>(mut response: Response<T>, alg: Algorithm, n_bits: u64, serial: Option<String>) -> Response<T> {
-    let served = crate::http::ServedOutput { alg, n_bits };
-    let outcome = crate::http::Record { served: Some(served), serial, ..crate::http::Record::default() };
+    let served = crate::pipeline::ServedOutput { alg, n_bits };
+    let outcome =
+        crate::pipeline::Record { served: Some(served), serial, ..crate::pipeline::Record::default() };
     response.extensions_mut().insert(outcome);
     response
 }

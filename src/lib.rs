@@ -8,8 +8,11 @@
 //! - [`service`]: a validated request becomes output (shared by HTTP and gRPC).
 //! - [`receipts`]: signed receipts of output (keys, canonical JSON, Ed25519 signing and
 //!   verification, the JWK set), for both transports and the command line.
-//! - [`http`]: the HTTP API (router, the call pipeline, handlers per resource, the drop-in
-//!   front-ends for Vault, AWS KMS and Pollen clients).
+//! - [`pipeline`]: the call pipeline both transports go through (observe, admit from the
+//!   request's head, caps, deadlines, records), below them: it reads the endpoints through the
+//!   registry's rows ([`pipeline::Endpoints`]) and names neither transport.
+//! - [`http`]: the HTTP API (router, the registry's rows, handlers per resource, the drop-in
+//!   front-ends for Vault, AWS KMS and Pollen clients, each with its way of reading credentials).
 //! - [`grpc`]: the gRPC API, health and reflection, on the API port.
 //! - [`admin`]: `/metrics`, `/livez`, `/readyz` on their own listener.
 //! - [`metrics`]: the Prometheus series as one typed struct.
@@ -45,6 +48,7 @@ pub mod http;
 pub mod memory;
 pub mod metrics;
 pub mod peer_key;
+pub mod pipeline;
 pub mod receipts;
 pub mod reload;
 pub mod route;

@@ -142,7 +142,7 @@ macro_rules! endpoint_table {
                 label: "/openapi.json", policy: None,
                 paths: &["/openapi.json"], methods: &[Verb::Get, Verb::Head],
                 identity: Identity::Public, limits: Limits::Peer, served: Served::Always, errors: Dialect::Rest,
-                handler: Handler::Get(openapi::get), grpc: &[], receipt: false,
+                handler: Handler::Get(meta::openapi), grpc: &[], receipt: false,
                 openapi: native_doc::openapi,
             },
             /// `/keys`: the receipts' verification keys, a JWKS (public: they hold no secret).

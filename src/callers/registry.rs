@@ -8,7 +8,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{Context, bail, ensure};
-use axum::http::HeaderValue;
 use sha2::{Digest, Sha256};
 use subtle::{ConditionallySelectable, ConstantTimeEq};
 
@@ -50,10 +49,6 @@ pub struct Caller {
     pub policy: Policy,
     /// Its limits.
     pub quota: Quota,
-    /// `RateLimit-Policy` field value, when it has a rate limit. Transitional: the HTTP side
-    /// renders it from `quota` ([`super::headers::policy_field`]) once `http/front.rs` does,
-    /// and then this field goes (the domain keeps plain data).
-    pub policy_field: Option<HeaderValue>,
     state: Arc<CallerState>,
     /// Where its buckets are kept.
     pub store: Arc<dyn QuotaStore>,
@@ -291,7 +286,6 @@ impl Registry {
                     true,
                 ),
                 quota: Quota::default(),
-                policy_field: None,
                 state,
                 store: store.clone(),
             }),
@@ -577,7 +571,6 @@ impl Building<'_> {
         let (policy, quota) = build_policy(name, table, self.settings, &mut self.warnings)?;
         let caller = Arc::new(Caller {
             name: name.into(),
-            policy_field: super::headers::policy_field(&quota),
             policy,
             quota,
             state: caller_state(self.previous, name, self.metrics),

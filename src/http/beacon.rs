@@ -18,7 +18,7 @@
 //! Every answer of these handlers, errors too, has `Access-Control-Allow-Origin: *` (and exposes
 //! `Retry-After`); the shared front layer's own refusals (429, 503) do not. The query string is ignored
 //! (drand-client adds `?<ms>` to defeat caches). Public routes: no credentials, the per-peer
-//! limits of public requests (`http/front.rs`). A round's body is the same bytes on every
+//! limits of public requests (`pipeline/admit.rs`). A round's body is the same bytes on every
 //! replica holding the key.
 //!
 //! `/info` without the chain's hash in its path may name another chain after a key rotation
@@ -32,10 +32,10 @@ use axum::http::{HeaderValue, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::MethodRouter;
 
-use super::{Record, RecordedResponse};
 use crate::beacon::{Beacon, Refusal, UnixTime};
 use crate::callers::peer::PeerKey;
 use crate::error::ApiError;
+use crate::pipeline::{self, Record, RecordedResponse};
 use crate::state::AppState;
 
 /// A past round's (and a named chain's info): a week, as drand's relays, and never revalidated.
@@ -121,7 +121,7 @@ pub fn router() -> MethodRouter<AppState> {
 /// The handler of every beacon route (the path says which; the query is not read). Its
 /// extractors are the URI and the peer's key the front layer put on the request: the
 /// request's body, and with it the request's place under the public cap and its peer's
-/// in-flight count (`http/front.rs`), is dropped before it runs, so that requests waiting for
+/// in-flight count (`pipeline/admit.rs`), is dropped before it runs, so that requests waiting for
 /// the next round never hold the places health checks need; they have bounds of their own
 /// ([`crate::beacon::MAX_WAITERS`] in all, [`crate::beacon::MAX_WAITERS_PER_PEER`] per peer),
 /// and each peer's request rate still applies. Without a key (no front layer), all requests
@@ -250,7 +250,7 @@ fn retry_secs(wait: Duration) -> u64 {
 /// A JSON answer with `cache_control` (`None`: the front layer's `no-store`; [`get`] adds
 /// `Access-Control-Allow-Origin`).
 fn json(body: bytes::Bytes, cache_control: Option<HeaderValue>) -> RecordedResponse {
-    let response = super::response_with(axum::body::Body::from(body), "application/json", 1);
+    let response = pipeline::response_with(axum::body::Body::from(body), "application/json", 1);
     RecordedResponse { response, record: Record { cache_control, ..Record::default() } }
 }
 

@@ -2,7 +2,7 @@
 //! function from the request's head and its caller's admission to its response for the GETs
 //! that answer at once, the same random-output handler for a POST's JSON body, and the
 //! router's own method router for the rest. The front layer admits the caller a guard asks
-//! for before anything else runs (see `http/front.rs`). Every GET endpoint but the beacon's
+//! for before anything else runs (see [`crate::pipeline`]). Every GET endpoint but the beacon's
 //! answers without waiting (the generators are in-process; a large output streams from its
 //! body), so none needs a future of its own; the beacon's may wait for the next round, and are
 //! the router's futures ([`Endpoint::answers_at_once`]).
@@ -11,18 +11,20 @@
 //! calls those that answer at once directly for a GET of a route's exact path: the same
 //! function, without the router's path match, method dispatch, boxed service and boxed future,
 //! extractors and the request extension that handed the admission on (measured in
-//! benches/README.md).
+//! benches/README.md). It reaches them through [`Rows`], the registry as the pipeline reads it
+//! ([`Endpoints`]): each row's gate, limits, error dialect and this dispatch.
 
 use axum::extract::{Request, State};
 use axum::http::request::Parts;
 use axum::response::IntoResponse;
 use axum::routing::{MethodRouter, get};
 
+use super::body::json_params;
 use super::params::{Accept, Param, Params};
-use super::registry::{Handler, Identity, RandomFn};
-use super::{RecordedResponse, random};
+use super::registry::{Handler, Identity, RandomFn, grpc_guard};
 use crate::callers::Admission;
 use crate::error::ApiError;
+use crate::pipeline::{Endpoints, Entry, Gate, RecordedResponse};
 use crate::route::Endpoint;
 use crate::state::AppState;
 
@@ -73,6 +75,42 @@ impl Endpoint {
     }
 }
 
+/// The registry as the call pipeline reads it: for each row, its gate (the identity's
+/// credentials as its front-end reads them, the policy route), its limits, the writer of its
+/// dialect, and its handler for the GETs it answers at once.
+#[derive(Debug)]
+pub(crate) struct Rows;
+
+impl Endpoints for Rows {
+    fn served(&self, path: &str, state: &AppState) -> Option<Endpoint> {
+        Endpoint::of_path(path).filter(|e| e.enabled(state))
+    }
+
+    fn entry(&self, endpoint: Endpoint) -> Entry {
+        let row = endpoint.row();
+        Entry {
+            gate: endpoint.guard().gate(),
+            limits: row.limits,
+            errors: row.errors.renderer(),
+            direct: endpoint.serves_get() && endpoint.answers_at_once(),
+        }
+    }
+
+    fn grpc_method(&self, path: &str) -> Option<(&'static str, Gate)> {
+        grpc_guard(path).map(|(name, guard)| (name, guard.gate()))
+    }
+
+    fn answer(
+        &self,
+        endpoint: Endpoint,
+        state: &AppState,
+        admission: Option<&Admission>,
+        parts: &Parts,
+    ) -> RecordedResponse {
+        endpoint.answer(state, admission, parts)
+    }
+}
+
 /// A GET of a random-output endpoint: its parameters from the query string.
 fn random_get(
     respond: RandomFn,
@@ -97,13 +135,13 @@ fn random_get(
 
 /// A POST of a random-output endpoint: its parameters as a JSON body (`{"n": 256, ...}`),
 /// read once the caller was admitted from the head (the front layer), under the server's
-/// body deadline, at most [`random::MAX_JSON_BODY`] bytes of it.
+/// body deadline, at most [`super::body::MAX_JSON_BODY`] bytes of it.
 async fn post(respond: RandomFn, state: AppState, request: Request) -> axum::response::Response {
     let (parts, body) = request.into_parts();
     let Some(admission) = parts.extensions.get::<Admission>().cloned() else {
         return RecordedResponse::from(ApiError::Internal).into_response();
     };
-    let answer = match random::json_params(body).await {
+    let answer = match json_params(body).await {
         Ok(params) => respond(&state, &admission, Accept::of(&parts.headers), &params),
         Err(e) => Err(e),
     };

@@ -20,10 +20,11 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::MethodRouter;
 
-use super::{RecordedResponse, served};
+use super::respond::{self, served};
 use crate::callers::sigv4::SignedRequest;
 use crate::callers::{Authorized, ClientIdentity, Denied, Route};
 use crate::error::ApiError;
+use crate::pipeline::{self, RecordedResponse};
 use crate::service::{BytesRequest, Encoding};
 use crate::state::AppState;
 
@@ -50,7 +51,7 @@ pub async fn post(State(state): State<AppState>, request: Request) -> Response {
     }
     let body = match axum::body::to_bytes(body, MAX_BODY).await {
         Ok(body) => body,
-        Err(e) => return refuse(super::random::body_error(&e, MAX_BODY)),
+        Err(e) => return refuse(super::body::body_error(&e, MAX_BODY)),
     };
     let signed = SignedRequest::of(&parts.method, &parts.uri, &parts.headers);
     let client = parts.extensions.get::<Arc<ClientIdentity>>().map(|c| &**c);
@@ -73,8 +74,9 @@ pub async fn post(State(state): State<AppState>, request: Request) -> Response {
         Ok(done) => done,
         Err(error) => return answer_error(&error, named),
     };
-    let body = super::wiped_joined(&[br#"{"Plaintext":""#, &rendered.body, br#""}"#]);
-    let mut answer: RecordedResponse = served(super::response(body, CONTENT_TYPE), req.alg(), req.n_bits());
+    let body = respond::wiped_joined(&[br#"{"Plaintext":""#, &rendered.body, br#""}"#]);
+    let mut answer: RecordedResponse =
+        served(pipeline::response(body, CONTENT_TYPE), req.alg(), req.n_bits());
     answer.record.named = named;
     answer.into_response()
 }
@@ -177,7 +179,7 @@ fn exception(error: &ApiError) -> (&'static str, StatusCode) {
 pub fn error_response(error: &ApiError) -> Response {
     let (kind, status) = exception(error);
     let body = serde_json::json!({ "__type": kind, "message": error.to_string() });
-    let mut response = super::response_with(body.to_string().into(), CONTENT_TYPE, 3);
+    let mut response = pipeline::response_with(body.to_string().into(), CONTENT_TYPE, 3);
     *response.status_mut() = status;
     let headers = response.headers_mut();
     headers.insert("x-amzn-errortype", HeaderValue::from_static(kind));
@@ -194,7 +196,7 @@ fn answer_error(
     named: Option<(std::sync::Arc<crate::callers::Caller>, tokio::time::Instant)>,
 ) -> Response {
     let mut response = error_response(error);
-    let outcome = super::Record::of(&mut response);
+    let outcome = pipeline::Record::of(&mut response);
     outcome.code = Some(error.code());
     outcome.named = named;
     response

@@ -1,6 +1,8 @@
-//! `GET /algorithms`, `GET /usage` and `GET /version`.
+//! `GET /algorithms`, `GET /usage`, `GET /version` and `GET /openapi.json`: the metadata
+//! answered from the state or the caller's admission alone.
 
 use axum::Json;
+use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
@@ -55,4 +57,11 @@ pub fn usage(admission: &Admission) -> Response {
 /// `GET /version`: the server's name and version, `{"name": "drbgd", "version": "x.y.z"}`.
 pub fn version(_state: &AppState) -> Response {
     Json(json!({ "name": "drbgd", "version": env!("CARGO_PKG_VERSION") })).into_response()
+}
+
+/// `GET /openapi.json`: the document rendered at start-up (`http/openapi.rs`).
+pub fn openapi(state: &AppState) -> Response {
+    let mut response = state.openapi.clone().into_response();
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
 }

@@ -1,4 +1,5 @@
-//! `GET /openapi.json`, generated at start-up from the endpoint registry: each row the
+//! The document `GET /openapi.json` serves (`http/meta.rs` answers it with the document
+//! rendered once, at start-up), generated from the endpoint registry: each row the
 //! configuration serves is described by its own operation (its `openapi` column:
 //! `openapi/native.rs`, `openapi/drop_in.rs`, `openapi/beacon.rs`), from the typed requests'
 //! rules and the response types: the configured limits (`n`, `bytes`, `count` maxima), every
@@ -17,8 +18,6 @@ pub(super) mod describe;
 pub(super) mod drop_in;
 pub(super) mod native;
 
-use axum::http::{HeaderValue, header};
-use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::openapi::{
@@ -250,11 +249,4 @@ fn with_rate_limit_fields_on_ok(item: &mut PathItem) {
             *ok = with_rate_limit_fields(std::mem::take(ok));
         }
     }
-}
-
-/// `GET /openapi.json`: the document rendered at start-up.
-pub fn get(state: &crate::state::AppState) -> Response {
-    let mut response = state.openapi.clone().into_response();
-    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    response
 }

@@ -12,9 +12,10 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::MethodRouter;
 use sha2::{Digest, Sha512};
 
-use super::{RecordedResponse, served};
+use super::respond::{self, served};
 use crate::callers::Admission;
 use crate::error::ApiError;
+use crate::pipeline::{self, RecordedResponse};
 use crate::service::{SecretFormat, TokenRequest};
 use crate::state::AppState;
 
@@ -39,7 +40,7 @@ pub async fn post(State(state): State<AppState>, request: Request) -> Response {
         return RecordedResponse::from(ApiError::Internal).into_response();
     };
     let answer = match axum::body::to_bytes(body, MAX_BODY).await {
-        Err(e) => Err(super::random::body_error(&e, MAX_BODY)),
+        Err(e) => Err(super::body::body_error(&e, MAX_BODY)),
         Ok(bytes) => challenge(&bytes).and_then(|challenge| answer(&state, &admission, &challenge)),
     };
     answer.unwrap_or_else(RecordedResponse::from).into_response()
@@ -73,8 +74,8 @@ fn answer(state: &AppState, admission: &Admission, challenge: &str) -> Result<Re
     let req = TokenRequest::new(state.service.rules(), Some(SEED_BYTES), Some(SecretFormat::Hex), None)?;
     let seed = state.service.token(&admission.caller, req)?;
     let proof = data_encoding::HEXLOWER.encode(&Sha512::digest(challenge.as_bytes()));
-    let body = super::wiped_joined(&[proof.as_bytes(), b"\n", seed.value.as_bytes(), b"\n"]);
-    let response = super::response(body, super::TEXT);
+    let body = respond::wiped_joined(&[proof.as_bytes(), b"\n", seed.value.as_bytes(), b"\n"]);
+    let response = pipeline::response(body, respond::TEXT);
     Ok(served(response, seed.alg, seed.bytes * 8))
 }
 

@@ -1,6 +1,6 @@
 //! `/bits` and `/bytes` (GET, and POST with a JSON body): random output in any encoding,
 //! streamed when large, or with `receipt=true` a signed receipt of it. Parse into a typed
-//! request, call the service, encode. Also the reading of every random-output POST's JSON body.
+//! request, call the service, encode.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -13,9 +13,11 @@ use bytes::Bytes;
 use http_body::{Frame, SizeHint};
 
 use super::params::{self, Accept, Param, Params, choose_format};
-use super::{RecordedResponse, receipt, served};
+use super::receipt;
+use super::respond::{served, wiped};
 use crate::callers::{Admission, Route};
 use crate::error::ApiError;
+use crate::pipeline::{self, RecordedResponse};
 use crate::service::budget::Permit;
 use crate::service::{BitsOutput, BitsRequest, BytesRequest, Chunks};
 use crate::state::AppState;
@@ -66,67 +68,13 @@ fn packed(
     }
 }
 
-/// Most bytes of a random-output POST's JSON body: its members with room to spare, and a
-/// `user_data` of 1 KiB written with JSON escapes (up to six bytes a byte).
-pub const MAX_JSON_BODY: usize = 8192;
-
-/// The parameters of a random-output POST's JSON body (`{"n": 256, "alg": "...", ...}`), read
-/// under the server's body deadline, at most [`MAX_JSON_BODY`] bytes of it.
-///
-/// # Errors
-/// `invalid_body` (unreadable, too large, not JSON, not an object, a member of the wrong type),
-/// a member's own code ([`Params::from_json`]); 499 when the client went away.
-pub async fn json_params(body: Body) -> Result<Params<'static>, ApiError> {
-    let bytes = axum::body::to_bytes(body, MAX_JSON_BODY).await.map_err(|e| body_error(&e, MAX_JSON_BODY))?;
-    // A member given twice is refused, as a query parameter given twice is.
-    let body = crate::receipts::strict_json::from_slice(&bytes).map_err(|e| {
-        ApiError::invalid("invalid_body", "body", format!("the body is not JSON of distinct members: {e}"))
-    })?;
-    Params::from_json(&body)
-}
-
-/// Whether a body could not be read because it is over its cap.
-pub(super) fn too_large(error: &axum::Error) -> bool {
-    std::iter::successors(Some(error as &(dyn std::error::Error + 'static)), |e| e.source())
-        .any(|e| e.is::<http_body_util::LengthLimitError>())
-}
-
-/// The error of a body that could not be read: too large (over `limit` bytes), or not
-/// received in time.
-pub(super) fn body_error(error: &axum::Error, limit: usize) -> ApiError {
-    if too_large(error) {
-        return ApiError::invalid("invalid_body", "body", format!("the body must be at most {limit} bytes"));
-    }
-    if super::deadline::BodyTimeout::caused(error) {
-        return ApiError::invalid(
-            "invalid_body",
-            "body",
-            "the body was not received within the body read timeout",
-        );
-    }
-    if client_went_away(error) {
-        return ApiError::ClientClosed;
-    }
-    ApiError::invalid("invalid_body", "body", "the body could not be read")
-}
-
-/// Whether a body error is its client going away: an HTTP/2 stream it reset (CANCEL), or an
-/// HTTP/1 connection it closed before the body's end. Anything else (a malformed chunk, a
-/// protocol error) is the body's fault: 400.
-fn client_went_away(error: &axum::Error) -> bool {
-    std::iter::successors(Some(error as &(dyn std::error::Error + 'static)), |e| e.source()).any(|e| {
-        e.downcast_ref::<hyper::Error>().is_some_and(hyper::Error::is_incomplete_message)
-            || e.downcast_ref::<h2::Error>().is_some_and(|h2| h2.reason() == Some(h2::Reason::CANCEL))
-    })
-}
-
 fn respond(state: &AppState, admission: &Admission, req: BitsRequest) -> Result<RecordedResponse, ApiError> {
     let content_type = req.format().content_type();
     let response = match state.service.bits(&admission.caller, req)? {
         BitsOutput::Whole(mut rendered) => {
             let timing = server_timing(rendered.generate_time, rendered.encode_time);
-            let body = super::wiped(std::mem::take(&mut rendered.body));
-            let mut response = super::response_with(body, content_type, 1);
+            let body = wiped(std::mem::take(&mut rendered.body));
+            let mut response = pipeline::response_with(body, content_type, 1);
             if let Some(v) = timing {
                 response.headers_mut().insert(SERVER_TIMING, v);
             }
@@ -147,7 +95,7 @@ fn respond(state: &AppState, admission: &Admission, req: BitsRequest) -> Result<
                 // Called within the request's server span (the front layer enters it).
                 span: tracing::Span::current(),
             });
-            super::response(body, content_type)
+            pipeline::response(body, content_type)
         }
     };
     Ok(served(response, req.alg(), req.n_bits()))

@@ -9,10 +9,11 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::MethodRouter;
 
 use super::params::{Accept, Param, Params};
-use super::{RecordedResponse, served};
+use super::respond::{served, wiped_joined};
 use crate::callers::{Admission, Route};
 use crate::drbg::Algorithm;
 use crate::error::ApiError;
+use crate::pipeline::{self, RecordedResponse};
 use crate::receipts::{Ask, Random};
 use crate::service::BitsRequest;
 use crate::state::AppState;
@@ -68,14 +69,14 @@ pub fn respond(
     n_bits: u64,
 ) -> Result<RecordedResponse, ApiError> {
     let receipt = state.receipts.issue(&state.service, &admission.caller, ask, random)?;
-    let body = super::wiped_joined(&[
+    let body = wiped_joined(&[
         &b"{\"random\":"[..],
         receipt.json().as_bytes(),
         b",\"signature\":\"",
         receipt.signature().as_bytes(),
         b"\"}",
     ]);
-    let mut answer = served(super::response(body, "application/json"), alg, n_bits);
+    let mut answer = served(pipeline::response(body, "application/json"), alg, n_bits);
     answer.record.serial = Some(receipt.serial().to_owned());
     Ok(answer)
 }
@@ -106,8 +107,8 @@ pub async fn verify(State(state): State<AppState>, request: Request) -> Response
         state.receipts.max_receipt_bytes()
     };
     let answer = match axum::body::to_bytes(request.into_body(), limit).await {
-        Err(e) if super::random::too_large(&e) => Err(ApiError::BodyTooLarge { limit }),
-        Err(e) => Err(super::random::body_error(&e, limit)),
+        Err(e) if super::body::too_large(&e) => Err(ApiError::BodyTooLarge { limit }),
+        Err(e) => Err(super::body::body_error(&e, limit)),
         Ok(body) => {
             let ring = state.receipts.keys();
             crate::receipts::verify::verify_json(&body, |id| ring.find(id).map(|k| k.key))
@@ -125,5 +126,5 @@ const NO_KEYS_BODY_BYTES: usize = 16 * 1024;
 fn json(value: &serde_json::Value) -> Response {
     // Serializing a JSON tree to memory cannot fail.
     let body = serde_json::to_vec(value).unwrap_or_default();
-    super::response(body.into(), "application/json")
+    pipeline::response(body.into(), "application/json")
 }

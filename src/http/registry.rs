@@ -2,12 +2,14 @@
 //! into one [`Row`] per endpoint, and what is derived from the rows: the guard of every
 //! endpoint and gRPC method, the endpoint of a request's path, whether the configuration
 //! serves it, how its errors are written. The router (`http.rs`), the dispatch to handlers
-//! (`http/endpoint.rs`) and the OpenAPI document (`http/openapi.rs`) read the same rows.
+//! (`http/endpoint.rs`) and the OpenAPI document (`http/openapi.rs`) read the same rows, and
+//! so does the call pipeline, through `http/endpoint.rs`: each row's gate ([`Guard::gate`],
+//! with its front-end's way of reading credentials, `http/credentials.rs`), its limits, the
+//! writer of its dialect ([`Dialect::renderer`]), its handler.
 //!
 //! The table's `handler` and `openapi` columns name functions in this module's scope: the
 //! handler modules of `http/` and the operations of `http/openapi/`.
 
-use axum::http::{HeaderMap, HeaderName, header};
 use axum::response::Response;
 use axum::routing::MethodRouter;
 
@@ -15,14 +17,12 @@ use super::openapi::beacon as beacon_doc;
 use super::openapi::describe::Operation;
 use super::openapi::{drop_in as drop_in_doc, native as native_doc};
 use super::params::{Accept, Params};
-use super::{RecordedResponse, beacon, kms, meta, openapi, pollen, random, receipt, values, vault};
-use crate::callers::{Admission, Key};
+use super::{beacon, credentials, kms, meta, pollen, random, receipt, values, vault};
+use crate::callers::Admission;
 use crate::error::ApiError;
+use crate::pipeline::{Credentials, Gate, Limits, RecordedResponse, Render, grpc_error};
 use crate::route::{Endpoint, ROUTES, Route};
 use crate::state::AppState;
-
-/// Vault's token header.
-const X_VAULT_TOKEN: HeaderName = HeaderName::from_static("x-vault-token");
 
 /// Everything about one endpoint (`route.rs` says what each column holds).
 pub(crate) struct Row {
@@ -83,33 +83,16 @@ pub(crate) enum Identity {
 }
 
 impl Identity {
-    /// The key the head presents for this identity: Vault's token (an empty one is none) for
-    /// [`Identity::VaultToken`], else the `Authorization` header's value; none for the
-    /// identities that read no key from the head.
-    pub(crate) fn key(self, headers: &HeaderMap) -> Option<Key<'_>> {
+    /// How the call pipeline reads this identity's credentials from the head: its front-end's
+    /// own reader (`http/credentials.rs`), or none for a public row.
+    pub(crate) fn credentials(self) -> Credentials {
         match self {
-            Identity::Public | Identity::SigV4 => None,
-            Identity::VaultToken => match headers.get(X_VAULT_TOKEN).filter(|t| !t.is_empty()) {
-                Some(token) => Some(Key::Raw(token.as_bytes())),
-                None => Identity::Caller.key(headers),
-            },
-            Identity::Caller => headers.get(header::AUTHORIZATION).map(|v| Key::Bearer(v.as_bytes())),
+            Identity::Public => Credentials::Public,
+            Identity::Caller => Credentials::Key(credentials::bearer),
+            Identity::VaultToken => Credentials::Key(credentials::vault_token),
+            Identity::SigV4 => Credentials::Signature(credentials::sigv4_head),
         }
     }
-}
-
-/// What an endpoint's requests take of the server's caps and the caller's quota.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Limits {
-    /// The caller's quota under the server's cap: an in-flight place, and a request token on a
-    /// policy route (none on metadata). A signed request holds only its connection's place for
-    /// a signed body until its signature is checked.
-    Quota,
-    /// No caller: the public cap and the peer's share of it (`[server] peer_*`).
-    Peer,
-    /// As [`Limits::Peer`], and the handler bounds each peer's requests waiting (for the
-    /// beacon's next round): the front layer hands it the peer's key.
-    PeerWaiting,
 }
 
 /// When the configuration serves an endpoint.
@@ -158,12 +141,18 @@ pub enum Dialect {
 
 impl Dialect {
     /// `error` as this dialect writes it.
-    pub fn render(self, error: &ApiError) -> axum::response::Response {
+    pub fn render(self, error: &ApiError) -> Response {
+        (self.renderer())(error)
+    }
+
+    /// The function writing errors as this dialect: what the call pipeline answers its own
+    /// refusals with on the row's routes.
+    pub fn renderer(self) -> Render {
         match self {
-            Dialect::Rest => error.render(),
-            Dialect::Grpc => error.to_status().into_http::<axum::body::Body>(),
-            Dialect::Vault => vault::error_response(error),
-            Dialect::Kms => kms::error_response(error),
+            Dialect::Rest => ApiError::render as Render,
+            Dialect::Grpc => grpc_error as Render,
+            Dialect::Vault => vault::error_response as Render,
+            Dialect::Kms => kms::error_response as Render,
         }
     }
 }
@@ -179,9 +168,11 @@ pub(crate) struct Guard {
 }
 
 impl Guard {
-    /// Anyone, unadmitted: what no endpoint guards (the router's 404, gRPC health and
-    /// reflection).
-    pub(crate) const PUBLIC: Guard = Guard { identity: Identity::Public, route: None };
+    /// The gate the call pipeline admits by: the policy route, and the identity's credentials
+    /// read as its front-end reads them.
+    pub(crate) fn gate(self) -> Gate {
+        Gate { credentials: self.identity.credentials(), route: self.route }
+    }
 }
 
 /// Reads the table into [`ROWS`] (the labels are `route.rs`'s).
@@ -260,11 +251,6 @@ impl Endpoint {
         Guard { identity: row.identity, route: row.policy }
     }
 
-    /// What its requests take of the caps and quotas.
-    pub(super) fn limits(self) -> Limits {
-        self.row().limits
-    }
-
     /// The endpoint a path is for, if any, as the router matches the rows' templates: an exact
     /// label first (most requests), else the best-ranked template ([`rank`]).
     pub fn of_path(path: &str) -> Option<Endpoint> {
@@ -328,22 +314,13 @@ pub(crate) fn grpc_guard(path: &str) -> Option<(&'static str, Guard)> {
     })
 }
 
-/// The public gRPC methods whose calls are streams meant to stay open: they get a cap and a
-/// lifetime of their own (see the front layer's `PUBLIC_STREAMS`).
-const PUBLIC_STREAMS: [&str; 3] = [
-    "/grpc.health.v1.Health/Watch",
-    "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
-    "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
-];
-
-/// Whether `path` is a public gRPC streaming method (health `Watch`, reflection).
-pub(crate) fn public_stream(path: &str) -> bool {
-    PUBLIC_STREAMS.contains(&path)
-}
-
 #[cfg(test)]
 mod tests {
+    use axum::http::{HeaderMap, header};
+
+    use super::super::credentials::X_VAULT_TOKEN;
     use super::*;
+    use crate::callers::Key;
 
     /// What makes a row whole: each column says something the others agree with.
     #[test]
@@ -477,16 +454,33 @@ mod tests {
         assert_eq!(GRPC_SERVICE_PREFIX, format!("/{}/", crate::grpc::SERVICE_NAME));
     }
 
+    /// The key the pipeline reads from `headers` for `identity` (none where it reads no key).
+    fn key(identity: Identity, headers: &HeaderMap) -> Option<Key<'_>> {
+        match identity.credentials() {
+            Credentials::Key(read) => read(headers),
+            Credentials::Public | Credentials::Signature(_) => None,
+        }
+    }
+
     #[test]
     fn vault_rows_read_the_vault_token_first() {
         let mut headers = HeaderMap::new();
         headers.insert(header::AUTHORIZATION, "Bearer k".parse().unwrap());
-        assert!(matches!(Identity::VaultToken.key(&headers), Some(Key::Bearer(b"Bearer k"))));
+        assert!(matches!(key(Identity::VaultToken, &headers), Some(Key::Bearer(b"Bearer k"))));
         headers.insert(X_VAULT_TOKEN, "".parse().unwrap());
-        assert!(matches!(Identity::VaultToken.key(&headers), Some(Key::Bearer(_))), "empty is none");
+        assert!(matches!(key(Identity::VaultToken, &headers), Some(Key::Bearer(_))), "empty is none");
         headers.insert(X_VAULT_TOKEN, "t".parse().unwrap());
-        assert!(matches!(Identity::VaultToken.key(&headers), Some(Key::Raw(b"t"))));
-        assert!(matches!(Identity::Caller.key(&headers), Some(Key::Bearer(_))));
-        assert!(Identity::Public.key(&headers).is_none() && Identity::SigV4.key(&headers).is_none());
+        assert!(matches!(key(Identity::VaultToken, &headers), Some(Key::Raw(b"t"))));
+        assert!(matches!(key(Identity::Caller, &headers), Some(Key::Bearer(_))));
+        assert!(key(Identity::Public, &headers).is_none() && key(Identity::SigV4, &headers).is_none());
+        // Only KMS's rows check a signed head, and only public rows read nothing at all.
+        for row in &ROWS {
+            let gate = row.endpoint.guard().gate();
+            assert_eq!(
+                matches!(gate.credentials, Credentials::Signature(_)),
+                row.identity == Identity::SigV4
+            );
+            assert_eq!(gate.public(), row.identity == Identity::Public, "{:?}", row.endpoint);
+        }
     }
 }

@@ -8,9 +8,11 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use super::params::{self, Accept, Param, Params, wants_json};
-use super::{RecordedResponse, receipt, served};
+use super::receipt;
+use super::respond::{self, served};
 use crate::callers::{Admission, Route};
 use crate::error::ApiError;
+use crate::pipeline::{self, RecordedResponse};
 use crate::receipts::{Ask, Random};
 use crate::service::{IntRequest, NonceRequest, Secret, SecretFormat, TokenRequest, UuidRequest};
 use crate::state::AppState;
@@ -102,11 +104,11 @@ fn secret_response(accept: Accept<'_>, mut secret: Secret) -> RecordedResponse {
         // does, which none of these does.
         let mut body = Vec::with_capacity(value.len() + 96);
         let _ = serde_json::to_writer(&mut body, &json);
-        super::response(super::wiped(body), "application/json")
+        pipeline::response(respond::wiped(body), "application/json")
     } else {
         // The value's own buffer moves into the body (no copy; an empty String is left).
         let value = std::mem::take(&mut *secret.value).into_bytes();
-        super::response(super::wiped(value), super::TEXT)
+        pipeline::response(respond::wiped(value), respond::TEXT)
     };
     served(body, alg, bits)
 }

@@ -19,9 +19,11 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::MethodRouter;
 
-use super::{Endpoint, RecordedResponse, served};
+use super::respond::{self, served};
 use crate::callers::Admission;
 use crate::error::ApiError;
+use crate::pipeline::{self, RecordedResponse};
+use crate::route::Endpoint;
 use crate::service::{BytesRequest, Encoding};
 use crate::state::AppState;
 
@@ -43,7 +45,7 @@ pub async fn post(State(state): State<AppState>, request: Request) -> Response {
         return answer_error(&ApiError::Internal);
     };
     let params = match axum::body::to_bytes(body, MAX_BODY).await {
-        Err(e) => Err(super::random::body_error(&e, MAX_BODY)),
+        Err(e) => Err(super::body::body_error(&e, MAX_BODY)),
         Ok(bytes) => Params::read(parts.uri.path(), &bytes),
     };
     match params.and_then(|p| answer(&state, &admission, &p)) {
@@ -168,14 +170,14 @@ fn answer(state: &AppState, admission: &Admission, params: &Params) -> Result<Re
     } else {
         b"null"
     };
-    let body = super::wiped_joined(&[
+    let body = respond::wiped_joined(&[
         br#"{"request_id":"","lease_id":"","renewable":false,"lease_duration":0,"data":{"random_bytes":""#,
         &rendered.body,
         br#""},"wrap_info":null,"warnings":"#,
         warnings,
         br#","auth":null,"mount_type":""}"#,
     ]);
-    let response = super::response(body, "application/json");
+    let response = pipeline::response(body, "application/json");
     Ok(served(response, req.alg(), req.n_bits()))
 }
 
@@ -195,7 +197,7 @@ pub fn error_response(error: &ApiError) -> Response {
         _ => (error.status(), Some(error.to_string())),
     };
     let body = serde_json::json!({ "errors": message.into_iter().collect::<Vec<_>>() });
-    let mut response = super::response_with(body.to_string().into(), "application/json", 2);
+    let mut response = pipeline::response_with(body.to_string().into(), "application/json", 2);
     *response.status_mut() = status;
     if let Some(secs) = error.retry_after() {
         response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
@@ -206,7 +208,7 @@ pub fn error_response(error: &ApiError) -> Response {
 /// [`error_response`] with its code recorded for the front layer.
 fn answer_error(error: &ApiError) -> Response {
     let mut response = error_response(error);
-    super::Record::of(&mut response).code = Some(error.code());
+    pipeline::Record::of(&mut response).code = Some(error.code());
     response
 }
 

@@ -1,20 +1,14 @@
-//! Errors as HTTP responses: RFC 9457 `application/problem+json` bodies with the error's machine
+//! Errors as responses: RFC 9457 `application/problem+json` bodies with the error's machine
 //! code, serialized straight from the error (no intermediate JSON tree), and the headers each
-//! error calls for (`Retry-After`, `WWW-Authenticate`).
+//! error calls for (`Retry-After`, `WWW-Authenticate`); and an error as a gRPC call's
+//! trailers-only response. The pipeline answers its own refusals with these where the route's
+//! registry row names no dialect of its own.
 
 use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 
+use super::response::response_with;
 use crate::error::ApiError;
-
-impl IntoResponse for ApiError {
-    /// [`ApiError::render`], its code recorded for the front layer (see [`super::Record`]).
-    fn into_response(self) -> Response {
-        let mut response = self.render();
-        super::Record::of(&mut response).code = Some(self.code());
-        response
-    }
-}
 
 impl ApiError {
     /// RFC 9457 `application/problem+json` with `code` and, where relevant, `param`.
@@ -24,9 +18,9 @@ impl ApiError {
         let body = serde_json::to_vec(&Problem { error: self, status }).unwrap_or_default();
         // Room for every header an error gets: it has no X-Drbg-Alg or -Bits, and at most one of
         // Retry-After, WWW-Authenticate and (from the router) Allow; a 429 for the request rate
-        // also gets the caller's two rate-limit fields (see `super::response`).
+        // also gets the caller's two rate-limit fields (see `response`).
         let extra = if matches!(self, ApiError::RateLimited { .. }) { 2 } else { 0 };
-        let mut response = super::response_with(body.into(), "application/problem+json", extra);
+        let mut response = response_with(body.into(), "application/problem+json", extra);
         *response.status_mut() = status;
         let headers = response.headers_mut();
         if let Some(secs) = self.retry_after() {
@@ -37,6 +31,12 @@ impl ApiError {
         }
         response
     }
+}
+
+/// `error` as a gRPC call's trailers-only response (`grpc-status`, `grpc-message` and, where
+/// drbgd sends one, `retry-after`), as tonic writes the error's [`ApiError::to_status`].
+pub fn grpc_error(error: &ApiError) -> Response {
+    error.to_status().into_http::<axum::body::Body>()
 }
 
 /// The problem+json body of an error, serialized straight from it (no intermediate JSON tree

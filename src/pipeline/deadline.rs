@@ -15,7 +15,7 @@ use http_body::{Body, Frame, SizeHint};
 use pin_project_lite::pin_project;
 use tokio::time::{Instant, Sleep};
 
-use super::front::Slot;
+use super::admit::Slot;
 
 /// The error of a body not read in full by its deadline.
 #[derive(Debug, thiserror::Error)]

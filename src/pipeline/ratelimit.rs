@@ -12,28 +12,22 @@
 //! `t` the seconds until the bucket is full again. The byte policy counts raw random bytes
 //! before encoding (a hex body is twice as long). The in-flight cap is not advertised.
 //!
-//! This is rendering for the HTTP side: it reads the callers' plain data ([`Limited`]) and
-//! names nothing of `callers` but the quota's types.
+//! The pipeline renders both on every response to such a caller (HTTP headers, or a gRPC
+//! call's metadata) from the caller's plain data: its quota and what is left of its buckets.
+//! The callers' domain holds no header values.
 
 use std::fmt::Write;
 use tokio::time::Instant;
 
 use axum::http::HeaderValue;
 
-use super::quota::types::{Kind, Quota, Rate, seconds_to_full};
+use crate::callers::Caller;
+use crate::callers::quota::{Kind, Quota, Rate, seconds_to_full};
 
 /// `RateLimit-Policy`.
 pub const RATELIMIT_POLICY: &str = "ratelimit-policy";
 /// `RateLimit`.
 pub const RATELIMIT: &str = "ratelimit";
-
-/// What the `RateLimit` field reads of a caller: its limits, and what is left of a bucket.
-pub trait Limited {
-    /// The caller's limits.
-    fn limits(&self) -> &Quota;
-    /// What is left in the caller's `kind` bucket (limited by `rate`) at `now`.
-    fn tokens_left(&self, kind: Kind, rate: Rate, now: Instant) -> f64;
-}
 
 fn policies(quota: &Quota) -> impl Iterator<Item = (Kind, &'static str, Rate)> {
     [(Kind::Requests, "requests", quota.requests), (Kind::Bytes, "content-bytes", quota.bytes)]
@@ -56,11 +50,11 @@ pub fn policy_field(quota: &Quota) -> Option<HeaderValue> {
 }
 
 /// The `RateLimit` value for `caller` at `now`, if it has a rate quota.
-pub fn current_field(caller: &impl Limited, now: Instant) -> Option<HeaderValue> {
+pub fn current_field(caller: &Caller, now: Instant) -> Option<HeaderValue> {
     let mut value = String::new();
-    for (kind, _, rate) in policies(caller.limits()) {
+    for (kind, _, rate) in policies(&caller.quota) {
         let name = kind.name();
-        let tokens = caller.tokens_left(kind, rate, now);
+        let tokens = caller.remaining(kind, rate, now);
         if !value.is_empty() {
             value.push_str(", ");
         }
