@@ -324,7 +324,7 @@ async fn openapi_follows_the_configuration() {
 }
 
 /// `GET /version` names the server and its version, never cached; like `/algorithms`, it is
-/// metadata: any caller, none refused with auth on.
+/// metadata: any authenticated caller (no route permission needed); without a key, 401 with auth on.
 #[tokio::test]
 async fn version_names_the_server_and_its_version() {
     let app = spawn_app().await;

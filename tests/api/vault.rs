@@ -182,3 +182,21 @@ async fn off_by_default() {
     let routes = usage["policy"]["routes"].as_array().unwrap();
     assert!(!routes.contains(&json!("/v1/sys/tools/random")) && !routes.contains(&json!("kms")), "{usage}");
 }
+
+/// A path the router matches with an empty parameter (`//`) is guarded as the router's
+/// handler is: Vault's 403 "permission denied" without a token, served with one (the front layer decides the
+/// endpoint with the router's own matcher).
+#[tokio::test]
+async fn an_empty_segment_is_guarded_as_the_router_matches_it() {
+    let app = spawn_with(settings(), Arc::new(OsEntropy)).await;
+    let post = reqwest::Method::POST;
+    let path = "/v1/sys/tools/random//16";
+    let (status, body) = vault(&app.api, post.clone(), path, None, json!({})).await;
+    assert_eq!(status, 403, "{body}");
+    assert!(
+        body["errors"][0].as_str().is_some_and(|e| e.starts_with("permission denied")),
+        "Vault's error envelope: {body}"
+    );
+    let (status, body) = vault(&app.api, post, path, Some(TOKEN), json!({"format": "hex"})).await;
+    assert_eq!(status, 200, "{body}");
+}
