@@ -11,8 +11,7 @@
 #        `cargo +nightly fuzz`, a build of its own); KEEP_GOING=1 goes on to the next target
 #        after a crash (the exit status is still 1); SEED=n fixes libFuzzer's random seed
 #        (CI: the same mutations every run, so a failure is one to reproduce, not a fluke);
-#        JOBS=n runs n targets at once (CI: 2, one per core); FUZZ_INSTRUMENT=all instruments
-#        the dependencies too (default `own`: drbgd's code only, scripts/fuzz-rustc.sh).
+#        JOBS=n runs n targets at once (CI: 2, one per core).
 # Needs: cargo-fuzz (`cargo install --locked cargo-fuzz@0.13.2`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,10 +25,6 @@ cargo=(cargo)
 # -O: release mode without debug assertions; cargo-fuzz then compiles every crate with one
 # codegen unit (its `--codegen-units N` compiles faster, the targets then run up to ~3x slower)
 # and line tables only (its own `--config profile.release.debug`).
-# Coverage instrumentation in drbgd's own code only, the dependencies compiled plainly
-# (scripts/fuzz-rustc.sh says why); FUZZ_INSTRUMENT=all instruments every crate, as cargo-fuzz
-# alone does.
-if [ "${FUZZ_INSTRUMENT:-own}" = own ]; then export RUSTC_WRAPPER="$PWD/scripts/fuzz-rustc.sh"; fi
 "${cargo[@]}" fuzz build -O --sanitizer "$sanitizer"
 [ -z "$build_only" ] || exit 0
 targets=("$@")
