@@ -4,7 +4,7 @@
 Starts the release binary with server.shutdown_delay_ms = DELAY, drives /token from N client
 threads (keep-alive HTTP/1.1 connections, reconnecting as real clients do), sends SIGTERM
 mid-load, and records every request's start time and outcome. Asserts that no request that
-started before the delay ended failed, that /readyz turned 503 at once, and that the process
+started before the delay's last 100 ms failed, that /readyz turned 503 at once, and that the process
 exited 0. Prints the counts.
 
 Usage: rollout.py path/to/drbgd
@@ -21,6 +21,8 @@ import urllib.request
 
 BIN = sys.argv[1] if len(sys.argv) > 1 else "target/release/drbgd"
 DELAY_S = 2.0
+# The end of the delay where a request recorded as started may still reach the server after it.
+EDGE_S = 0.1
 THREADS = 8
 HOST = "127.0.0.1"
 
@@ -113,19 +115,26 @@ def main():
     for t in threads:
         t.join(timeout=10)
     delay_end = sigterm + DELAY_S
-    before = [r for r in results if r[0] < delay_end]
+    # A request's start is recorded by its thread just before it writes; with THREADS (8) Python
+    # threads sharing one interpreter lock, the write can follow the record by a thread switch
+    # (tens of milliseconds on a loaded machine), so a request recorded in the delay's last
+    # EDGE_S may reach the server after the delay, when closing its keep-alive connection is
+    # correct. Those are reported apart; every request recorded before them must succeed.
+    edge = [r for r in results if delay_end - EDGE_S <= r[0] < delay_end]
+    before = [r for r in results if r[0] < delay_end - EDGE_S]
     failed_before = [r for r in before if not r[2]]
     during = [r for r in before if r[0] >= sigterm]
     after = [r for r in results if r[0] >= delay_end]
-    print(f"requests: {len(results)} in all; {len(before)} started before the delay ended "
+    print(f"requests: {len(results)} in all; {len(before)} started before the delay's last {EDGE_S * 1000:.0f} ms "
           f"({len(during)} of them after SIGTERM, during the {DELAY_S:.0f} s delay), "
           f"failed among them: {len(failed_before)}; started after the delay: {len(after)} "
-          f"(failed: {sum(1 for r in after if not r[2])}, as expected once the listener closes)")
+          f"(failed: {sum(1 for r in after if not r[2])}, as expected once the listener closes); "
+          f"in the delay's last {EDGE_S * 1000:.0f} ms: {len(edge)} (failed: {sum(1 for r in edge if not r[2])})")
     print(f"/readyz 100 ms after SIGTERM: {ready_after}; exit code {server.returncode} "
           f"{exited - sigterm:.2f} s after SIGTERM")
     problems = []
     if failed_before:
-        problems.append(f"{len(failed_before)} requests started before the delay ended failed: "
+        problems.append(f"{len(failed_before)} requests started before the delay's last {EDGE_S * 1000:.0f} ms failed: "
                         f"{sorted(set(r[3] for r in failed_before))}")
     if len(during) < 100:
         problems.append(f"only {len(during)} requests during the delay: the load was not steady")

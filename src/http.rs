@@ -50,6 +50,7 @@ impl From<Router> for Api {
 /// ([`service`]): every route but `/openapi.json`, `/keys`, `/verify`, the beacon's, gRPC
 /// health and reflection needs one (`anonymous` when auth is off).
 pub fn router(state: AppState, grpc: Router) -> Api {
+    registry::build_matcher();
     let mut router = Router::new();
     // Every row the configuration serves, at each of its paths.
     for endpoint in Endpoint::ALL {

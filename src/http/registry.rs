@@ -268,6 +268,12 @@ impl Endpoint {
 /// guard of the handler the router then calls, whatever the path: empty segments (a parameter
 /// may be empty where it is not the last segment), precedence of static segments, trailing
 /// slashes. A matcher of our own agreed on the paths it was tested with and not on `//`.
+/// Builds [`MATCHER`] now: called where the router is built, so that a template conflict
+/// stops start-up instead of panicking in the first request.
+pub(super) fn build_matcher() {
+    LazyLock::force(&MATCHER);
+}
+
 static MATCHER: LazyLock<matchit::Router<Endpoint>> = LazyLock::new(|| {
     let mut matcher = matchit::Router::new();
     for row in &ROWS {
