@@ -184,6 +184,8 @@ impl Service {
         caller.permit(alg, bits, pr, bytes)
     }
 
+    /// Opens a stream of `req` for a caller already admitted ([`Service::admit`]: a withheld
+    /// algorithm is refused there).
     fn open_stream(
         &self,
         caller: &Arc<Caller>,
@@ -193,7 +195,6 @@ impl Service {
         let chunk_bytes = if req.format() == Encoding::Bits { chunk_bytes / 8 } else { chunk_bytes };
         let chunk_bytes = (chunk_bytes / 3 * 3).max(3);
         let pool = &self.0.pool;
-        pool.serves(req.alg())?;
         let shard = pool.current_shard();
         let reserved = if req.pr() {
             0
