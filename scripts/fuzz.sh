@@ -1,18 +1,23 @@
 #!/usr/bin/env bash
-# Runs every fuzz target (fuzz/fuzz_targets/) in turn for SECONDS each, with cargo-fuzz, new
+# Runs every fuzz target (fuzz/fuzz_targets/) in turn for SECONDS each, with libFuzzer, new
 # inputs kept in fuzz/corpus-local/<target> (not committed) beside the committed seeds in
 # fuzz/corpus/<target>; prints each target's executions, coverage and crashes. The hour the
 # hostile-clients work asks for: `scripts/fuzz.sh 450` (9 targets).
 #
 # Usage: scripts/fuzz.sh [seconds=60] [target...]
-#        scripts/fuzz.sh --build-only    (builds every target as the runs do, runs none: CI builds
-#                                        them in the background, then runs them later)
-# Env:   SANITIZER=none (default; works on the stable toolchain) or address (ASan: nightly,
-#        `cargo +nightly fuzz`, a build of its own); KEEP_GOING=1 goes on to the next target
-#        after a crash (the exit status is still 1); SEED=n fixes libFuzzer's random seed
-#        (CI: the same mutations every run, so a failure is one to reproduce, not a fluke);
-#        JOBS=n runs n targets at once (CI: 2, one per core).
-# Needs: cargo-fuzz (`cargo install --locked cargo-fuzz@0.13.2`).
+#        scripts/fuzz.sh --build-only    (builds every target as the runs do, runs none)
+# Env:   SANITIZER=none (default) or address. `none` builds the targets on the stable toolchain
+#        with cargo, in the workspace's target/ and the test build's profile (dev): its
+#        dependencies are the ones `cargo test --workspace` compiled, not compiled again, and
+#        fuzz/instrument gives drbgd's own code (the server's library and the targets) libFuzzer's
+#        coverage instrumentation at opt-level 3 (CI: benches/README.md, "Fuzz build").
+#        `address` is cargo-fuzz on the nightly toolchain (`cargo +nightly fuzz build -O -s
+#        address`): every crate instrumented and under ASan, a build of its own (~20 CPU-minutes
+#        on 2 cores), for long runs. KEEP_GOING=1 goes on to the next target after a crash (the
+#        exit status is still 1); SEED=n fixes libFuzzer's random seed (CI: the same mutations
+#        every run, so a failure is one to reproduce, not a fluke); JOBS=n runs n targets at once
+#        (CI: 2, one per core).
+# Needs: for SANITIZER=address, cargo-fuzz (`cargo install --locked cargo-fuzz@0.13.2`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_only=
@@ -20,18 +25,23 @@ if [ "${1:-}" = --build-only ]; then build_only=1; shift; fi
 secs=${1:-60}
 shift || true
 sanitizer=${SANITIZER:-none}
-cargo=(cargo)
-[ "$sanitizer" = none ] || cargo=(cargo +nightly)
-# -O: release mode without debug assertions; cargo-fuzz then compiles every crate with one
-# codegen unit (its `--codegen-units N` compiles faster, the targets then run up to ~3x slower)
-# and line tables only (its own `--config profile.release.debug`).
-"${cargo[@]}" fuzz build -O --sanitizer "$sanitizer"
+# The targets: fuzz/Cargo.toml's bins.
+mapfile -t all_targets < <(sed -n 's/^name = "\(.*\)"$/\1/p' fuzz/Cargo.toml | tail -n +2)
+if [ "$sanitizer" = none ]; then
+  # One `--example` of the server's makes this invocation resolve features as `cargo test
+  # --workspace` does (dev-dependencies included), so every dependency is the test build's
+  # artifact; fuzz/instrument leaves that example, a plain binary, uninstrumented.
+  bin_args=(); for t in "${all_targets[@]}"; do bin_args+=(--bin "$t"); done
+  RUSTC_WORKSPACE_WRAPPER="$PWD/fuzz/instrument" cargo build --locked --workspace "${bin_args[@]}" --example bare_axum_h2
+  bin_dir=target/debug
+else
+  # -O: cargo-fuzz's release mode (one codegen unit, line tables), everything instrumented.
+  cargo +nightly fuzz build -O --sanitizer "$sanitizer"
+  bin_dir=target/$(rustc -vV | sed -n 's/^host: //p')/release
+fi
 [ -z "$build_only" ] || exit 0
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || mapfile -t targets < <(cargo fuzz list)
-# The binaries `cargo fuzz run` would start (it would re-check the build first, ~20 s a target).
-triple=$(rustc -vV | sed -n 's/^host: //p')
-bin_dir=fuzz/target/$triple/release
+[ ${#targets[@]} -gt 0 ] || targets=("${all_targets[@]}")
 # JOBS targets at once (libFuzzer runs one thread: two fill two cores), each for SECONDS.
 jobs=${JOBS:-1}
 logs=$(mktemp -d)
