@@ -12,8 +12,8 @@
 #        fuzz/instrument gives drbgd's own code (the server's library and the targets) libFuzzer's
 #        coverage instrumentation at opt-level 3 (CI: benches/README.md, "Fuzz build").
 #        `address` is cargo-fuzz on the nightly toolchain (`cargo +nightly fuzz build -O -s
-#        address`): every crate instrumented and under ASan, a build of its own (~20 CPU-minutes
-#        on 2 cores), for long runs. KEEP_GOING=1 goes on to the next target after a crash (the
+#        address`, without fat LTO): every crate instrumented and under ASan, a build of all the
+#        dependencies of its own, for long runs. KEEP_GOING=1 goes on to the next target after a crash (the
 #        exit status is still 1); SEED=n fixes libFuzzer's random seed (CI: the same mutations
 #        every run, so a failure is one to reproduce, not a fluke); JOBS=n runs n targets at once
 #        (CI: 2, one per core).
@@ -32,11 +32,17 @@ if [ "$sanitizer" = none ]; then
   # --workspace` does (dev-dependencies included), so every dependency is the test build's
   # artifact; fuzz/instrument leaves that example, a plain binary, uninstrumented.
   bin_args=(); for t in "${all_targets[@]}"; do bin_args+=(--bin "$t"); done
-  RUSTC_WORKSPACE_WRAPPER="$PWD/fuzz/instrument" cargo build --locked --workspace "${bin_args[@]}" --example bare_axum_h2
+  # Cargo hashes the wrapper's path into what it builds, not its content: run a copy whose path
+  # names its content, so that a changed wrapper rebuilds what it instruments.
+  wrapper=$PWD/target/fuzz-instrument/$(sha256sum fuzz/instrument | cut -c1-16)/instrument
+  [ -x "$wrapper" ] || install -D -m 0755 fuzz/instrument "$wrapper"
+  RUSTC_WORKSPACE_WRAPPER=$wrapper cargo build --locked --workspace "${bin_args[@]}" --example bare_axum_h2
   bin_dir=target/debug
 else
-  # -O: cargo-fuzz's release mode (one codegen unit, line tables), everything instrumented.
-  cargo +nightly fuzz build -O --sanitizer "$sanitizer"
+  # -O: cargo-fuzz's release mode (one codegen unit, line tables), everything instrumented;
+  # without the workspace's fat LTO (its release profile's), which would link each target
+  # from one whole-program module.
+  CARGO_PROFILE_RELEASE_LTO=false cargo +nightly fuzz build -O --sanitizer "$sanitizer"
   bin_dir=target/$(rustc -vV | sed -n 's/^host: //p')/release
 fi
 [ -z "$build_only" ] || exit 0

@@ -1,6 +1,7 @@
 //! Arbitrary text through the CAVP `.rsp` reader of the known-answer tests: records or an
 //! error naming the line, never a panic.
-#![no_main]
+// libFuzzer's main; built as a test (`cargo test --all-targets`), libtest's, with no tests.
+#![cfg_attr(not(test), no_main)]
 
 #[path = "../../tests/common/cavp.rs"]
 #[allow(dead_code)]

@@ -2,7 +2,8 @@
 //! the subject CN) are a value or nothing, never a panic; every name is one the configuration
 //! could list, and they come most specific first (URIs, then `dns:`, then `cn:`), which is what
 //! makes the first listed name decide.
-#![no_main]
+// libFuzzer's main; built as a test (`cargo test --all-targets`), libtest's, with no tests.
+#![cfg_attr(not(test), no_main)]
 
 use libfuzzer_sys::fuzz_target;
 

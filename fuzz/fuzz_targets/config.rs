@@ -5,7 +5,8 @@
 //!
 //! Input: lines `KEY=value` up to the first empty line (each set as `DRBGD__KEY` in the
 //! environment), then the TOML file.
-#![no_main]
+// libFuzzer's main; built as a test (`cargo test --all-targets`), libtest's, with no tests.
+#![cfg_attr(not(test), no_main)]
 // figment's `Jail` takes a closure returning its own error type, which is large.
 #![allow(clippy::result_large_err)]
 

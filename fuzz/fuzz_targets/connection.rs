@@ -7,7 +7,8 @@
 //!
 //! Input: a flags byte (bit 0: keep the write side open after the input; bit 1: stop reading
 //! after the first read), then the client's bytes.
-#![no_main]
+// libFuzzer's main; built as a test (`cargo test --all-targets`), libtest's, with no tests.
+#![cfg_attr(not(test), no_main)]
 
 use libfuzzer_sys::fuzz_target;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -6,7 +6,8 @@
 //!
 //! Input: a method byte, a flags byte (bit 0: no key; bit 1: announce a length other than the
 //! message's), then the message.
-#![no_main]
+// libFuzzer's main; built as a test (`cargo test --all-targets`), libtest's, with no tests.
+#![cfg_attr(not(test), no_main)]
 
 use bytes::Bytes;
 use libfuzzer_sys::fuzz_target;

@@ -4,7 +4,8 @@
 //!
 //! Input: a method byte, then the request target (path and query) up to the first newline,
 //! then header lines (`name: value`) up to an empty line, then the body.
-#![no_main]
+// libFuzzer's main; built as a test (`cargo test --all-targets`), libtest's, with no tests.
+#![cfg_attr(not(test), no_main)]
 
 use bytes::Bytes;
 use libfuzzer_sys::fuzz_target;

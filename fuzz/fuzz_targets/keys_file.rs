@@ -1,7 +1,8 @@
 //! Arbitrary API keys files (`<caller> <sha256>` lines, bare digests, comments) through the
 //! callers' registry, at start-up and as a reload: a registry or an error, never a panic, and
 //! no digest echoed in a warning.
-#![no_main]
+// libFuzzer's main; built as a test (`cargo test --all-targets`), libtest's, with no tests.
+#![cfg_attr(not(test), no_main)]
 
 use std::sync::{Arc, OnceLock};
 

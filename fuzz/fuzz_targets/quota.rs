@@ -7,7 +7,8 @@
 //! Input: per second (u16) and burst (u16), then steps of 5 bytes: a time step in
 //! milliseconds (u16, its top bit: backwards), a cost (u16), a flags byte (bit 0: cost as a
 //! fraction, in thousandths).
-#![no_main]
+// libFuzzer's main; built as a test (`cargo test --all-targets`), libtest's, with no tests.
+#![cfg_attr(not(test), no_main)]
 
 use std::time::Duration;
 

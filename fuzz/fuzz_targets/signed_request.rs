@@ -3,7 +3,8 @@
 //! body and a served host from the input, through the head's checks and the verification: an
 //! answer, never a panic, and never a pass (that would take an HMAC-SHA256 under a key the
 //! input does not hold).
-#![no_main]
+// libFuzzer's main; built as a test (`cargo test --all-targets`), libtest's, with no tests.
+#![cfg_attr(not(test), no_main)]
 
 use std::time::{Duration, SystemTime};
 
