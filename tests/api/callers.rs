@@ -203,8 +203,10 @@ async fn a_stream_holds_its_callers_in_flight_place_to_the_end() {
 async fn metadata_routes_answer_a_caller_held_at_its_rate() {
     // web refills at 1/s here, not the example's 50/s: the assertions after the burst is spent
     // take milliseconds, and at 50/s a slow machine (or build) got a token back before the last.
-    let (_dir, app) = spawn_edited("held-at-rate", |text| {
-        text.replace("requests_per_second = 50", "requests_per_second = 1")
+    let (dir, app) = spawn_edited("held-at-rate", |text| {
+        let edited = text.replace("requests_per_second = 50", "requests_per_second = 1");
+        assert_ne!(edited, text, "the example changed: the edit no longer applies");
+        edited
     })
     .await;
     let mut c = RandomnessClient::connect(app.api.clone()).await.unwrap();
@@ -228,6 +230,7 @@ async fn metadata_routes_answer_a_caller_held_at_its_rate() {
     assert!(usage["counters"]["denied"]["rate_limited"].as_u64().unwrap() >= 1, "{usage}");
     // Still held: the next random request is refused.
     assert_problem(get(&app, "web-example-key", "/token").await, 429, "rate_limited").await;
+    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// A REST request that claims to be gRPC (by its content type) is still measured, counted and
