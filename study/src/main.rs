@@ -6,8 +6,8 @@
 //!   interval, reseeds per run, the interval distribution and a chi-square of 0..=99 draws.
 //!
 //! A binary of its own (a workspace member) so that the server, `drbgd`, links none of what
-//! the study needs: plotters and its bitmap backend, the embedded DejaVu font, statrs (with
-//! nalgebra), indicatif, and the study's baseline constructions.
+//! the study needs: plotters and its bitmap backend, the embedded DejaVu font, statrs,
+//! indicatif, and the study's baseline constructions.
 
 mod drbg_study;
 mod rekey;
