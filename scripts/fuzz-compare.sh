@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 other=${1:?usage: scripts/fuzz-compare.sh OTHER_DIR OWN_DIR [seconds]} own=${2:?own build dir} secs=${3:-20}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-mapfile -t targets < <(sed -n 's/^name = "\(.*\)"$/\1/p' fuzz/Cargo.toml | tail -n +2)
+mapfile -t targets < <(bash scripts/fuzz.sh --list)
 execs() { grep -oE 'number_of_executed_units: *[0-9]+' "$1" | grep -oE '[0-9]+$'; }
 # Edges of drbgd's code (OWN's instrumentation) that a corpus reaches, with nothing mutated.
 reach() { "$own/$1" -runs=0 "$2" "fuzz/corpus/$1" 2>&1 | grep -oE 'INITED cov: [0-9]+' | grep -oE '[0-9]+$'; }

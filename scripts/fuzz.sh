@@ -6,6 +6,7 @@
 #
 # Usage: scripts/fuzz.sh [seconds=60] [target...]
 #        scripts/fuzz.sh --build-only    (builds every target as the runs do, runs none)
+#        scripts/fuzz.sh --list          (prints the targets' names, one a line)
 # Env:   SANITIZER=none (default) or address. `none` builds the targets on the stable toolchain
 #        with cargo, in the workspace's target/ and the test build's profile (dev): its
 #        dependencies are the ones `cargo test --workspace` compiled, not compiled again, and
@@ -13,20 +14,21 @@
 #        coverage instrumentation at opt-level 3 (CI: benches/README.md, "Fuzz build").
 #        `address` is cargo-fuzz on the nightly toolchain (`cargo +nightly fuzz build -O -s
 #        address`, without fat LTO): every crate instrumented and under ASan, a build of all the
-#        dependencies of its own, for long runs. KEEP_GOING=1 goes on to the next target after a crash (the
-#        exit status is still 1); SEED=n fixes libFuzzer's random seed (CI: the same mutations
+#        dependencies of its own, for long runs. KEEP_GOING=1 goes on to the next target after a
+#        crash (the exit status is still 1); SEED=n fixes libFuzzer's random seed (CI: the same mutations
 #        every run, so a failure is one to reproduce, not a fluke); JOBS=n runs n targets at once
 #        (CI: 2, one per core).
 # Needs: for SANITIZER=address, cargo-fuzz (`cargo install --locked cargo-fuzz@0.13.2`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The targets: fuzz/Cargo.toml's bins.
+mapfile -t all_targets < <(sed -n 's/^name = "\(.*\)"$/\1/p' fuzz/Cargo.toml | tail -n +2)
+if [ "${1:-}" = --list ]; then printf '%s\n' "${all_targets[@]}"; exit 0; fi
 build_only=
 if [ "${1:-}" = --build-only ]; then build_only=1; shift; fi
 secs=${1:-60}
 shift || true
 sanitizer=${SANITIZER:-none}
-# The targets: fuzz/Cargo.toml's bins.
-mapfile -t all_targets < <(sed -n 's/^name = "\(.*\)"$/\1/p' fuzz/Cargo.toml | tail -n +2)
 if [ "$sanitizer" = none ]; then
   # One `--example` of the server's makes this invocation resolve features as `cargo test
   # --workspace` does (dev-dependencies included), so every dependency is the test build's
