@@ -15,9 +15,9 @@
 #        `address` is cargo-fuzz on the nightly toolchain (`cargo +nightly fuzz build -O -s
 #        address`, without fat LTO): every crate instrumented and under ASan, a build of all the
 #        dependencies of its own, for long runs. KEEP_GOING=1 goes on to the next target after a
-#        crash (the exit status is still 1); SEED=n fixes libFuzzer's random seed (CI: the same mutations
-#        every run, so a failure is one to reproduce, not a fluke); JOBS=n runs n targets at once
-#        (CI: 2, one per core).
+#        crash (the exit status is still 1); SEED=n fixes libFuzzer's random seed (CI: the same
+#        mutations every run, so a failure is one to reproduce, not a fluke); JOBS=n runs n
+#        targets at once (CI: 2, one per core).
 # Needs: for SANITIZER=address, cargo-fuzz (`cargo install --locked cargo-fuzz@0.13.2`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
