@@ -102,7 +102,7 @@ impl App {
             .with_context(|| format!("cannot listen on {}", settings.server.admin_listen))?;
         let pool = Arc::new(pool);
         let rules = Rules::from_settings(&settings);
-        let receipts = Receipts::from_settings(&settings.receipts)?;
+        let receipts = Receipts::from_settings(&settings.receipts, settings.limits.max_count)?;
         let receipts_served = settings.receipts.enabled.then_some(settings.receipts.max_output_bytes);
         let openapi = serde_json::to_vec(&crate::http::openapi::document(
             &rules,

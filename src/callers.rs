@@ -69,6 +69,11 @@ pub struct Admission {
     pub caller: Arc<Caller>,
     /// When it was admitted: the rate-limit fields describe the buckets as of then.
     pub at: Instant,
+    /// The peer (client address, canonical) of a request of `anonymous`, the caller of every
+    /// request with auth off: its streams take that peer's share of the stream budget, as a
+    /// named caller's take the caller's, so one address cannot hold every anonymous stream's
+    /// share. `None` for a named caller.
+    pub peer: Option<crate::peer_key::PeerKey>,
     _in_flight: Arc<quota::InFlight>,
 }
 
@@ -328,7 +333,7 @@ impl Authorized {
             });
             return deny(caller, error);
         }
-        Ok(Admission { caller, at, _in_flight: Arc::new(in_flight) })
+        Ok(Admission { caller, at, peer: None, _in_flight: Arc::new(in_flight) })
     }
 }
 

@@ -100,9 +100,14 @@ enum KeygenCommand {
         /// The file to write.
         #[arg(long)]
         out: std::path::PathBuf,
-        /// The generator that draws the key (aliases accepted).
-        #[arg(long, default_value_t = Algorithm::ChaCha20, value_parser = parse_alg)]
-        alg: Algorithm,
+        /// The generator that draws the key (aliases accepted); by default the configured
+        /// `drbg.default_alg` (see [`drawn_from`]).
+        #[arg(long, value_parser = parse_alg)]
+        alg: Option<Algorithm>,
+        /// A TOML file layered over the embedded defaults: its `[drbg]` (approved_only,
+        /// default_alg) rules the generator, as the server's.
+        #[arg(long, env = "DRBGD_CONFIG")]
+        config: Option<std::path::PathBuf>,
     },
     /// The beacon's secret key: the same as `drbgd beacon keygen`.
     Beacon(BeaconKeygenArgs),
@@ -117,9 +122,10 @@ struct BeaconKeygenArgs {
     /// beacon_id make the chain hash printed.
     #[arg(long, env = "DRBGD_CONFIG")]
     config: Option<std::path::PathBuf>,
-    /// The generator that draws the key (aliases accepted).
-    #[arg(long, default_value_t = Algorithm::ChaCha20, value_parser = parse_alg)]
-    alg: Algorithm,
+    /// The generator that draws the key (aliases accepted); by default the configured
+    /// `drbg.default_alg`.
+    #[arg(long, value_parser = parse_alg)]
+    alg: Option<Algorithm>,
 }
 
 #[derive(Debug, Args, Default)]
@@ -154,9 +160,14 @@ struct ServeArgs {
 #[derive(Debug, Args)]
 struct GenerateArgs {
     /// Algorithm: chacha20, aes256ctr, blake3, randen, aes128ctr, aes192ctr, hash_sha256,
-    /// hash_sha512, hmac_sha256 or hmac_sha512 (aliases accepted).
-    #[arg(long, default_value_t = Algorithm::ChaCha20, value_parser = parse_alg)]
-    alg: Algorithm,
+    /// hash_sha512, hmac_sha256 or hmac_sha512 (aliases accepted); by default the configured
+    /// `drbg.default_alg` (chacha20, or aes256ctr with `drbg.approved_only`).
+    #[arg(long, value_parser = parse_alg)]
+    alg: Option<Algorithm>,
+    /// A TOML file layered over the embedded defaults: its `[drbg]` (approved_only,
+    /// default_alg) rules the generator, as the server's.
+    #[arg(long, env = "DRBGD_CONFIG")]
+    config: Option<std::path::PathBuf>,
     /// Number of bits (packed MSB-first; the last byte's unused bits are zero).
     #[arg(long, conflicts_with = "bytes")]
     bits: Option<u64>,
@@ -202,7 +213,9 @@ pub fn main() -> ExitCode {
         Some(Command::Selftest) => run_selftest(),
         Some(Command::Healthcheck { admin }) => healthcheck(admin),
         Some(Command::Verify(args)) => verify(&args),
-        Some(Command::Keygen { what: KeygenCommand::Receipt { out, alg } }) => keygen_receipt(&out, alg),
+        Some(Command::Keygen { what: KeygenCommand::Receipt { out, alg, config } }) => {
+            keygen_receipt(&out, alg, config.as_deref())
+        }
         Some(Command::Keygen { what: KeygenCommand::Beacon(args) }) => beacon_keygen(&args),
         Some(Command::Beacon(BeaconCommand::Keygen(args))) => beacon_keygen(&args),
         Some(Command::Beacon(BeaconCommand::Info { config })) => beacon_info(config),
@@ -308,7 +321,10 @@ fn verify(args: &VerifyArgs) -> anyhow::Result<()> {
         (None, None) => bail!("give --jwks or --key"),
     };
     let key = |id: &str| known.iter().find(|k| k.id == id).map(|k| k.key);
-    let verdict = verify::verify_json(&receipt, key).context("not a receipt")?;
+    // A file on the user's own machine: read whole, whatever its shape (the server's shape
+    // depends on its `limits.max_count`, which this command does not know).
+    let shape = crate::receipts::strict_json::Shape::ANY;
+    let verdict = verify::verify_json(&receipt, shape, key).context("not a receipt")?;
     let (key_id, serial) =
         (verdict.key_id.as_deref().unwrap_or("-"), verdict.serial.as_deref().unwrap_or("-"));
     match verdict.failure {
@@ -322,8 +338,13 @@ fn verify(args: &VerifyArgs) -> anyhow::Result<()> {
 
 /// `drbgd keygen receipt --out FILE`: 32 bytes from `alg` (reseeded from the OS first) as an
 /// Ed25519 private key in PKCS#8 PEM, written to a new file of mode 0600.
-fn keygen_receipt(out: &std::path::Path, alg: Algorithm) -> anyhow::Result<()> {
-    let secret = key_material(alg)?;
+fn keygen_receipt(
+    out: &std::path::Path,
+    alg: Option<Algorithm>,
+    config: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
+    let settings = load_settings(config)?;
+    let secret = key_material(drawn_from(alg, &settings.drbg)?)?;
     let (pem, public) = crate::receipts::keys::private_pem(&secret)?;
     write_new_secret(out, pem.as_bytes())?;
     println!("key_id: {}", public.id);
@@ -331,10 +352,41 @@ fn keygen_receipt(out: &std::path::Path, alg: Algorithm) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The settings a command other than `serve` reads: the embedded defaults, `config`, the
+/// environment (`DRBGD__*`), as the server's.
+fn load_settings(config: Option<&std::path::Path>) -> anyhow::Result<crate::config::Settings> {
+    let source =
+        crate::config::ConfigSource { file: config.map(Into::into), overrides: serde_json::json!({}) };
+    Ok(source.load()?)
+}
+
+/// The generator a command that makes keys or output draws from, under the server's rules:
+/// `asked` (`--alg`) if given, else `drbg.default_alg` (chacha20 by default, aes256ctr with
+/// `drbg.approved_only` unless another is configured). With `drbg.approved_only`, an asked
+/// algorithm that is not an SP 800-90A mechanism is refused, naming the setting.
+fn drawn_from(asked: Option<Algorithm>, drbg: &crate::config::DrbgSettings) -> anyhow::Result<Algorithm> {
+    match asked {
+        Some(alg) if drbg.approved_only && !alg.approved() => {
+            let approved: Vec<&str> =
+                Algorithm::ALL.into_iter().filter(|a| a.approved()).map(Algorithm::name).collect();
+            bail!(
+                "--alg {alg} is not an SP 800-90A mechanism and drbg.approved_only is set \
+                 ([drbg] approved_only, or DRBGD__DRBG__APPROVED_ONLY): use one of {}",
+                approved.join(", ")
+            )
+        }
+        Some(alg) => Ok(alg),
+        None => Ok(drbg.default_alg),
+    }
+}
+
 /// 32 bytes of key material from `alg` once it passed its self-test, reseeded from the OS
-/// first (prediction resistance): every `drbgd keygen`'s source.
+/// first (prediction resistance): every `drbgd keygen`'s source. Says on standard error which
+/// generator drew it.
 fn key_material(alg: Algorithm) -> anyhow::Result<Zeroizing<[u8; 32]>> {
     selftest::run(alg).check().context("refusing to generate")?;
+    let kind = if alg.approved() { ", an SP 800-90A mechanism" } else { "" };
+    eprintln!("key material drawn from {alg}{kind}, reseeded from the OS first");
     let config = PoolConfig { shards: 1, ..PoolConfig::default() };
     let pool = Pool::new(&config, Arc::new(OsEntropy)).context("cannot seed from the OS")?;
     let mut secret = Zeroizing::new([0u8; 32]);
@@ -387,18 +439,17 @@ fn run_selftest() -> anyhow::Result<()> {
 /// A source of output bytes for `generate`.
 type Source = Box<dyn FnMut(&mut [u8]) -> anyhow::Result<()>>;
 
-fn source(args: &GenerateArgs) -> anyhow::Result<Source> {
-    selftest::run(args.alg).check().context("refusing to generate")?;
+fn source(args: &GenerateArgs, alg: Algorithm) -> anyhow::Result<Source> {
+    selftest::run(alg).check().context("refusing to generate")?;
     if let Some(seed) = &args.seed {
         let mut seed =
             data_encoding::HEXLOWER_PERMISSIVE.decode(seed.as_bytes()).context("--seed must be hex")?;
-        let source = args.alg.with_mechanism(Seeded(&seed));
+        let source = alg.with_mechanism(Seeded(&seed));
         seed.zeroize();
         return Ok(source);
     }
     let config = PoolConfig { shards: 1, ..PoolConfig::default() };
     let pool = Pool::new(&config, Arc::new(OsEntropy)).context("cannot seed from the OS")?;
-    let alg = args.alg;
     Ok(Box::new(move |buf| pool.fill(alg, buf, false).context("generator refused")))
 }
 
@@ -406,15 +457,21 @@ fn source(args: &GenerateArgs) -> anyhow::Result<Source> {
 /// receipt key ([`key_material`]), the IETF BLS KeyGen over them, the key checked (a
 /// signature of its own verifies), written to a new file of mode 0600; the public key
 /// printed, and the chain hash once `[beacon] genesis_time` is set (the chain's values checked
-/// first, before a key is made).
+/// first, before a key is made). Refused with `drbg.approved_only`, whose server refuses the
+/// beacon (its BLS signatures are no approved mechanism).
 fn beacon_keygen(args: &BeaconKeygenArgs) -> anyhow::Result<()> {
-    let settings =
-        crate::config::ConfigSource { file: args.config.clone(), overrides: serde_json::json!({}) }.load()?;
+    let settings = load_settings(args.config.as_deref())?;
+    anyhow::ensure!(
+        !settings.drbg.approved_only,
+        "refusing to make a beacon key: drbg.approved_only is set ([drbg] approved_only, or \
+         DRBGD__DRBG__APPROVED_ONLY), and a server so configured refuses the beacon (its BLS \
+         signatures are not an approved mechanism)"
+    );
     let beacon = &settings.beacon;
     if beacon.genesis_time != 0 {
         beacon.validate_chain()?;
     }
-    let ikm = key_material(args.alg)?;
+    let ikm = key_material(drawn_from(args.alg, &settings.drbg)?)?;
     let signer = Signer::from_key_material(&ikm[..IKM_LEN])?;
     crate::beacon::key::selftest(&signer)
         .map_err(|what| anyhow::anyhow!("the new key failed its check: {what}"))?;
@@ -492,7 +549,8 @@ fn generate(args: &GenerateArgs) -> anyhow::Result<()> {
         set_keystream(Keystream::Own(path));
         crate::drbg::chacha20::avx2::set_use(crate::drbg::chacha20::avx2::Use::Always);
     }
-    let mut fill = source(args)?;
+    let alg = drawn_from(args.alg, &load_settings(args.config.as_deref())?.drbg)?;
+    let mut fill = source(args, alg)?;
     let total_bits = match (args.bits, args.bytes) {
         _ if args.endless => None,
         (Some(b), _) => Some(b),

@@ -116,7 +116,8 @@ pub struct ServerSettings {
 }
 
 impl ServerSettings {
-    /// `trusted_proxies` as networks (an address is its own /32 or /128).
+    /// `trusted_proxies` as networks (an address is its own /32 or /128), canonical: an
+    /// IPv4-mapped IPv6 entry is the IPv4 network it maps ([`crate::peer_key::canonical_net`]).
     ///
     /// # Errors
     /// An entry that is neither an address nor a CIDR block.
@@ -126,6 +127,7 @@ impl ServerSettings {
             .map(|s| {
                 s.parse::<ipnet::IpNet>()
                     .or_else(|_| s.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
+                    .map(crate::peer_key::canonical_net)
                     .map_err(|_| ConfigError::Invalid {
                         key: "server.trusted_proxies",
                         reason: format!("{s:?} is neither an address nor a CIDR block"),

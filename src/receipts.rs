@@ -53,6 +53,10 @@ pub struct Receipts {
     /// The last serial issued, as a number: serials of one process strictly increase, even
     /// within a millisecond (RFC 9562's monotonic random, method 2).
     last_serial: Mutex<u128>,
+    /// The shape of the receipts this server issues: `POST /verify` reads no body beyond it.
+    shape: strict_json::Shape,
+    /// Where `POST /verify`'s checks run: off the async workers, on half the cores at most.
+    lane: verify::Lane,
 }
 
 /// Shows the key ids, never a key.
@@ -101,11 +105,12 @@ impl Ask {
 
 impl Receipts {
     /// The receipts of `settings`, their key files read (a warning logged for each key file
-    /// others may read).
+    /// others may read); the lists they cover hold at most `max_count` items
+    /// (`limits.max_count`).
     ///
     /// # Errors
     /// A key file that cannot be read or is no Ed25519 key ([`KeyRing::load`]).
-    pub fn from_settings(settings: &ReceiptsSettings) -> anyhow::Result<Self> {
+    pub fn from_settings(settings: &ReceiptsSettings, max_count: usize) -> anyhow::Result<Self> {
         let ring = load(settings)?;
         if !ring.public_keys().is_empty() {
             tracing::info!(
@@ -120,7 +125,26 @@ impl Receipts {
             ring: RwLock::new(Arc::new(ring)),
             reloading: Mutex::new(()),
             last_serial: Mutex::new(0),
+            shape: verify::receipt_shape(max_count),
+            lane: verify::Lane::half_the_cores(),
         })
+    }
+
+    /// `text` checked as a receipt against the keys in force: read to the shape of this
+    /// server's receipts, canonicalised and its signature checked off the async workers, in
+    /// this server's [`verify::Lane`].
+    ///
+    /// # Errors
+    /// 400 `invalid_receipt` ([`verify::Malformed`]); 503 `overloaded` when the lane had no
+    /// place within its wait.
+    pub async fn check(&self, text: impl AsRef<[u8]> + Send + 'static) -> Result<verify::Verdict, ApiError> {
+        let (ring, shape) = (self.keys(), self.shape);
+        let checked = self
+            .lane
+            .run(move || verify::verify_json(text.as_ref(), shape, |id| ring.find(id).map(|k| k.key)))
+            .await
+            .ok_or(ApiError::Overloaded)?;
+        checked.map_err(|malformed| ApiError::invalid("invalid_receipt", "body", malformed.to_string()))
     }
 
     /// Reads the settings with `read` and puts the keys of their `signing_keys` in force, both
@@ -273,6 +297,8 @@ mod tests {
             ring: RwLock::new(Arc::new(KeyRing::default())),
             reloading: Mutex::new(()),
             last_serial: Mutex::new(0),
+            shape: verify::receipt_shape(10),
+            lane: verify::Lane::new(1, verify::LANE_WAIT),
         }
     }
 

@@ -36,6 +36,7 @@ use crate::config::Settings;
 use crate::drbg::{Algorithm, Pool, bits};
 use crate::error::ApiError;
 use crate::metrics::Metrics;
+use crate::peer_key::PeerKey;
 use handle::Inner;
 
 impl Rules {
@@ -71,7 +72,9 @@ impl Service {
     }
 
     /// Random bits for `caller`: whole up to `stream_threshold_bytes`, else a stream of
-    /// `stream_chunk_bytes` chunks in recycled buffers under the stream budget (for a
+    /// `stream_chunk_bytes` chunks in recycled buffers under the stream budget, in the share
+    /// of `peer` when one is given (`anonymous`'s streams: [`budget::Owner`]), else of the
+    /// caller (for a
     /// transport that sends the bytes as they are: HTTP). The first chunk is generated here
     /// when the budget has room for it now (so a generator that refuses is an error before
     /// anything is sent); else the transport waits for the budget before generating it
@@ -80,13 +83,22 @@ impl Service {
     /// # Errors
     /// 403/429 from the caller's policy and byte quota ([`Caller::permit`]); 503
     /// `entropy_unavailable`, `generator_failed` or `selftest_failed`. Nothing was produced.
-    pub fn bits(&self, caller: &Arc<Caller>, req: BitsRequest) -> Result<BitsOutput, ApiError> {
+    pub fn bits(
+        &self,
+        caller: &Arc<Caller>,
+        peer: Option<PeerKey>,
+        req: BitsRequest,
+    ) -> Result<BitsOutput, ApiError> {
         self.admit(caller, req.alg(), req.n_bits(), req.pr(), req.byte_len())?;
         let rules = &self.0.rules;
         if req.byte_len() <= rules.stream_threshold_bytes {
             return self.render_whole(caller, &req).map(BitsOutput::Whole);
         }
-        let shares = self.0.budget.shares(&caller.name_arc(), budget::chunk_cost(rules.stream_chunk_bytes));
+        let owner = match peer {
+            Some(peer) => budget::Owner::Peer(peer),
+            None => budget::Owner::Caller(caller.name_arc()),
+        };
+        let shares = self.0.budget.shares(owner, budget::chunk_cost(rules.stream_chunk_bytes));
         let permit = shares.try_take();
         let mut rest = self.open_stream(caller, req, rules.stream_chunk_bytes)?;
         rest.recycle_buffers(shares);

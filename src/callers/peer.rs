@@ -18,7 +18,7 @@ use ipnet::IpNet;
 use tokio::time::Instant;
 
 use crate::error::ApiError;
-pub use crate::peer_key::PeerKey;
+pub use crate::peer_key::{PeerKey, canonical_net};
 
 /// One connection's peer, put on each of its requests by the network layer.
 #[derive(Debug)]
@@ -36,9 +36,11 @@ pub struct Peer {
 pub const SIGNED_PER_CONNECTION: usize = 4;
 
 impl Peer {
-    /// The peer at `addr`.
+    /// The peer at `addr`, canonical: an IPv4-mapped IPv6 address (`::ffff:a.b.c.d`, how a
+    /// dual-stack listener sees an IPv4 client) is its IPv4 address, for every comparison,
+    /// key, log and audit line after it.
     pub fn new(addr: Option<IpAddr>) -> Peer {
-        Peer { addr, signed: AtomicUsize::new(0) }
+        Peer { addr: addr.map(|a| a.to_canonical()), signed: AtomicUsize::new(0) }
     }
 
     /// One of the connection's [`SIGNED_PER_CONNECTION`] places for a request whose credential
@@ -86,10 +88,13 @@ pub struct PeerLimits {
 /// address of `X-Forwarded-For` (all its fields, in order) that is not one of the trusted
 /// proxies, as proxies append the address they received from. A field that is not an
 /// address stops the walk at the proxy that wrote it (what lies before it is the client's
-/// to forge). Without a trusted proxy every client behind a load balancer is one peer.
+/// to forge). Without a trusted proxy every client behind a load balancer is one peer. Every
+/// address is canonical before it is compared or returned (an IPv4-mapped IPv6 address is its
+/// IPv4 address), as are the trusted networks
+/// ([`canonical_net`], which `ServerSettings::trusted_proxy_nets` applies).
 pub fn client_addr(peer: Option<IpAddr>, headers: &HeaderMap, trusted: &[IpNet]) -> Option<IpAddr> {
     let trusts = |addr: &IpAddr| trusted.iter().any(|net| net.contains(addr));
-    let mut client = peer?;
+    let mut client = peer?.to_canonical();
     if !trusts(&client) {
         return Some(client);
     }
@@ -112,13 +117,14 @@ pub fn client_addr(peer: Option<IpAddr>, headers: &HeaderMap, trusted: &[IpNet])
 /// port (some proxies append one).
 fn parse_forwarded(field: &str) -> Option<IpAddr> {
     let field = field.trim();
-    if let Ok(addr) = field.parse() {
-        return Some(addr);
-    }
-    if let Some(inner) = field.strip_prefix('[') {
-        return inner.split_once(']').and_then(|(addr, _)| addr.parse().ok());
-    }
-    field.parse::<std::net::SocketAddr>().ok().map(|s| s.ip())
+    let addr = if let Ok(addr) = field.parse::<IpAddr>() {
+        Some(addr)
+    } else if let Some(inner) = field.strip_prefix('[') {
+        inner.split_once(']').and_then(|(addr, _)| addr.parse().ok())
+    } else {
+        field.parse::<std::net::SocketAddr>().ok().map(|s| s.ip())
+    };
+    addr.map(|a| a.to_canonical())
 }
 
 /// The per-peer counts, bounded: at most `table_size` peers, an idle one (nothing in
@@ -357,5 +363,34 @@ mod tests {
         assert_eq!(parse_forwarded(" [2001:db8::1]:443"), Some("2001:db8::1".parse().unwrap()));
         assert_eq!(parse_forwarded("192.0.2.4:8080"), Some("192.0.2.4".parse().unwrap()));
         assert_eq!(client_addr(None, &headers, &trusted), None);
+    }
+
+    /// A dual-stack listener (`[::]:port`) sees IPv4 peers as `::ffff:a.b.c.d`: they are their
+    /// IPv4 addresses for the trusted proxies, the forwarded addresses and the peer itself.
+    #[test]
+    fn ipv4_mapped_addresses_are_ipv4_everywhere() {
+        let trusted: Vec<IpNet> = vec!["127.0.0.1/32".parse().unwrap()];
+        let mut headers = HeaderMap::new();
+        headers.append("x-forwarded-for", "::ffff:198.51.100.9".parse().unwrap());
+        let mapped_proxy: IpAddr = "::ffff:127.0.0.1".parse().unwrap();
+        assert_eq!(
+            client_addr(Some(mapped_proxy), &headers, &trusted),
+            Some("198.51.100.9".parse().unwrap())
+        );
+        // Not from the proxy: the peer itself, canonical.
+        let mapped_client: IpAddr = "::ffff:192.0.2.3".parse().unwrap();
+        assert_eq!(client_addr(Some(mapped_client), &headers, &trusted), Some("192.0.2.3".parse().unwrap()));
+        assert_eq!(Peer::new(Some(mapped_client)).addr, Some("192.0.2.3".parse().unwrap()));
+        // A proxy listed in its mapped form matches its IPv4 address too.
+        let listed = [canonical_net("::ffff:127.0.0.0/104".parse().unwrap())];
+        assert_eq!(listed[0], "127.0.0.0/8".parse::<IpNet>().unwrap());
+        let v4_proxy: IpAddr = "127.0.0.1".parse().unwrap();
+        assert_eq!(client_addr(Some(v4_proxy), &headers, &listed), Some("198.51.100.9".parse().unwrap()));
+        // Real IPv6 stays IPv6.
+        assert_eq!(
+            canonical_net("2001:db8::/32".parse().unwrap()),
+            "2001:db8::/32".parse::<IpNet>().unwrap()
+        );
+        assert_eq!(parse_forwarded("[2001:db8::1]"), Some("2001:db8::1".parse().unwrap()));
     }
 }

@@ -30,19 +30,8 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 /// Another scheme, plain HTTP elsewhere than loopback, a connection or TLS failure, an answer
 /// other than 200.
 pub fn get(url: &str, ca: Option<&Path>) -> anyhow::Result<Vec<u8>> {
-    let (tls, rest) = match (url.strip_prefix("https://"), url.strip_prefix("http://")) {
-        (Some(rest), _) => (true, rest),
-        (None, Some(rest)) => (false, rest),
-        _ => bail!("{url}: an https:// URL (or http:// to a loopback address), or a file"),
-    };
-    let rest = rest.split('#').next().unwrap_or_default();
-    let (authority, path) = rest.split_at(rest.find(['/', '?']).unwrap_or(rest.len()));
-    let path = match path.chars().next() {
-        Some('/') => path.to_owned(),
-        _ => format!("/{path}"),
-    };
-    ensure!(!authority.is_empty() && !authority.contains('@'), "{url}: no host, or user info in the URL");
-    let (host, port) = host_port(authority, if tls { 443 } else { 80 })?;
+    let target = Target::parse(url)?;
+    let (tls, host, port) = (target.tls, &target.host, target.port);
     let addresses = std::net::ToSocketAddrs::to_socket_addrs(&(host.as_str(), port))
         .with_context(|| format!("{url}: cannot resolve {host}"))?
         // Plain HTTP never leaves the machine: only loopback addresses are tried.
@@ -59,7 +48,8 @@ pub fn get(url: &str, ca: Option<&Path>) -> anyhow::Result<Vec<u8>> {
     stream.set_read_timeout(Some(TIMEOUT))?;
     stream.set_write_timeout(Some(TIMEOUT))?;
     let request = format!(
-        "GET {path} HTTP/1.0\r\nHost: {authority}\r\nAccept: application/json\r\nConnection: close\r\n\r\n"
+        "GET {} HTTP/1.0\r\nHost: {}\r\nAccept: application/json\r\nConnection: close\r\n\r\n",
+        target.request_target, target.authority
     );
     let response = if tls {
         let name = ServerName::try_from(host.clone()).with_context(|| format!("{url}: not a host name"))?;
@@ -76,20 +66,54 @@ pub fn get(url: &str, ca: Option<&Path>) -> anyhow::Result<Vec<u8>> {
     body_of_200(url, &response)
 }
 
-/// `host[:port]` or `[v6][:port]` as a host (brackets off) and a port.
-fn host_port(authority: &str, default: u16) -> anyhow::Result<(String, u16)> {
-    let (host, port) = match authority.strip_prefix('[') {
-        Some(v6) => {
-            let (host, after) = v6.split_once(']').context("an IPv6 host without its ]")?;
-            (host, after.strip_prefix(':'))
+/// What a GET of a URL needs, from the `url` crate's WHATWG parser: the scheme, the host
+/// (brackets off an IPv6 one, as resolvers and TLS names take it), the port, the request
+/// target (path and query, percent-encoded by the parser) and the `Host` header's value.
+#[derive(Debug, PartialEq, Eq)]
+struct Target {
+    tls: bool,
+    host: String,
+    port: u16,
+    request_target: String,
+    authority: String,
+}
+
+impl Target {
+    /// `url` parsed: `https://`, or `http://` (loopback is checked on connecting).
+    ///
+    /// # Errors
+    /// A control character or white space anywhere in the argument (the WHATWG parser would
+    /// drop a tab or newline silently, so what is fetched would not be what was typed), a URL
+    /// that does not parse (a bad port such as `[::1]garbage`), another scheme, user info, no
+    /// host.
+    fn parse(url: &str) -> anyhow::Result<Target> {
+        if let Some(bad) = url.chars().find(|c| c.is_control() || c.is_whitespace()) {
+            bail!("{:?}: a URL has no control characters or spaces (found {bad:?})", url);
         }
-        None => match authority.rsplit_once(':') {
-            Some((host, port)) => (host, Some(port)),
-            None => (authority, None),
-        },
-    };
-    let port = port.map_or(Ok(default), str::parse).with_context(|| format!("{authority}: not a port"))?;
-    Ok((host.to_owned(), port))
+        let parsed = url::Url::parse(url).with_context(|| format!("{url}: not a URL"))?;
+        let tls = match parsed.scheme() {
+            "https" => true,
+            "http" => false,
+            _ => bail!("{url}: an https:// URL (or http:// to a loopback address), or a file"),
+        };
+        ensure!(parsed.username().is_empty() && parsed.password().is_none(), "{url}: user info in the URL");
+        let host = match parsed.host() {
+            Some(url::Host::Domain(name)) if !name.is_empty() => name.to_owned(),
+            Some(url::Host::Ipv4(v4)) => v4.to_string(),
+            Some(url::Host::Ipv6(v6)) => v6.to_string(),
+            _ => bail!("{url}: no host"),
+        };
+        let port = parsed.port_or_known_default().with_context(|| format!("{url}: no port"))?;
+        let authority = match parsed.port() {
+            Some(port) => format!("{}:{port}", parsed.host_str().unwrap_or_default()),
+            None => parsed.host_str().unwrap_or_default().to_owned(),
+        };
+        let request_target = match parsed.query() {
+            Some(query) => format!("{}?{query}", parsed.path()),
+            None => parsed.path().to_owned(),
+        };
+        Ok(Target { tls, host, port, request_target, authority })
+    }
 }
 
 /// Roots from the PEM file `ca`, or the Mozilla roots.
@@ -154,13 +178,48 @@ fn body_of_200(url: &str, response: &[u8]) -> anyhow::Result<Vec<u8>> {
 mod tests {
     use super::*;
 
+    fn target(url: &str) -> (bool, String, u16, String, String) {
+        let t = Target::parse(url).unwrap();
+        (t.tls, t.host, t.port, t.request_target, t.authority)
+    }
+
     #[test]
-    fn hosts_and_ports() {
-        assert_eq!(host_port("keys.example", 443).unwrap(), ("keys.example".into(), 443));
-        assert_eq!(host_port("127.0.0.1:8080", 80).unwrap(), ("127.0.0.1".into(), 8080));
-        assert_eq!(host_port("[::1]:9", 80).unwrap(), ("::1".into(), 9));
-        assert_eq!(host_port("[::1]", 443).unwrap(), ("::1".into(), 443));
-        assert!(host_port("h:x", 80).is_err());
+    fn hosts_ports_and_paths() {
+        let s = String::from;
+        assert_eq!(target("https://keys.example"), (true, s("keys.example"), 443, s("/"), s("keys.example")));
+        assert_eq!(
+            target("http://127.0.0.1:8080/keys?x=1#frag"),
+            (false, s("127.0.0.1"), 8080, s("/keys?x=1"), s("127.0.0.1:8080"))
+        );
+        assert_eq!(target("http://[::1]:9/keys"), (false, s("::1"), 9, s("/keys"), s("[::1]:9")));
+        assert_eq!(target("https://[::1]/"), (true, s("::1"), 443, s("/"), s("[::1]")));
+        // The default port is not written into Host; the path is percent-encoded.
+        assert_eq!(
+            target("https://K.example:443/a%20b/é?q=ü"),
+            (true, s("k.example"), 443, s("/a%20b/%C3%A9?q=%C3%BC"), s("k.example"))
+        );
+        assert!(Target::parse("http://h:x/").is_err());
+    }
+
+    /// What a request line or header could be injected with, or a host read wrongly, is refused
+    /// with a clear error before any connection.
+    #[test]
+    fn control_characters_spaces_and_bad_authorities_are_refused() {
+        for url in [
+            "http://127.0.0.1:8080/keys\r\nX-Injected: 1",
+            "http://127.0.0.1:8080/keys\nGET /other",
+            "http://127.0.0.1/ke\tys",
+            "http://127.0.0.1/a b",
+            " http://127.0.0.1/keys",
+            "http://127.0.0.1/keys\u{7f}",
+        ] {
+            let e = Target::parse(url).unwrap_err();
+            assert!(e.to_string().contains("no control characters or spaces"), "{url:?}: {e:#}");
+            assert!(get(url, None).is_err());
+        }
+        for url in ["http://[::1]garbage/keys", "http://[::1/keys", "http://127.0.0.1:99999/"] {
+            assert!(Target::parse(url).is_err(), "{url}");
+        }
     }
 
     #[test]

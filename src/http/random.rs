@@ -70,7 +70,7 @@ fn packed(
 
 fn respond(state: &AppState, admission: &Admission, req: BitsRequest) -> Result<RecordedResponse, ApiError> {
     let content_type = req.format().content_type();
-    let response = match state.service.bits(&admission.caller, req)? {
+    let response = match state.service.bits(&admission.caller, admission.peer, req)? {
         BitsOutput::Whole(mut rendered) => {
             let timing = server_timing(rendered.generate_time, rendered.encode_time);
             let body = wiped(std::mem::take(&mut rendered.body));

@@ -96,8 +96,10 @@ pub fn verify_router() -> MethodRouter<AppState> {
 /// `POST /verify` with a receipt as its body: 200 `{"valid": true, "key_id", "serial"}`, or
 /// `{"valid": false, "reason", ...}` for a well-formed receipt that fails (`unknown_key`,
 /// `malformed_signature`, `signature_mismatch`); 400 `invalid_receipt` for one that is not a
-/// receipt; 413 `body_too_large` over the largest receipt this server issues. Public: the
-/// body is read under the public body deadline, its place under the public cap.
+/// receipt (or is outside the shape of this server's receipts); 413 `body_too_large` over the
+/// largest receipt this server issues; 503 `overloaded` when the checks' lane had no place in
+/// time ([`crate::receipts::verify::Lane`]). Public: the body is read under the public body
+/// deadline, its place under the public cap and its peer's limits.
 pub async fn verify(State(state): State<AppState>, request: Request) -> Response {
     // With no key nothing verifies: a server that never turned receipts on reads at most a
     // small body for this public route (its verdict is `unknown_key`), not the largest receipt.
@@ -110,10 +112,7 @@ pub async fn verify(State(state): State<AppState>, request: Request) -> Response
         Err(e) if super::body::too_large(&e) => Err(ApiError::BodyTooLarge { limit }),
         Err(e) => Err(super::body::body_error(&e, limit)),
         Ok(body) => {
-            let ring = state.receipts.keys();
-            crate::receipts::verify::verify_json(&body, |id| ring.find(id).map(|k| k.key))
-                .map(|verdict| RecordedResponse::from(json(&verdict.to_json())))
-                .map_err(|malformed| ApiError::invalid("invalid_receipt", "body", malformed.to_string()))
+            state.receipts.check(body).await.map(|verdict| RecordedResponse::from(json(&verdict.to_json())))
         }
     };
     answer.unwrap_or_else(RecordedResponse::from).into_response()

@@ -13,6 +13,7 @@ use tokio::time::Instant;
 
 use super::endpoints::{Credentials, Gate};
 use crate::callers::peer::{Peer, PeerKey, PeerLimits, PeerPlace, PeerTable, SignedPlace, client_addr};
+use crate::callers::registry::ANONYMOUS;
 use crate::callers::{Admission, Authorized, ClientIdentity, Denied};
 use crate::config::ServerSettings;
 use crate::error::ApiError;
@@ -166,7 +167,20 @@ impl Gates {
         let Some(place) = cap.enter() else {
             return Err(deny(ApiError::Overloaded));
         };
-        let admission = authorized.map(Authorized::enter).transpose()?;
+        let mut admission = authorized.map(Authorized::enter).transpose()?;
+        // `anonymous` (every request with auth off) streams under its peer's share.
+        if let Some(admission) = admission.as_mut().filter(|a| a.caller.name() == ANONYMOUS) {
+            admission.peer = Some(peer_place.as_ref().map_or_else(
+                || {
+                    PeerKey::of(client_addr(
+                        peer.and_then(|p| p.addr),
+                        request.headers(),
+                        &self.trusted_proxies,
+                    ))
+                },
+                PeerPlace::key,
+            ));
+        }
         Ok((Slot { _cap: Some(place), _peer: peer_place, _signed: None }, admission, class))
     }
 }

@@ -7,9 +7,21 @@
 //! receipt has one reading (a verifier that canonicalises `256.0` as `256` and one that keeps
 //! `256.0`, Python's `json`, could otherwise disagree on the same text). The same check serves
 //! `POST /verify` and `drbgd verify`.
+//!
+//! `POST /verify` is public, so its checks are bounded twice: the body is read to the shape of
+//! the receipts this server issues ([`receipt_shape`]), stopping at the first bound passed, and
+//! the reading, canonicalisation and signature check run off the async workers under a
+//! [`Lane`]'s few places (half the cores), so a flood of worst-case bodies takes at most those
+//! cores and leaves the rest to every other request.
+
+use std::sync::Arc;
+use std::time::Duration;
 
 use ed25519_dalek::{Signature, VerifyingKey};
 use serde_json::{Value, json};
+use tokio::sync::Semaphore;
+
+use super::strict_json::Shape;
 
 /// Why a well-formed receipt is not valid.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,14 +89,72 @@ impl Verdict {
 #[error("{0}")]
 pub struct Malformed(pub String);
 
-/// [`verify`] of a receipt's JSON text.
+/// The shape of every receipt a server issues whose lists (`/int`'s and `/uuid`'s `data`)
+/// hold at most `max_count` items (`limits.max_count`): `{"random": {...}, "signature": ...}`
+/// nests three deep (the receipt, `random`, `data`), `random` has a score of members (64
+/// allowed, for fields to come), and the values are the list's items with room for the rest.
+pub fn receipt_shape(max_count: usize) -> Shape {
+    Shape { depth: 3, members: 64, values: max_count.saturating_add(256) }
+}
+
+/// [`verify`] of a receipt's JSON text, read to `shape` ([`receipt_shape`]; a file the user
+/// checks on their own machine may be read to [`Shape::ANY`]).
 ///
 /// # Errors
-/// [`Malformed`]: not JSON, or not a receipt.
-pub fn verify_json(text: &[u8], key: impl Fn(&str) -> Option<VerifyingKey>) -> Result<Verdict, Malformed> {
-    let receipt = super::strict_json::from_slice(text)
-        .map_err(|e| Malformed(format!("the receipt is not JSON of distinct members: {e}")))?;
+/// [`Malformed`]: not JSON, outside `shape`, or not a receipt.
+pub fn verify_json(
+    text: &[u8],
+    shape: Shape,
+    key: impl Fn(&str) -> Option<VerifyingKey>,
+) -> Result<Verdict, Malformed> {
+    let receipt = super::strict_json::from_slice_shaped(text, shape).map_err(|e| {
+        Malformed(format!("the receipt is not JSON of distinct members in a receipt's shape: {e}"))
+    })?;
     verify(&receipt, key)
+}
+
+/// CPU work of public requests (receipt checks) off the async workers: each piece runs on
+/// tokio's blocking pool under one of the lane's places, so such requests together take at
+/// most that many cores. A piece waits at most the lane's wait for a place, in turn (tokio's
+/// semaphore is fair), and is refused after it.
+#[derive(Debug)]
+pub struct Lane {
+    places: Arc<Semaphore>,
+    wait: Duration,
+}
+
+/// How long a receipt check waits for a place of its lane before it is refused (503).
+pub const LANE_WAIT: Duration = Duration::from_secs(2);
+
+impl Lane {
+    /// A lane of `places` (at least one), each piece waiting at most `wait`.
+    pub fn new(places: usize, wait: Duration) -> Lane {
+        Lane { places: Arc::new(Semaphore::new(places.max(1))), wait }
+    }
+
+    /// Half this machine's cores (at least one), waits of [`LANE_WAIT`].
+    pub fn half_the_cores() -> Lane {
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+        Lane::new(cores / 2, LANE_WAIT)
+    }
+
+    /// `work`'s result once it has run under a place; `None` when no place was free within the
+    /// wait (then `work` never runs). Dropped while waiting, it never runs either; once
+    /// started it runs to its end, its place held.
+    pub async fn run<T: Send + 'static>(&self, work: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+        let place = tokio::time::timeout(self.wait, self.places.clone().acquire_owned()).await.ok()?.ok()?;
+        let done = tokio::task::spawn_blocking(move || {
+            let _place = place;
+            work()
+        })
+        .await;
+        match done {
+            Ok(value) => Some(value),
+            // A panic in the work is the request's, as if it had run inline.
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(_) => None,
+        }
+    }
 }
 
 /// Checks `receipt` (`{"random": {...}, "signature": "..."}`) against the key `key` finds for
@@ -178,7 +248,7 @@ mod tests {
         assert_eq!(verdict.to_json()["valid"], true);
         // Re-serialised any way (spaces, member order): the canonical form is the same.
         let pretty = serde_json::to_vec_pretty(&receipt).unwrap();
-        assert!(verify_json(&pretty, key).unwrap().valid());
+        assert!(verify_json(&pretty, receipt_shape(1), key).unwrap().valid());
         // One changed character of random.
         let mut changed = receipt.clone();
         changed["random"]["user_data"] = "draw \"8\" — é".into();
@@ -209,10 +279,14 @@ mod tests {
             r#"{"random": {"data": "FAKE", "data": "REAL"}, "signature": "x"}"#,
             r#"{"random": {}, "signature": "x", "signature": "y"}"#,
         ] {
-            assert!(verify_json(text.as_bytes(), none).is_err(), "{text}");
+            assert!(verify_json(text.as_bytes(), receipt_shape(1), none).is_err(), "{text}");
         }
         let edge = br#"{"random": {"n": 9007199254740991, "m": -9007199254740991}, "signature": "x"}"#;
-        assert_eq!(verify_json(edge, none).unwrap().failure, Some(Reason::UnknownKey), "2^53-1 is exact");
+        assert_eq!(
+            verify_json(edge, receipt_shape(1), none).unwrap().failure,
+            Some(Reason::UnknownKey),
+            "2^53-1 is exact"
+        );
         // Numbers drbgd never signs, another spelling of 256 and 2^53, fail whatever the key.
         let any = |_: &str| Some(ed25519_dalek::SigningKey::from_bytes(&[1; 32]).verifying_key());
         for text in [
@@ -222,12 +296,61 @@ mod tests {
             r#"{"random": {"n": [-9007199254740992]}, "signature": "x"}"#,
         ] {
             assert_eq!(
-                verify_json(text.as_bytes(), any).unwrap().failure,
+                verify_json(text.as_bytes(), receipt_shape(1), any).unwrap().failure,
                 Some(Reason::InexactNumber),
                 "{text}"
             );
         }
-        let verdict = verify_json(br#"{"random": {"serial": "s"}, "signature": "x"}"#, none).unwrap();
+        let verdict =
+            verify_json(br#"{"random": {"serial": "s"}, "signature": "x"}"#, receipt_shape(1), none).unwrap();
         assert_eq!((verdict.failure, verdict.serial.as_deref()), (Some(Reason::UnknownKey), Some("s")));
+    }
+
+    /// A body outside a receipt's shape is malformed as soon as a bound is passed: the
+    /// attacker's 60,000 tiny members, a list longer than `limits.max_count` allows, nesting.
+    #[test]
+    fn bodies_outside_a_receipt_s_shape_are_malformed() {
+        let none = |_: &str| None;
+        let members: String = (0..60_000).map(|i| format!(",\"m{i}\":0")).collect();
+        let wide = format!("{{\"random\":{{\"key_id\":\"k\"{members}}},\"signature\":\"x\"}}");
+        let e = verify_json(wide.as_bytes(), receipt_shape(1000), none).unwrap_err();
+        assert!(e.0.contains("more than 64 members"), "{e}");
+        let list = |n: usize| {
+            let items = vec!["\"1\""; n].join(",");
+            format!("{{\"random\":{{\"data\":[{items}]}},\"signature\":\"x\"}}")
+        };
+        assert_eq!(
+            verify_json(list(1000).as_bytes(), receipt_shape(1000), none).unwrap().failure,
+            Some(Reason::UnknownKey)
+        );
+        assert!(verify_json(list(2000).as_bytes(), receipt_shape(1000), none).is_err());
+        let deep = br#"{"random": {"data": [["1"]]}, "signature": "x"}"#;
+        assert!(verify_json(deep, receipt_shape(1000), none).unwrap_err().0.contains("nested deeper"));
+        // Read to any shape (a file on the user's own machine), they are receipts of no key.
+        assert!(verify_json(list(2000).as_bytes(), Shape::ANY, none).is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_lane_runs_off_the_workers_and_refuses_after_its_wait() {
+        let lane = Arc::new(Lane::new(1, Duration::from_millis(50)));
+        let (started_tx, started_rx) = std::sync::mpsc::channel();
+        let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+        let busy = tokio::spawn({
+            let lane = lane.clone();
+            async move {
+                lane.run(move || {
+                    started_tx.send(std::thread::current().id()).unwrap();
+                    release_rx.recv().unwrap();
+                    7
+                })
+                .await
+            }
+        });
+        let worker = tokio::task::spawn_blocking(move || started_rx.recv().unwrap()).await.unwrap();
+        assert_ne!(worker, std::thread::current().id(), "not on the calling worker");
+        assert_eq!(lane.run(|| 1).await, None, "its one place is taken for longer than the wait");
+        release_tx.send(()).unwrap();
+        assert_eq!(busy.await.unwrap(), Some(7));
+        assert_eq!(lane.run(|| 2).await, Some(2), "the place is back");
     }
 }

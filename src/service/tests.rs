@@ -94,13 +94,13 @@ fn constructors_apply_the_rules_once() {
 fn small_outputs_are_whole_and_large_ones_stream_with_the_same_bits_semantics() {
     let s = service();
     let small = BitsRequest::new(s.rules(), Some(8 * 1024 - 3), None, Encoding::Binary, false).unwrap();
-    let BitsOutput::Whole(g) = s.bits(&anyone(), small).unwrap() else { panic!("1 KiB must be whole") };
+    let BitsOutput::Whole(g) = s.bits(&anyone(), None, small).unwrap() else { panic!("1 KiB must be whole") };
     assert_eq!(g.body.len(), 1024);
     assert_eq!(g.body[1023] & 0b111, 0, "unused tail bits are zero");
     assert_eq!(g.ones, bits::count_ones(&g.body));
     // On the stack (64 bytes and fewer) as on the heap, the same semantics.
     let tiny = BitsRequest::new(s.rules(), Some(8 * 64 - 1), None, Encoding::Binary, false).unwrap();
-    let BitsOutput::Whole(g) = s.bits(&anyone(), tiny).unwrap() else { panic!("64 B must be whole") };
+    let BitsOutput::Whole(g) = s.bits(&anyone(), None, tiny).unwrap() else { panic!("64 B must be whole") };
     assert_eq!(g.body.len(), 64);
     assert_eq!(g.body[63] & 1, 0, "the unused tail bit is zero");
     assert_eq!(g.ones, bits::count_ones(&g.body));
@@ -108,7 +108,7 @@ fn small_outputs_are_whole_and_large_ones_stream_with_the_same_bits_semantics() 
 
     let n = 8 * 5000 + 5;
     let large = BitsRequest::new(s.rules(), Some(n), None, Encoding::Json, false).unwrap();
-    let BitsOutput::Stream { first, mut rest } = s.bits(&anyone(), large).unwrap() else {
+    let BitsOutput::Stream { first, mut rest } = s.bits(&anyone(), None, large).unwrap() else {
         panic!("must stream")
     };
     let mut body = first.expect("the budget has room").to_vec();
@@ -130,7 +130,7 @@ fn a_binary_stream_reuses_one_recycled_buffer_and_never_repeats_output() {
     let s = service();
     let n = 8 * 300 * 20;
     let req = BitsRequest::new(s.rules(), Some(n), None, Encoding::Binary, false).unwrap();
-    let BitsOutput::Stream { first, mut rest } = s.bits(&anyone(), req).unwrap() else {
+    let BitsOutput::Stream { first, mut rest } = s.bits(&anyone(), None, req).unwrap() else {
         panic!("must stream")
     };
     let mut seen = std::collections::HashSet::new();
@@ -154,7 +154,7 @@ fn streamed_chunks_hold_the_stream_budget_until_they_are_dropped() {
     let req = || BitsRequest::new(s.rules(), Some(8 * 300 * 20), None, Encoding::Hex, false).unwrap();
     let cost = budget::chunk_cost(s.rules().stream_chunk_bytes);
     let total = s.rules().stream_buffer_bytes;
-    let BitsOutput::Stream { first, mut rest } = s.bits(&anyone(), req()).unwrap() else {
+    let BitsOutput::Stream { first, mut rest } = s.bits(&anyone(), None, req()).unwrap() else {
         panic!("must stream")
     };
     assert_eq!(s.0.budget.available(), total - cost, "the first chunk holds its cost");
@@ -172,10 +172,14 @@ fn streamed_chunks_hold_the_stream_budget_until_they_are_dropped() {
     let shares = rest.shares().unwrap().clone();
     let held: Vec<_> = std::iter::from_fn(|| shares.try_take()).collect();
     assert_eq!(held.len(), total / budget::CALLER_SHARE / cost);
-    let Ok(BitsOutput::Stream { first: waiting, .. }) = s.bits(&anyone(), req()) else { panic!("a stream") };
+    let Ok(BitsOutput::Stream { first: waiting, .. }) = s.bits(&anyone(), None, req()) else {
+        panic!("a stream")
+    };
     assert!(waiting.is_none(), "no chunk generated without its permit: the transport waits");
     let other = named("other");
-    let Ok(BitsOutput::Stream { first: served, .. }) = s.bits(&other, req()) else { panic!("a stream") };
+    let Ok(BitsOutput::Stream { first: served, .. }) = s.bits(&other, None, req()) else {
+        panic!("a stream")
+    };
     assert!(served.is_some(), "another caller's stream finds the rest of the budget");
     drop((held, served));
     assert_eq!(s.0.budget.available(), total);
@@ -215,7 +219,11 @@ fn a_withheld_algorithm_is_refused_before_a_stream_opens() {
             refused,
             "pr {pr}"
         );
-        assert_eq!(s.bits(&anyone(), req(Some("aes256ctr"))).err().map(|e| e.code()), refused, "pr {pr}");
+        assert_eq!(
+            s.bits(&anyone(), None, req(Some("aes256ctr"))).err().map(|e| e.code()),
+            refused,
+            "pr {pr}"
+        );
         assert_eq!(s.whole(&anyone(), &req(Some("aes256ctr"))).err().map(|e| e.code()), refused, "pr {pr}");
         assert!(s.stream(&anyone(), req(None), 300).is_ok(), "the others serve");
     }
@@ -228,14 +236,18 @@ fn a_generator_that_cannot_reseed_refuses_every_kind_of_output() {
     let r = s.rules().clone();
     entropy.set_failing(true);
     let pr = BitsRequest::new(&r, Some(256), None, Encoding::Hex, true).unwrap();
-    assert_eq!(code(s.bits(&anyone(), pr)), "entropy_unavailable");
+    assert_eq!(code(s.bits(&anyone(), None, pr)), "entropy_unavailable");
     // The single shard's chacha20 now waits for a reseed: everything from it is refused.
     assert_eq!(
-        code(s.bits(&anyone(), BitsRequest::new(&r, Some(256), None, Encoding::Hex, false).unwrap())),
+        code(s.bits(&anyone(), None, BitsRequest::new(&r, Some(256), None, Encoding::Hex, false).unwrap())),
         "entropy_unavailable"
     );
     assert_eq!(
-        code(s.bits(&anyone(), BitsRequest::new(&r, Some(1 << 16), None, Encoding::Hex, false).unwrap())),
+        code(s.bits(
+            &anyone(),
+            None,
+            BitsRequest::new(&r, Some(1 << 16), None, Encoding::Hex, false).unwrap()
+        )),
         "entropy_unavailable"
     );
     assert_eq!(

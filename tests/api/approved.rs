@@ -87,3 +87,58 @@ async fn without_it_every_entry_still_says_whether_it_is_approved() {
         app.client.get(format!("{}/metrics", app.admin)).send().await.unwrap().text().await.unwrap();
     assert!(metrics.contains("drbgd_approved_only 0"), "{metrics}");
 }
+
+/// `drbgd keygen receipt`, `drbgd beacon keygen` and `drbgd generate` under
+/// `DRBGD__DRBG__APPROVED_ONLY=true`: the approved default (aes256ctr) when no `--alg` is
+/// given, a refusal naming the setting for one that is not approved, and no beacon key (a
+/// server so configured refuses the beacon).
+#[test]
+fn approved_only_reaches_the_key_and_output_commands() {
+    let dir = std::env::temp_dir().join(format!("drbgd-approved-cli-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let run = |approved: bool, args: &[&str]| {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_drbgd"));
+        command.args(args).env_remove("DRBGD_CONFIG");
+        if approved {
+            command.env("DRBGD__DRBG__APPROVED_ONLY", "true");
+        }
+        command.output().unwrap()
+    };
+    let path = |name: &str| dir.join(name).to_str().unwrap().to_owned();
+    let refused = |out: std::process::Output| {
+        assert!(!out.status.success());
+        let error = String::from_utf8(out.stderr).unwrap();
+        assert!(error.contains("approved_only"), "the refusal names the setting: {error}");
+        error
+    };
+
+    // generate: the default is aes256ctr (same seeded bytes as --alg aes256ctr), chacha20 refused.
+    let seeded = ["generate", "--bytes", "16", "--seed", "00", "--format", "hex"];
+    let default = run(true, &seeded);
+    assert!(default.status.success(), "{}", String::from_utf8_lossy(&default.stderr));
+    let aes = run(false, &[&seeded[..], &["--alg", "aes256ctr"]].concat());
+    let chacha = run(false, &seeded);
+    assert_eq!(default.stdout, aes.stdout, "approved_only's default is aes256ctr");
+    assert_ne!(default.stdout, chacha.stdout, "without it the default is chacha20");
+    refused(run(true, &["generate", "--alg", "chacha20", "--bytes", "4"]));
+    refused(run(true, &["generate", "--alg", "blake3", "--bytes", "4", "--seed", "00"]));
+    assert!(run(true, &["generate", "--alg", "hmac_sha256", "--bytes", "4"]).status.success());
+
+    // keygen receipt: drawn from the approved default, or refused for chacha20 (no file left).
+    let out = run(true, &["keygen", "receipt", "--out", &path("r1.pem")]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("aes256ctr"), "it says what drew the key");
+    let error = refused(run(true, &["keygen", "receipt", "--out", &path("r2.pem"), "--alg", "chacha20"]));
+    assert!(error.contains("aes256ctr"), "the refusal lists what is approved: {error}");
+    assert!(!dir.join("r2.pem").exists());
+    let out = run(false, &["keygen", "receipt", "--out", &path("r3.pem")]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("chacha20"));
+
+    // beacon keygen: refused, with or without --alg; without the setting it makes a key.
+    refused(run(true, &["beacon", "keygen", "--out", &path("b1.key")]));
+    refused(run(true, &["keygen", "beacon", "--out", &path("b2.key"), "--alg", "aes256ctr"]));
+    assert!(!dir.join("b1.key").exists() && !dir.join("b2.key").exists());
+    assert!(run(false, &["beacon", "keygen", "--out", &path("b3.key")]).status.success());
+    let _ = std::fs::remove_dir_all(&dir);
+}

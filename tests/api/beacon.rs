@@ -169,7 +169,12 @@ async fn rounds_ahead_are_too_early_and_the_next_is_waited_for() {
 #[tokio::test]
 async fn before_genesis_there_is_no_round_yet() {
     let genesis = unix_now() + 3600;
-    let app = spawn(verifiable(|s| s.beacon.genesis_time = genesis)).await;
+    let app = spawn(verifiable(|s| {
+        s.beacon.genesis_time = genesis;
+        // Another genesis is another chain: the example's pin is not its.
+        s.beacon.chain_hash.clear();
+    }))
+    .await;
     assert_problem(app.get("/beacon/public/latest").await, 425, "too_early").await;
     // Round 1 is the next, but an hour away: not waited for.
     assert_problem(app.get("/beacon/public/1").await, 425, "too_early").await;
@@ -225,14 +230,19 @@ async fn a_missing_or_bad_key_stops_start_up() {
     let settings = verifiable(|s| s.beacon.secret_key_file = "config/examples/callers.toml".into());
     let error = drbgd::app::App::build(settings).await.err().expect("refused at start-up");
     assert!(format!("{error:#}").contains("beacon.secret_key_file"), "{error:#}");
-    // Pinned to another chain (here, the same key on another genesis): refused, naming both.
-    let settings = verifiable(|s| {
-        s.beacon.chain_hash = EXAMPLE_HASH.into();
-        s.beacon.genesis_time -= 3;
-    });
-    let error = drbgd::app::App::build(settings).await.err().expect("refused at start-up");
-    let error = format!("{error:#}");
-    assert!(error.contains("beacon.chain_hash") && error.contains(EXAMPLE_HASH), "{error}");
+    // The example file is pinned to its chain: the same key on another genesis, period or id
+    // is refused, naming both hashes (a copy with its genesis moved would otherwise serve the
+    // example chain's future rounds today).
+    assert_eq!(verifiable(|_| ()).beacon.chain_hash, EXAMPLE_HASH, "the example is pinned");
+    for edit in [
+        (|s: &mut Settings| s.beacon.genesis_time -= 3) as fn(&mut Settings),
+        |s| s.beacon.period_s = 30,
+        |s| s.beacon.beacon_id = "another".into(),
+    ] {
+        let error = drbgd::app::App::build(verifiable(edit)).await.err().expect("refused at start-up");
+        let error = format!("{error:#}");
+        assert!(error.contains("beacon.chain_hash") && error.contains(EXAMPLE_HASH), "{error}");
+    }
     let pinned = verifiable(|s| s.beacon.chain_hash = EXAMPLE_HASH.to_uppercase());
     drbgd::app::App::build(pinned).await.expect("the pinned chain starts");
 }
@@ -278,7 +288,12 @@ async fn keygen_writes_a_private_key_once_and_prints_the_chain_it_serves() {
     assert!(!again.status.success());
     assert_eq!(std::fs::read(&key).unwrap(), written, "the key is untouched");
     // What it printed is the chain a server with this key serves.
-    let app = spawn(verifiable(|s| s.beacon.secret_key_file = key.clone())).await;
+    let app = spawn(verifiable(|s| {
+        s.beacon.secret_key_file = key.clone();
+        // A new key is a new chain: the example's pin is not its.
+        s.beacon.chain_hash.clear();
+    }))
+    .await;
     let info = json(&app, "/beacon/info").await;
     assert!(printed.contains(&format!("public key: {}", info["public_key"].as_str().unwrap())), "{printed}");
     assert!(printed.contains(&format!("chain hash: {}", info["hash"].as_str().unwrap())), "{printed}");
