@@ -74,6 +74,12 @@ class Server:
         self.log.seek(0)
         fail(f"drbgd did not become ready:\n{self.log.read().decode(errors='replace')[-2000:]}")
 
+    def peak_rss_mib(self):
+        for line in open(f"/proc/{self.proc.pid}/status"):
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+        return 0.0
+
     def cpu_seconds(self):
         fields = open(f"/proc/{self.proc.pid}/stat").read().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / TICKS
@@ -128,7 +134,7 @@ def worst_bodies(receipt, limit):
     }
 
 
-def cost_of(server, body, n=20):
+def cost_of(server, body, n):
     """drbgd's CPU seconds per body, over n sequential POSTs from 127.0.0.5 (and the answers)."""
     conn, statuses = connect(server.port, "127.0.0.5"), set()
     t0 = server.cpu_seconds()
@@ -178,7 +184,7 @@ def attacker(port, source, body, rate, stop, counts):
     return threads
 
 
-def door_verify(binary, seconds):
+def door_verify(binary, seconds, cost_requests=20):
     with Server(binary, "--config", "config/examples/verifiable.toml") as server:
         conn = connect(server.port, "127.0.0.5")
         status, text = request(conn, "GET", "/bits?n=256&receipt=true")
@@ -192,7 +198,7 @@ def door_verify(binary, seconds):
         conn = connect(server.port, "127.0.0.5")
         costs = {}
         for name, body in worst_bodies(receipt, limit).items():
-            per, statuses = cost_of(server, body)
+            per, statuses = cost_of(server, body, cost_requests)
             costs[name] = (per, body, statuses)
             print(f"  /verify body '{name}' ({len(body):,} bytes): {per * 1000:.2f} ms of CPU each, answered {sorted(statuses)}")
         name, (per, body, _) = max(costs.items(), key=lambda kv: kv[1][0])
@@ -207,10 +213,11 @@ def door_verify(binary, seconds):
         stop.set()
         for t in threads:
             t.join(15)
+        peak = server.peak_rss_mib()
     verdict = (f"verify: {sum(v for k, v in counts.items() if k == 200)} worst-case bodies checked from 3 addresses "
                f"in {seconds:.0f} s (answers {dict(sorted(counts.items(), key=str))}); drbgd used {cores:.2f} core; "
                f"GET /bits p99 {p99(base):.2f} ms alone, {p99(attacked):.2f} ms under attack "
-               f"(median {statistics.median(base):.2f} / {statistics.median(attacked):.2f} ms)")
+               f"(median {statistics.median(base):.2f} / {statistics.median(attacked):.2f} ms); peak RSS {peak:.0f} MiB")
     print(verdict)
     if cores > 1.0:
         fail(f"/verify flood took {cores:.2f} cores of drbgd's, more than one")
@@ -281,8 +288,8 @@ def door_streams(binary, _seconds):
         for s in socks:
             s.close()
     print(f"streams: 100 slow streams from 127.0.0.2; GET /bits?n=10^7 from 127.0.0.3 "
-          f"{'in %.2f s' % other if other else 'NOT done in 5 s (%d bytes)' % got_other}; "
-          f"control from 127.0.0.2 itself {'in %.2f s' % same if same else 'not done in 5 s (%d bytes)' % got_same}")
+          f"{'in %.3f s' % other if other else 'NOT done in 5 s (%d bytes)' % got_other}; "
+          f"control from 127.0.0.2 itself {'in %.3f s' % same if same else 'not done in 5 s (%d bytes)' % got_same}")
     if other is None or other >= 5.0:
         fail("another address's stream was starved by one address's slow streams")
     if same is not None:
@@ -333,13 +340,18 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("binary")
     parser.add_argument("doors", nargs="*", metavar="DOOR", help=", ".join(DOORS))
-    parser.add_argument("--seconds", type=float, default=8.0)
+    parser.add_argument("--seconds", type=float, default=8.0, help="each phase of the verify door (8)")
+    parser.add_argument("--cost-requests", type=int, default=20,
+                        help="POSTs per body when measuring each body's CPU cost (20; CPU time is counted in ticks)")
     args = parser.parse_args()
     unknown = set(args.doors) - set(DOORS)
     if unknown:
         parser.error(f"no door {sorted(unknown)}: {', '.join(DOORS)}")
     for door in args.doors or DOORS:
-        DOORS[door](os.path.abspath(args.binary), args.seconds)
+        if door == "verify":
+            door_verify(os.path.abspath(args.binary), args.seconds, args.cost_requests)
+        else:
+            DOORS[door](os.path.abspath(args.binary), args.seconds)
     print("trust doors: OK")
 
 

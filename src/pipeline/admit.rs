@@ -167,21 +167,30 @@ impl Gates {
         let Some(place) = cap.enter() else {
             return Err(deny(ApiError::Overloaded));
         };
-        let mut admission = authorized.map(Authorized::enter).transpose()?;
-        // `anonymous` (every request with auth off) streams under its peer's share.
-        if let Some(admission) = admission.as_mut().filter(|a| a.caller.name() == ANONYMOUS) {
-            admission.peer = Some(peer_place.as_ref().map_or_else(
+        let admission = authorized.map(Authorized::enter).transpose()?;
+        let admission = admission.map(|a| self.with_peer(a, request, peer_place.as_ref()));
+        Ok((Slot { _cap: Some(place), _peer: peer_place, _signed: None }, admission, class))
+    }
+
+    /// `admission` with its peer when its caller is `anonymous` (every request with auth off),
+    /// whose streams take their peer's share ([`Admission::peer`]): the peer of its place, else
+    /// its client's address.
+    fn with_peer<B>(
+        &self,
+        mut admission: Admission,
+        request: &Request<B>,
+        place: Option<&PeerPlace>,
+    ) -> Admission {
+        if admission.caller.name() == ANONYMOUS {
+            admission.peer = Some(place.map_or_else(
                 || {
-                    PeerKey::of(client_addr(
-                        peer.and_then(|p| p.addr),
-                        request.headers(),
-                        &self.trusted_proxies,
-                    ))
+                    let addr = request.extensions().get::<Arc<Peer>>().and_then(|p| p.addr);
+                    PeerKey::of(client_addr(addr, request.headers(), &self.trusted_proxies))
                 },
                 PeerPlace::key,
             ));
         }
-        Ok((Slot { _cap: Some(place), _peer: peer_place, _signed: None }, admission, class))
+        admission
     }
 }
 
