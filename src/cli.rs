@@ -101,13 +101,16 @@ enum KeygenCommand {
         #[arg(long)]
         out: std::path::PathBuf,
         /// The generator that draws the key (aliases accepted); by default the configured
-        /// `drbg.default_alg` (see [`drawn_from`]).
+        /// `drbg.default_alg` (chacha20, or aes256ctr with `drbg.approved_only`).
         #[arg(long, value_parser = parse_alg)]
         alg: Option<Algorithm>,
         /// A TOML file layered over the embedded defaults: its `[drbg]` (approved_only,
-        /// default_alg) rules the generator, as the server's.
+        /// default_alg, enabled) rules the generator, as the server's.
         #[arg(long, env = "DRBGD_CONFIG")]
         config: Option<std::path::PathBuf>,
+        /// SP 800-90A mechanisms only (sets drbg.approved_only, as `serve --approved-only`).
+        #[arg(long)]
+        approved_only: bool,
     },
     /// The beacon's secret key: the same as `drbgd beacon keygen`.
     Beacon(BeaconKeygenArgs),
@@ -165,9 +168,13 @@ struct GenerateArgs {
     #[arg(long, value_parser = parse_alg)]
     alg: Option<Algorithm>,
     /// A TOML file layered over the embedded defaults: its `[drbg]` (approved_only,
-    /// default_alg) rules the generator, as the server's.
+    /// default_alg, enabled) rules the generator, as the server's.
     #[arg(long, env = "DRBGD_CONFIG")]
     config: Option<std::path::PathBuf>,
+    /// SP 800-90A mechanisms only (sets drbg.approved_only, as `serve --approved-only`);
+    /// `--seed` is then refused.
+    #[arg(long)]
+    approved_only: bool,
     /// Number of bits (packed MSB-first; the last byte's unused bits are zero).
     #[arg(long, conflicts_with = "bytes")]
     bits: Option<u64>,
@@ -213,8 +220,8 @@ pub fn main() -> ExitCode {
         Some(Command::Selftest) => run_selftest(),
         Some(Command::Healthcheck { admin }) => healthcheck(admin),
         Some(Command::Verify(args)) => verify(&args),
-        Some(Command::Keygen { what: KeygenCommand::Receipt { out, alg, config } }) => {
-            keygen_receipt(&out, alg, config.as_deref())
+        Some(Command::Keygen { what: KeygenCommand::Receipt { out, alg, config, approved_only } }) => {
+            keygen_receipt(&out, alg, config.as_deref(), approved_only)
         }
         Some(Command::Keygen { what: KeygenCommand::Beacon(args) }) => beacon_keygen(&args),
         Some(Command::Beacon(BeaconCommand::Keygen(args))) => beacon_keygen(&args),
@@ -342,8 +349,9 @@ fn keygen_receipt(
     out: &std::path::Path,
     alg: Option<Algorithm>,
     config: Option<&std::path::Path>,
+    approved_only: bool,
 ) -> anyhow::Result<()> {
-    let settings = load_settings(config)?;
+    let settings = load_settings(config, approved_only)?;
     let secret = key_material(drawn_from(alg, &settings.drbg)?)?;
     let (pem, public) = crate::receipts::keys::private_pem(&secret)?;
     write_new_secret(out, pem.as_bytes())?;
@@ -353,31 +361,40 @@ fn keygen_receipt(
 }
 
 /// The settings a command other than `serve` reads: the embedded defaults, `config`, the
-/// environment (`DRBGD__*`), as the server's.
-fn load_settings(config: Option<&std::path::Path>) -> anyhow::Result<crate::config::Settings> {
-    let source =
-        crate::config::ConfigSource { file: config.map(Into::into), overrides: serde_json::json!({}) };
+/// environment (`DRBGD__*`) and `--approved-only`, as the server's.
+fn load_settings(
+    config: Option<&std::path::Path>,
+    approved_only: bool,
+) -> anyhow::Result<crate::config::Settings> {
+    let overrides = match approved_only {
+        true => serde_json::json!({ "drbg": { "approved_only": true } }),
+        false => serde_json::json!({}),
+    };
+    let source = crate::config::ConfigSource { file: config.map(Into::into), overrides };
     Ok(source.load()?)
 }
 
 /// The generator a command that makes keys or output draws from, under the server's rules:
 /// `asked` (`--alg`) if given, else `drbg.default_alg` (chacha20 by default, aes256ctr with
 /// `drbg.approved_only` unless another is configured). With `drbg.approved_only`, an asked
-/// algorithm that is not an SP 800-90A mechanism is refused, naming the setting.
+/// algorithm that is not an SP 800-90A mechanism is refused, naming the setting; one that is
+/// not in `drbg.enabled` is refused too, as the server refuses it.
 fn drawn_from(asked: Option<Algorithm>, drbg: &crate::config::DrbgSettings) -> anyhow::Result<Algorithm> {
-    match asked {
-        Some(alg) if drbg.approved_only && !alg.approved() => {
-            let approved: Vec<&str> =
-                Algorithm::ALL.into_iter().filter(|a| a.approved()).map(Algorithm::name).collect();
-            bail!(
-                "--alg {alg} is not an SP 800-90A mechanism and drbg.approved_only is set \
-                 ([drbg] approved_only, or DRBGD__DRBG__APPROVED_ONLY): use one of {}",
-                approved.join(", ")
-            )
-        }
-        Some(alg) => Ok(alg),
-        None => Ok(drbg.default_alg),
+    let Some(alg) = asked else { return Ok(drbg.default_alg) };
+    if drbg.approved_only && !alg.approved() {
+        let approved: Vec<&str> =
+            Algorithm::ALL.into_iter().filter(|a| a.approved()).map(Algorithm::name).collect();
+        bail!(
+            "--alg {alg} is not an SP 800-90A mechanism and drbg.approved_only is set ([drbg] approved_only, \
+             DRBGD__DRBG__APPROVED_ONLY or --approved-only): use one of {}",
+            approved.join(", ")
+        )
     }
+    anyhow::ensure!(
+        drbg.enabled.contains(&alg),
+        "--alg {alg} is not in drbg.enabled, which this configuration's server serves"
+    );
+    Ok(alg)
 }
 
 /// 32 bytes of key material from `alg` once it passed its self-test, reseeded from the OS
@@ -460,7 +477,7 @@ fn source(args: &GenerateArgs, alg: Algorithm) -> anyhow::Result<Source> {
 /// first, before a key is made). Refused with `drbg.approved_only`, whose server refuses the
 /// beacon (its BLS signatures are no approved mechanism).
 fn beacon_keygen(args: &BeaconKeygenArgs) -> anyhow::Result<()> {
-    let settings = load_settings(args.config.as_deref())?;
+    let settings = load_settings(args.config.as_deref(), false)?;
     anyhow::ensure!(
         !settings.drbg.approved_only,
         "refusing to make a beacon key: drbg.approved_only is set ([drbg] approved_only, or \
@@ -549,7 +566,13 @@ fn generate(args: &GenerateArgs) -> anyhow::Result<()> {
         set_keystream(Keystream::Own(path));
         crate::drbg::chacha20::avx2::set_use(crate::drbg::chacha20::avx2::Use::Always);
     }
-    let alg = drawn_from(args.alg, &load_settings(args.config.as_deref())?.drbg)?;
+    let drbg = load_settings(args.config.as_deref(), args.approved_only)?.drbg;
+    anyhow::ensure!(
+        !(drbg.approved_only && args.seed.is_some()),
+        "--seed is refused with drbg.approved_only ([drbg] approved_only, DRBGD__DRBG__APPROVED_ONLY or \
+         --approved-only): a caller's seed is no approved instantiation (it is for tests and experiments)"
+    );
+    let alg = drawn_from(args.alg, &drbg)?;
     let mut fill = source(args, alg)?;
     let total_bits = match (args.bits, args.bytes) {
         _ if args.endless => None,

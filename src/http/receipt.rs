@@ -99,7 +99,8 @@ pub fn verify_router() -> MethodRouter<AppState> {
 /// receipt (or is outside the shape of this server's receipts); 413 `body_too_large` over the
 /// largest receipt this server issues; 503 `overloaded` when the checks' lane had no place in
 /// time ([`crate::receipts::verify::Lane`]). Public: the body is read under the public body
-/// deadline, its place under the public cap and its peer's limits.
+/// deadline; its places under the public cap and its peer's limits are held until the check
+/// is done.
 pub async fn verify(State(state): State<AppState>, request: Request) -> Response {
     // With no key nothing verifies: a server that never turned receipts on reads at most a
     // small body for this public route (its verdict is `unknown_key`), not the largest receipt.
@@ -108,13 +109,21 @@ pub async fn verify(State(state): State<AppState>, request: Request) -> Response
     } else {
         state.receipts.max_receipt_bytes()
     };
-    let answer = match axum::body::to_bytes(request.into_body(), limit).await {
+    // The body is read through a borrow, not consumed: a public request's places (the public
+    // cap's and its peer's) go with its body, so they are held until the check is done, and
+    // the requests waiting for the checks' lane are as few as those places.
+    let mut body = request.into_body();
+    let read = http_body_util::BodyExt::collect(http_body_util::Limited::new(&mut body, limit)).await;
+    let answer = match read.map_err(axum::Error::new) {
         Err(e) if super::body::too_large(&e) => Err(ApiError::BodyTooLarge { limit }),
         Err(e) => Err(super::body::body_error(&e, limit)),
-        Ok(body) => {
-            state.receipts.check(body).await.map(|verdict| RecordedResponse::from(json(&verdict.to_json())))
-        }
+        Ok(collected) => state
+            .receipts
+            .check(collected.to_bytes())
+            .await
+            .map(|verdict| RecordedResponse::from(json(&verdict.to_json()))),
     };
+    drop(body);
     answer.unwrap_or_else(RecordedResponse::from).into_response()
 }
 

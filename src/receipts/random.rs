@@ -7,9 +7,15 @@
 //! Python's `json.dumps(sort_keys=True, separators=(",", ":"), ensure_ascii=False)`. An
 //! integer beyond that range is a string of its decimal digits; `/int`'s values are always
 //! strings (one type for the list); binary output is base64 (`data_encoding` says so).
+//!
+//! The canonical text is written here directly ([`Random::canonical_json`]) rather than by
+//! `serde_json_canonicalizer` through a `serde_json::Value` tree: for this fixed schema of
+//! strings, integers, booleans and lists of strings, RFC 8785 is sorted ASCII names and
+//! `JSON.stringify`'s string escapes, a few dozen lines; the tree, its sort and the copies
+//! were most of a receipt's cost beside the signature (benches/README.md, "Receipts"). The
+//! tests check the text against `serde_json_canonicalizer`'s, byte for byte.
 
-use serde_json::{Map, Value};
-use zeroize::Zeroize;
+use zeroize::{Zeroize, Zeroizing};
 
 use crate::route::Route;
 use crate::service::{BitsRequest, Encoding, Ints, Secret, Uuids};
@@ -18,23 +24,65 @@ use crate::service::{BitsRequest, Encoding, Ints, Secret, Uuids};
 /// `Number.MAX_SAFE_INTEGER`, 2^53 − 1).
 pub const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
 
+/// One member's value: the only kinds a receipt holds.
+#[derive(Clone, PartialEq, Eq)]
+pub enum Field {
+    /// A string (output, names, decimal digits of an integer beyond 2^53).
+    Text(String),
+    /// An integer within ±[`MAX_SAFE_INTEGER`].
+    Int(i64),
+    /// A boolean.
+    Bool(bool),
+    /// A list of strings (`/int`'s values, `/uuid`'s UUIDs).
+    Texts(Vec<String>),
+}
+
+impl From<&str> for Field {
+    fn from(s: &str) -> Field {
+        Field::Text(s.to_owned())
+    }
+}
+
+impl From<String> for Field {
+    fn from(s: String) -> Field {
+        Field::Text(s)
+    }
+}
+
+impl From<bool> for Field {
+    fn from(b: bool) -> Field {
+        Field::Bool(b)
+    }
+}
+
+impl Zeroize for Field {
+    fn zeroize(&mut self) {
+        match self {
+            Field::Text(s) => s.zeroize(),
+            Field::Texts(items) => items.iter_mut().for_each(Zeroize::zeroize),
+            Field::Int(_) | Field::Bool(_) => {}
+        }
+    }
+}
+
 /// The fields of a `random` object so far (wiped when dropped: `data` is random output).
 #[derive(Default)]
 pub struct Random {
-    fields: Map<String, Value>,
+    fields: Vec<(&'static str, Field)>,
 }
 
 /// Shows the fields' names, never their values (`data` is random output).
 impl std::fmt::Debug for Random {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Random").field("fields", &self.fields.keys().collect::<Vec<_>>()).finish()
+        let names: Vec<&str> = self.fields.iter().map(|(name, _)| *name).collect();
+        f.debug_struct("Random").field("fields", &names).finish()
     }
 }
 
 impl Drop for Random {
     fn drop(&mut self) {
-        for value in self.fields.values_mut() {
-            wipe(value);
+        for (_, value) in &mut self.fields {
+            value.zeroize();
         }
     }
 }
@@ -45,8 +93,16 @@ impl Random {
         Random::default().with("endpoint", route.path()).with("alg", alg.name())
     }
 
-    fn with(mut self, key: &str, value: impl Into<Value>) -> Self {
-        self.fields.insert(key.to_owned(), value.into());
+    /// This object with `key` set to `value` (a key set before is replaced, its value wiped).
+    pub(super) fn with(mut self, key: &'static str, value: impl Into<Field>) -> Self {
+        let value = value.into();
+        match self.fields.iter_mut().find(|(name, _)| *name == key) {
+            Some((_, old)) => {
+                old.zeroize();
+                *old = value;
+            }
+            None => self.fields.push((key, value)),
+        }
         self
     }
 
@@ -85,50 +141,142 @@ impl Random {
 
     /// `/uuid`: `count`, `version`, and the UUIDs (hyphenated lowercase).
     pub fn uuids(out: &Uuids) -> Self {
-        let data: Vec<Value> = out.uuids.iter().map(|u| Value::String(u.to_string())).collect();
+        let data: Vec<String> = out.uuids.iter().map(ToString::to_string).collect();
         Random::new(Route::Uuid, out.alg)
             .with("count", integer_u64(out.uuids.len() as u64))
-            .with("version", out.version)
-            .with("data", data)
+            .with("version", integer(i64::from(out.version)))
+            .with("data", Field::Texts(data))
     }
 
     /// `/int`: `min`, `max`, `count`, and the values as decimal strings.
     pub fn ints(out: &Ints) -> Self {
-        let data: Vec<Value> = out.values.iter().map(|v| Value::String(v.to_string())).collect();
+        let data: Vec<String> = out.values.iter().map(ToString::to_string).collect();
         Random::new(Route::Int, out.alg)
             .with("min", integer(out.min))
             .with("max", integer(out.max))
             .with("count", integer_u64(out.values.len() as u64))
-            .with("data", data)
+            .with("data", Field::Texts(data))
     }
 
-    /// The fields, taken out (the caller wipes them: see [`wipe`]).
-    pub(super) fn take(mut self) -> Map<String, Value> {
-        std::mem::take(&mut self.fields)
+    /// The object as RFC 8785 (JCS) canonical JSON: members sorted by name (every name is
+    /// ASCII, so byte order is UTF-16 order), no white space, strings escaped as
+    /// ECMAScript's `JSON.stringify` escapes them, integers in decimal. Written into one
+    /// buffer of the exact length, measured first, so no reallocation leaves a copy of the
+    /// output unwiped.
+    pub(super) fn canonical_json(&self) -> Zeroizing<String> {
+        let mut members: Vec<&(&'static str, Field)> = self.fields.iter().collect();
+        members.sort_unstable_by_key(|(name, _)| *name);
+        let len = 2
+            + members.len().saturating_sub(1)
+            + members.iter().map(|(name, value)| text_len(name) + 1 + field_len(value)).sum::<usize>();
+        let mut out = Zeroizing::new(String::with_capacity(len));
+        out.push('{');
+        for (i, (name, value)) in members.into_iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            write_text(&mut out, name);
+            out.push(':');
+            write_field(&mut out, value);
+        }
+        out.push('}');
+        debug_assert_eq!(out.len(), len, "the length measured is the length written");
+        out
+    }
+
+    /// The fields, for tests that read them.
+    #[cfg(test)]
+    pub(super) fn get(&self, key: &str) -> Option<&Field> {
+        self.fields.iter().find(|(name, _)| *name == key).map(|(_, value)| value)
     }
 }
 
 /// `n` as a JSON number where every reader takes it exactly, else as a decimal string.
-pub fn integer(n: i64) -> Value {
+pub fn integer(n: i64) -> Field {
     if (-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(&n) {
-        Value::from(n)
+        Field::Int(n)
     } else {
-        Value::String(n.to_string())
+        Field::Text(n.to_string())
     }
 }
 
 /// [`integer`] of an unsigned number.
-pub fn integer_u64(n: u64) -> Value {
-    i64::try_from(n).map_or_else(|_| Value::String(n.to_string()), integer)
+pub fn integer_u64(n: u64) -> Field {
+    i64::try_from(n).map_or_else(|_| Field::Text(n.to_string()), integer)
 }
 
-/// Wipes the strings of `value` (random output), in place.
-pub fn wipe(value: &mut Value) {
+/// The escape of `b` in a JSON string (RFC 8785 section 3.2.2.2, as `JSON.stringify`): the
+/// short escapes, `\u00XX` in lowercase hex for the other control characters, `None` for a
+/// byte written as it is (every other one, UTF-8 sequences included).
+fn escape(b: u8) -> Option<&'static str> {
+    const CONTROL: [&str; 32] = [
+        "\\u0000", "\\u0001", "\\u0002", "\\u0003", "\\u0004", "\\u0005", "\\u0006", "\\u0007", "\\b", "\\t",
+        "\\n", "\\u000b", "\\f", "\\r", "\\u000e", "\\u000f", "\\u0010", "\\u0011", "\\u0012", "\\u0013",
+        "\\u0014", "\\u0015", "\\u0016", "\\u0017", "\\u0018", "\\u0019", "\\u001a", "\\u001b", "\\u001c",
+        "\\u001d", "\\u001e", "\\u001f",
+    ];
+    match b {
+        b'"' => Some("\\\""),
+        b'\\' => Some("\\\\"),
+        0..=0x1f => Some(CONTROL[usize::from(b)]),
+        _ => None,
+    }
+}
+
+/// The length of `s` written as a JSON string.
+fn text_len(s: &str) -> usize {
+    2 + s.bytes().map(|b| escape(b).map_or(1, str::len)).sum::<usize>()
+}
+
+/// `s` as a JSON string; runs of bytes that need no escape are copied whole.
+fn write_text(out: &mut String, s: &str) {
+    out.push('"');
+    let mut start = 0;
+    for (i, b) in s.bytes().enumerate() {
+        if let Some(escaped) = escape(b) {
+            out.push_str(&s[start..i]);
+            out.push_str(escaped);
+            start = i + 1;
+        }
+    }
+    out.push_str(&s[start..]);
+    out.push('"');
+}
+
+/// The length of `value` written.
+fn field_len(value: &Field) -> usize {
     match value {
-        Value::String(s) => s.zeroize(),
-        Value::Array(items) => items.iter_mut().for_each(wipe),
-        Value::Object(fields) => fields.values_mut().for_each(wipe),
-        Value::Null | Value::Bool(_) | Value::Number(_) => {}
+        Field::Text(s) => text_len(s),
+        Field::Int(n) => itoa::Buffer::new().format(*n).len(),
+        Field::Bool(b) => {
+            if *b {
+                4
+            } else {
+                5
+            }
+        }
+        Field::Texts(items) => {
+            2 + items.len().saturating_sub(1) + items.iter().map(|s| text_len(s)).sum::<usize>()
+        }
+    }
+}
+
+/// `value` written.
+fn write_field(out: &mut String, value: &Field) {
+    match value {
+        Field::Text(s) => write_text(out, s),
+        Field::Int(n) => out.push_str(itoa::Buffer::new().format(*n)),
+        Field::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Field::Texts(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_text(out, item);
+            }
+            out.push(']');
+        }
     }
 }
 
@@ -139,21 +287,26 @@ mod tests {
     use crate::drbg::Algorithm;
     use crate::service::{BytesRequest, Rules};
 
+    fn text(s: &str) -> Field {
+        Field::Text(s.into())
+    }
+
     #[test]
     fn integers_beyond_2_53_are_strings() {
-        assert_eq!(integer(MAX_SAFE_INTEGER), serde_json::json!(9_007_199_254_740_991_i64));
-        assert_eq!(integer(-MAX_SAFE_INTEGER), serde_json::json!(-9_007_199_254_740_991_i64));
-        assert_eq!(integer(MAX_SAFE_INTEGER + 1), "9007199254740992");
-        assert_eq!(integer(i64::MIN), "-9223372036854775808");
-        assert_eq!(integer_u64(u64::MAX), "18446744073709551615");
-        assert_eq!(integer_u64(256), 256);
+        assert!(integer(MAX_SAFE_INTEGER) == Field::Int(9_007_199_254_740_991));
+        assert!(integer(-MAX_SAFE_INTEGER) == Field::Int(-9_007_199_254_740_991));
+        assert!(integer(MAX_SAFE_INTEGER + 1) == text("9007199254740992"));
+        assert!(integer(i64::MIN) == text("-9223372036854775808"));
+        assert!(integer_u64(u64::MAX) == text("18446744073709551615"));
+        assert!(integer_u64(256) == Field::Int(256));
         let ints = Ints { values: vec![i64::MIN, 0, 6], min: i64::MIN, max: 6, alg: Algorithm::ChaCha20 };
-        let fields = Random::ints(&ints).take();
-        assert_eq!(fields["min"], "-9223372036854775808");
-        assert_eq!(fields["max"], 6);
-        assert_eq!(fields["count"], 3);
-        assert_eq!(fields["data"], serde_json::json!(["-9223372036854775808", "0", "6"]));
-        assert_eq!(fields["endpoint"], "/int");
+        let random = Random::ints(&ints);
+        assert!(random.get("min") == Some(&text("-9223372036854775808")));
+        assert!(random.get("max") == Some(&Field::Int(6)));
+        assert!(random.get("count") == Some(&Field::Int(3)));
+        let list = Field::Texts(vec!["-9223372036854775808".into(), "0".into(), "6".into()]);
+        assert!(random.get("data") == Some(&list));
+        assert!(random.get("endpoint") == Some(&text("/int")));
     }
 
     #[test]
@@ -161,16 +314,56 @@ mod tests {
         let rules = Rules::from_settings(&Settings::defaults());
         let raw = [0xffu8, 0x00, 0xa5];
         let req = BytesRequest::new(&rules, Some(3), None, Encoding::Binary, false).unwrap().into_bits();
-        let fields = Random::bits(Route::Bytes, &req, &raw).take();
-        assert_eq!(fields["n"], 3, "/bytes counts bytes");
-        assert_eq!(fields["format"], "binary");
-        assert_eq!(fields["data"], "/wCl");
-        assert_eq!(fields["data_encoding"], "base64");
-        assert_eq!(fields["pr"], false);
+        let random = Random::bits(Route::Bytes, &req, &raw);
+        assert!(random.get("n") == Some(&Field::Int(3)), "/bytes counts bytes");
+        assert!(random.get("format") == Some(&text("binary")));
+        assert!(random.get("data") == Some(&text("/wCl")));
+        assert!(random.get("data_encoding") == Some(&text("base64")));
+        assert!(random.get("pr") == Some(&Field::Bool(false)));
         let req = BitsRequest::new(&rules, Some(20), None, Encoding::Bits, false).unwrap();
-        let fields = Random::bits(Route::Bits, &req, &raw).take();
-        assert_eq!(fields["data"], "11111111000000001010");
-        assert_eq!(fields["n"], 20);
-        assert!(fields.get("data_encoding").is_none());
+        let random = Random::bits(Route::Bits, &req, &raw);
+        assert!(random.get("data") == Some(&text("11111111000000001010")));
+        assert!(random.get("n") == Some(&Field::Int(20)));
+        assert!(random.get("data_encoding").is_none());
+    }
+
+    /// The same object as a `serde_json::Value`, for the reference canonicaliser.
+    fn as_value(random: &Random) -> serde_json::Value {
+        let field = |value: &Field| match value {
+            Field::Text(s) => serde_json::Value::from(s.as_str()),
+            Field::Int(n) => serde_json::Value::from(*n),
+            Field::Bool(b) => serde_json::Value::from(*b),
+            Field::Texts(items) => serde_json::Value::from(items.clone()),
+        };
+        random.fields.iter().map(|(name, value)| ((*name).to_owned(), field(value))).collect()
+    }
+
+    /// Every string of one byte or one character that escaping could treat specially, names
+    /// in any order, integers at the edges, lists: the text written here is
+    /// `serde_json_canonicalizer`'s (RFC 8785), byte for byte.
+    #[test]
+    fn the_canonical_text_is_rfc_8785_s() {
+        let mut strings: Vec<String> = (0u8..=0x7f).map(|b| char::from(b).to_string()).collect();
+        strings.extend(
+            ["é", "\u{2028}", "\u{2029}", "\u{7f}", "\u{fffd}", "😀", "a\"b\\c\nd\te\u{1}f", ""]
+                .map(String::from),
+        );
+        let names = ["user_data", "data", "n", "alg", "caller", "key_id", "pr", "count", "min", "max", "z"];
+        for (i, s) in strings.iter().enumerate() {
+            let random = Random::default()
+                .with(names[i % names.len()], s.as_str())
+                .with(names[(i + 3) % names.len()], integer(i64::from(u8::try_from(i % 200).unwrap()) - 100))
+                .with(names[(i + 5) % names.len()], Field::Texts(vec![s.clone(), "x".into(), s.clone()]))
+                .with(names[(i + 7) % names.len()], i % 2 == 0)
+                .with(
+                    names[(i + 9) % names.len()],
+                    integer(if i % 2 == 0 { MAX_SAFE_INTEGER } else { -MAX_SAFE_INTEGER }),
+                );
+            let reference = serde_json_canonicalizer::to_string(&as_value(&random)).unwrap();
+            assert_eq!(*random.canonical_json(), reference, "{s:?}");
+        }
+        assert_eq!(*Random::default().canonical_json(), "{}");
+        let empty_list = Random::default().with("data", Field::Texts(vec![]));
+        assert_eq!(*empty_list.canonical_json(), r#"{"data":[]}"#);
     }
 }

@@ -9,11 +9,10 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use serde_json::Value;
 use zeroize::Zeroizing;
 
 use super::keys::KeyRing;
-use super::random::{Random, wipe};
+use super::random::Random;
 use crate::error::ApiError;
 
 /// Random bytes of a serial (a UUIDv7's `rand_a` and `rand_b`, 74 bits of them used).
@@ -121,7 +120,7 @@ impl Receipt {
 ///
 /// # Errors
 /// 500 `internal` when no key signs (receipts on with no key: refused at start-up and on
-/// reload) or the JSON could not be written (a bug).
+/// reload).
 pub fn sign(
     ring: &KeyRing,
     random: Random,
@@ -130,18 +129,17 @@ pub fn sign(
     user_data: Option<&str>,
 ) -> Result<Receipt, ApiError> {
     let key_id = ring.signing_key_id().ok_or(ApiError::Internal)?;
-    let mut fields = random.take();
-    fields.insert("serial".into(), stamp.serial.as_str().into());
-    fields.insert("issued_at".into(), stamp.issued_at.as_str().into());
-    fields.insert("caller".into(), caller.into());
-    if let Some(data) = user_data {
-        fields.insert("user_data".into(), data.into());
-    }
-    fields.insert("key_id".into(), key_id.into());
-    let mut random = Value::Object(fields);
-    let json = serde_json_canonicalizer::to_string(&random).map(Zeroizing::new);
-    wipe(&mut random);
-    let json = json.map_err(|_| ApiError::Internal)?;
+    let random = random
+        .with("serial", stamp.serial.as_str())
+        .with("issued_at", stamp.issued_at.as_str())
+        .with("caller", caller)
+        .with("key_id", key_id);
+    let random = match user_data {
+        Some(data) => random.with("user_data", data),
+        None => random,
+    };
+    let json = random.canonical_json();
+    drop(random);
     let signature = ring.sign(json.as_bytes()).ok_or(ApiError::Internal)?;
     Ok(Receipt {
         json,

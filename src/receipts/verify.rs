@@ -93,9 +93,14 @@ pub struct Malformed(pub String);
 /// hold at most `max_count` items (`limits.max_count`): `{"random": {...}, "signature": ...}`
 /// nests three deep (the receipt, `random`, `data`), `random` has a score of members (64
 /// allowed, for fields to come), and the values are the list's items with room for the rest.
+/// Lists of [`LIST_FLOOR`] items are always taken, so a receipt issued while `max_count` was
+/// higher (the default is 1,000), or by a replica configured so, still verifies.
 pub fn receipt_shape(max_count: usize) -> Shape {
-    Shape { depth: 3, members: 64, values: max_count.saturating_add(256) }
+    Shape { depth: 3, members: 64, values: max_count.max(LIST_FLOOR).saturating_add(256) }
 }
+
+/// The longest list every receipt shape takes, whatever `limits.max_count` is.
+pub const LIST_FLOOR: usize = 10_000;
 
 /// [`verify`] of a receipt's JSON text, read to `shape` ([`receipt_shape`]; a file the user
 /// checks on their own machine may be read to [`Shape::ANY`]).
@@ -315,19 +320,23 @@ mod tests {
         let wide = format!("{{\"random\":{{\"key_id\":\"k\"{members}}},\"signature\":\"x\"}}");
         let e = verify_json(wide.as_bytes(), receipt_shape(1000), none).unwrap_err();
         assert!(e.0.contains("more than 64 members"), "{e}");
+        let whole = verify_json(wide.as_bytes(), Shape::ANY, none).unwrap();
+        assert_eq!(whole.failure, Some(Reason::UnknownKey), "without a shape it is read whole");
         let list = |n: usize| {
             let items = vec!["\"1\""; n].join(",");
             format!("{{\"random\":{{\"data\":[{items}]}},\"signature\":\"x\"}}")
         };
-        assert_eq!(
-            verify_json(list(1000).as_bytes(), receipt_shape(1000), none).unwrap().failure,
-            Some(Reason::UnknownKey)
-        );
-        assert!(verify_json(list(2000).as_bytes(), receipt_shape(1000), none).is_err());
+        // Lists up to the floor always pass; longer ones only where max_count allows them.
+        let floor = list(LIST_FLOOR);
+        let verdict = verify_json(floor.as_bytes(), receipt_shape(1000), none).unwrap();
+        assert_eq!(verdict.failure, Some(Reason::UnknownKey));
+        let long = list(LIST_FLOOR + 300);
+        assert!(verify_json(long.as_bytes(), receipt_shape(1000), none).is_err());
+        assert!(verify_json(long.as_bytes(), receipt_shape(LIST_FLOOR + 300), none).is_ok());
         let deep = br#"{"random": {"data": [["1"]]}, "signature": "x"}"#;
         assert!(verify_json(deep, receipt_shape(1000), none).unwrap_err().0.contains("nested deeper"));
         // Read to any shape (a file on the user's own machine), they are receipts of no key.
-        assert!(verify_json(list(2000).as_bytes(), Shape::ANY, none).is_ok());
+        assert!(verify_json(long.as_bytes(), Shape::ANY, none).is_ok());
     }
 
     #[tokio::test]

@@ -4,8 +4,9 @@
 //! all streams together, never hold more than the budget, however fast the generators are and
 //! however many streams are open.
 //!
-//! A permit takes its bytes twice: from its owner's share (a quarter of the budget,
-//! [`CALLER_SHARE`]) and from the whole budget, in that order (every stream takes them in the
+//! A permit takes its bytes twice: from its owner's share (a quarter of the budget for a
+//! named caller, [`CALLER_SHARE`]; a sixteenth for a peer, [`PEER_SHARE`]) and from the whole
+//! budget, in that order (every stream takes them in the
 //! same order, so no two wait on each other). The owner is the caller, or for `anonymous` (the
 //! caller of every request with auth off) the peer it came from ([`Owner`]). One owner's
 //! streams, held by clients that read nothing, can so take at most its share; the others'
@@ -20,8 +21,13 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::peer_key::PeerKey;
 
-/// The part of the budget one owner's streams may hold at once: 1 / this.
+/// The part of the budget one named caller's streams may hold at once: 1 / this.
 pub const CALLER_SHARE: usize = 4;
+
+/// The part of the budget one peer's anonymous streams may hold at once: 1 / this. Smaller
+/// than a caller's: addresses are cheaper to come by than credentials, so a quarter each
+/// would let four addresses hold it all; sixteen must here.
+pub const PEER_SHARE: usize = 16;
 
 /// Shares kept before the first sweep for shares no stream holds (and at least twice the
 /// shares held after a sweep, so sweeps stay rare whatever the number of live owners).
@@ -52,7 +58,9 @@ pub fn chunk_cost(chunk_bytes: usize) -> usize {
 #[derive(Debug)]
 pub struct StreamBudget {
     all: Arc<Semaphore>,
-    share: usize,
+    /// A named caller's share, and a peer's.
+    caller_share: usize,
+    peer_share: usize,
     /// The owners' shares: those with streams, and those since the last sweep.
     owners: Mutex<Owners>,
 }
@@ -81,12 +89,13 @@ pub struct Shares {
 }
 
 impl StreamBudget {
-    /// A budget of `bytes`, a quarter of it for each caller.
+    /// A budget of `bytes`: a quarter of it for each named caller, a sixteenth for each peer.
     pub fn new(bytes: usize) -> StreamBudget {
         let bytes = bytes.min(Semaphore::MAX_PERMITS);
         StreamBudget {
             all: Arc::new(Semaphore::new(bytes)),
-            share: (bytes / CALLER_SHARE).max(1),
+            caller_share: (bytes / CALLER_SHARE).max(1),
+            peer_share: (bytes / PEER_SHARE).max(1),
             owners: Mutex::new(Owners { shares: HashMap::new(), sweep_at: SWEEP_FROM }),
         }
     }
@@ -100,8 +109,12 @@ impl StreamBudget {
             owners.shares.retain(|_, share| Arc::strong_count(share) > 1);
             owners.sweep_at = (2 * owners.shares.len()).max(SWEEP_FROM);
         }
-        let share = owners.shares.entry(owner).or_insert_with(|| Arc::new(Semaphore::new(self.share)));
-        let cost = u32::try_from(cost.min(self.share)).unwrap_or(u32::MAX);
+        let size = match owner {
+            Owner::Caller(_) => self.caller_share,
+            Owner::Peer(_) => self.peer_share,
+        };
+        let share = owners.shares.entry(owner).or_insert_with(|| Arc::new(Semaphore::new(size)));
+        let cost = u32::try_from(cost.min(size)).unwrap_or(u32::MAX);
         Shares { caller: share.clone(), all: self.all.clone(), cost }
     }
 
@@ -156,17 +169,21 @@ mod tests {
     /// a mapped IPv4 address is its IPv4 address.
     #[test]
     fn anonymous_streams_take_their_peer_s_share() {
-        let budget = StreamBudget::new(400);
+        let budget = StreamBudget::new(1600);
         let flood = budget.shares(peer("192.0.2.1"), 50);
         let held: Vec<Permit> = std::iter::from_fn(|| flood.try_take()).collect();
-        assert_eq!(held.len(), 2);
+        assert_eq!(held.len(), 2, "a sixteenth of 1600 is two chunks of 50");
         assert!(budget.shares(peer("::ffff:192.0.2.1"), 50).try_take().is_none(), "the same peer");
         assert!(budget.shares(peer("192.0.2.2"), 50).try_take().is_some(), "the next address is served");
+        // A named caller's share is four times as large.
+        let named = budget.shares(caller("web"), 50);
+        let held_by_name: Vec<Permit> = std::iter::from_fn(|| named.try_take()).collect();
+        assert_eq!(held_by_name.len(), 8);
     }
 
     #[test]
     fn shares_no_stream_holds_are_forgotten() {
-        let budget = StreamBudget::new(SWEEP_FROM * 8);
+        let budget = StreamBudget::new(SWEEP_FROM * 32);
         let live = budget.shares(peer("198.51.100.1"), 1);
         let _chunk = live.try_take().unwrap();
         for i in 0..(3 * SWEEP_FROM as u32) {
@@ -176,7 +193,7 @@ mod tests {
         assert!(budget.owners() <= SWEEP_FROM + 1, "{} shares kept", budget.owners());
         // The live share survived every sweep: its chunk still counts against it.
         let again = budget.shares(peer("198.51.100.1"), 1);
-        assert_eq!(again.caller.available_permits(), SWEEP_FROM * 8 / CALLER_SHARE - 1);
+        assert_eq!(again.caller.available_permits(), SWEEP_FROM * 32 / PEER_SHARE - 1);
     }
 
     #[test]

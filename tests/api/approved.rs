@@ -89,9 +89,9 @@ async fn without_it_every_entry_still_says_whether_it_is_approved() {
 }
 
 /// `drbgd keygen receipt`, `drbgd beacon keygen` and `drbgd generate` under
-/// `DRBGD__DRBG__APPROVED_ONLY=true`: the approved default (aes256ctr) when no `--alg` is
-/// given, a refusal naming the setting for one that is not approved, and no beacon key (a
-/// server so configured refuses the beacon).
+/// `DRBGD__DRBG__APPROVED_ONLY=true` (or `--approved-only`): the approved default (aes256ctr)
+/// when no `--alg` is given, a refusal naming the setting for one that is not approved or for
+/// a seed, and no beacon key (a server so configured refuses the beacon).
 #[test]
 fn approved_only_reaches_the_key_and_output_commands() {
     let dir = std::env::temp_dir().join(format!("drbgd-approved-cli-{}", std::process::id()));
@@ -113,17 +113,28 @@ fn approved_only_reaches_the_key_and_output_commands() {
         error
     };
 
-    // generate: the default is aes256ctr (same seeded bytes as --alg aes256ctr), chacha20 refused.
-    let seeded = ["generate", "--bytes", "16", "--seed", "00", "--format", "hex"];
-    let default = run(true, &seeded);
-    assert!(default.status.success(), "{}", String::from_utf8_lossy(&default.stderr));
-    let aes = run(false, &[&seeded[..], &["--alg", "aes256ctr"]].concat());
-    let chacha = run(false, &seeded);
-    assert_eq!(default.stdout, aes.stdout, "approved_only's default is aes256ctr");
-    assert_ne!(default.stdout, chacha.stdout, "without it the default is chacha20");
+    // generate: served from an approved mechanism, chacha20 and blake3 refused, and so is a
+    // caller's seed (no approved instantiation); `--approved-only` as the environment.
+    let out = run(true, &["generate", "--bytes", "16", "--format", "hex"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.stdout.len(), 33);
     refused(run(true, &["generate", "--alg", "chacha20", "--bytes", "4"]));
-    refused(run(true, &["generate", "--alg", "blake3", "--bytes", "4", "--seed", "00"]));
+    refused(run(false, &["generate", "--alg", "chacha20", "--bytes", "4", "--approved-only"]));
+    refused(run(true, &["generate", "--alg", "aes256ctr", "--bytes", "4", "--seed", "00"]));
     assert!(run(true, &["generate", "--alg", "hmac_sha256", "--bytes", "4"]).status.success());
+    assert!(run(false, &["generate", "--alg", "blake3", "--bytes", "4", "--seed", "00"]).status.success());
+    // An algorithm the configuration does not enable is refused, as the server refuses it.
+    let mut only_aes = std::process::Command::new(env!("CARGO_BIN_EXE_drbgd"));
+    only_aes
+        .args(["generate", "--alg", "hash_sha256", "--bytes", "4"])
+        .env("DRBGD__DRBG__ENABLED", "[\"aes256ctr\"]");
+    let out = only_aes.env("DRBGD__DRBG__DEFAULT_ALG", "aes256ctr").output().unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("drbg.enabled"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 
     // keygen receipt: drawn from the approved default, or refused for chacha20 (no file left).
     let out = run(true, &["keygen", "receipt", "--out", &path("r1.pem")]);
@@ -134,6 +145,8 @@ fn approved_only_reaches_the_key_and_output_commands() {
     assert!(!dir.join("r2.pem").exists());
     let out = run(false, &["keygen", "receipt", "--out", &path("r3.pem")]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("chacha20"));
+    let out = run(false, &["keygen", "receipt", "--out", &path("r4.pem"), "--approved-only"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("aes256ctr"), "--approved-only as the environment");
 
     // beacon keygen: refused, with or without --alg; without the setting it makes a key.
     refused(run(true, &["beacon", "keygen", "--out", &path("b1.key")]));

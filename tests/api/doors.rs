@@ -181,3 +181,47 @@ async fn an_untrusted_proxy_list_entry_is_a_configuration_error() {
     let error = Settings::load(None, overrides).map(drop).unwrap_err().to_string();
     assert!(error.contains("server.trusted_proxies"), "{error}");
 }
+
+/// A stream that its client never reads, from `from`: a small receive window, so the server's
+/// chunk stays with it (and its permit of the stream budget held).
+async fn unread_stream(app: &TestApp, from: &str) -> tokio::net::TcpStream {
+    let socket = TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    socket.bind(format!("{from}:0").parse().unwrap()).unwrap();
+    let addr = app.api.trim_start_matches("http://").parse().unwrap();
+    let mut stream = socket.connect(addr).await.unwrap();
+    let head = "GET /bits?n=100000000&format=binary HTTP/1.1\r\nHost: drbgd\r\n\r\n";
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream
+}
+
+/// With auth off everyone is `anonymous`, and its streams take their peer's share of the
+/// stream budget (a sixteenth): one address's unread streams hold its own share only, and the
+/// next address is served at once. The budget here is sixteen chunks, so a peer's share is one.
+#[tokio::test]
+async fn anonymous_streams_hold_their_peer_s_share_only() {
+    let chunk = 49_152;
+    let budget = 16 * drbgd::service::budget::chunk_cost(chunk);
+    let mut settings = crate::helpers::test_settings();
+    settings.limits.stream_chunk_bytes = chunk;
+    settings.limits.stream_buffer_bytes = budget;
+    let app = spawn(settings).await;
+    let _held = [unread_stream(&app, "127.0.0.2").await, unread_stream(&app, "127.0.0.2").await];
+    let url = app.url("/bits?n=10000000&format=binary");
+    // The flooding address's own next stream waits in its share...
+    let flooder = client_from("127.0.0.2");
+    let waiting = eventually(Duration::from_secs(5), || async {
+        let r = flooder.get(&url).send().await.unwrap();
+        assert_eq!(r.status(), 200);
+        tokio::time::timeout(Duration::from_millis(500), r.bytes()).await.is_err()
+    })
+    .await;
+    assert!(waiting, "the flooding address's unread streams never held its share");
+    // ...while another address is served whole.
+    let body = tokio::time::timeout(Duration::from_secs(5), async {
+        client_from("127.0.0.3").get(&url).send().await.unwrap().bytes().await.unwrap()
+    })
+    .await
+    .expect("another address's stream is served");
+    assert_eq!(body.len(), 1_250_000);
+}
