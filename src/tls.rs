@@ -1,4 +1,4 @@
-//! Optional TLS for the API listener (rustls with the ring provider): certificate chain and
+//! Optional TLS for the API listener (rustls with the aws-lc-rs provider): certificate chain and
 //! key from PEM files, ALPN offering HTTP/2 (for gRPC) and HTTP/1.1. The acceptor is
 //! reloadable: [`ReloadableAcceptor::reload`] builds a new one from the files and swaps it in;
 //! connections already open keep the one they were accepted with.
@@ -14,7 +14,7 @@ use anyhow::Context;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use tokio_rustls::TlsAcceptor;
-use tokio_rustls::rustls::crypto::ring;
+use tokio_rustls::rustls::crypto::aws_lc_rs;
 use tokio_rustls::rustls::server::WebPkiClientVerifier;
 use tokio_rustls::rustls::{RootCertStore, ServerConfig};
 
@@ -104,7 +104,7 @@ pub fn acceptor(settings: &TlsSettings) -> anyhow::Result<TlsAcceptor> {
     anyhow::ensure!(!certs.is_empty(), "tls.cert_file {} holds no certificate", settings.cert_file);
     let key = PrivateKeyDer::from_pem_file(&settings.key_file)
         .with_context(|| format!("tls.key_file {}: no readable private key", settings.key_file))?;
-    let provider = Arc::new(ring::default_provider());
+    let provider = Arc::new(aws_lc_rs::default_provider());
     let builder = ServerConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .context("TLS protocol versions")?;

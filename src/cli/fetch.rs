@@ -1,4 +1,4 @@
-//! `drbgd verify --jwks URL`: one GET of a JWK set, over HTTPS (rustls with the ring
+//! `drbgd verify --jwks URL`: one GET of a JWK set, over HTTPS (rustls with the aws-lc-rs
 //! provider, as the server's TLS; the Mozilla roots of `webpki-roots`, or `--ca FILE`'s) or,
 //! to a loopback address only, plain HTTP: the keys fetched decide what verifies, so they
 //! never come over a path anyone between could rewrite.
@@ -128,7 +128,7 @@ fn client_config(ca: Option<&Path>) -> anyhow::Result<rustls::ClientConfig> {
         }
         None => roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned()),
     }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     Ok(rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()?
         .with_root_certificates(roots)

@@ -9,6 +9,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, anyhow, bail, ensure};
+use aws_lc_rs::signature::Ed25519KeyPair;
 use ed25519_dalek::pkcs8::spki::der::pem::LineEnding;
 use ed25519_dalek::pkcs8::{
     DecodePrivateKey, DecodePublicKey, EncodePrivateKey, EncodePublicKey, KeypairBytes,
@@ -16,8 +17,6 @@ use ed25519_dalek::pkcs8::{
 use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
 use sha2::{Digest, Sha256};
 use zeroize::{Zeroize, Zeroizing};
-
-use crate::drbg::secret_mem::SecretSlice;
 
 /// Bytes of the public key's SHA-256 a key id shows (16 hex digits).
 const KEY_ID_BYTES: usize = 8;
@@ -42,8 +41,10 @@ impl PublicKey {
 /// public half, the signer's first.
 #[derive(Default)]
 pub struct KeyRing {
-    /// The signing key, alone in its protected pages; `None`: no key signs.
-    signer: Option<SecretSlice<SigningKey>>,
+    /// The signing key, as aws-lc holds it (its own allocation, cleansed when freed); `None`:
+    /// no key signs. aws-lc-rs signs in about half ed25519-dalek's time (benches/README.md,
+    /// "Receipts"); the key is read and checked, and receipts verified, with ed25519-dalek.
+    signer: Option<Ed25519KeyPair>,
     public: Vec<PublicKey>,
     files: Vec<PathBuf>,
 }
@@ -74,10 +75,10 @@ impl KeyRing {
             let file = read(path, &mut warnings).with_context(context)?;
             let key = match file {
                 KeyFile::Private(keypair) if i == 0 => {
-                    let signer = SecretSlice::try_from_fn(1, |_| SigningKey::try_from(&keypair.0))
+                    let signing = SigningKey::try_from(&keypair.0)
                         .map_err(|e| anyhow!("{}: not an Ed25519 key: {e}", context()))?;
-                    let key = signer.first().map(SigningKey::verifying_key).context("no key")?;
-                    ring.signer = Some(signer);
+                    let key = signing.verifying_key();
+                    ring.signer = Some(signer(&signing).with_context(context)?);
                     key
                 }
                 KeyFile::Private(keypair) => SigningKey::try_from(&keypair.0)
@@ -131,10 +132,26 @@ impl KeyRing {
 
     /// The Ed25519 signature of `message` by the signing key; `None` when no key signs.
     pub fn sign(&self, message: &[u8]) -> Option<[u8; Signature::BYTE_SIZE]> {
-        let key = self.signer.as_ref()?.first()?;
-        let signature: Signature = key.sign(message);
-        Some(signature.to_bytes())
+        let signature = self.signer.as_ref()?.sign(message);
+        signature.as_ref().try_into().ok()
     }
+}
+
+/// `signing` as aws-lc's key pair, checked: its public key must be dalek's, and a signature of
+/// each must be the other's (Ed25519 signatures are deterministic) and verify strictly.
+fn signer(signing: &SigningKey) -> anyhow::Result<Ed25519KeyPair> {
+    let seed = Zeroizing::new(signing.to_bytes());
+    let public = signing.verifying_key();
+    let pair = Ed25519KeyPair::from_seed_and_public_key(&seed[..], public.as_bytes())
+        .map_err(|e| anyhow!("aws-lc refused the key: {e}"))?;
+    let probe = b"drbgd receipt signing key check";
+    let theirs = pair.sign(probe);
+    let ours = signing.sign(probe).to_bytes();
+    ensure!(theirs.as_ref() == ours.as_slice(), "aws-lc and ed25519-dalek sign differently with this key");
+    public
+        .verify_strict(probe, &Signature::from_bytes(&ours))
+        .context("the key's own signature does not verify")?;
+    Ok(pair)
 }
 
 /// A key's id: the first 16 hex digits of the SHA-256 of its raw 32-byte public key.

@@ -347,7 +347,7 @@ async fn version_names_the_server_and_its_version() {
 #[tokio::test]
 async fn tls_serves_the_api_with_the_configured_certificate() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    use tokio_rustls::rustls::{ClientConfig, RootCertStore, crypto::ring};
+    use tokio_rustls::rustls::{ClientConfig, RootCertStore, crypto::aws_lc_rs};
 
     let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
     let dir = std::env::temp_dir().join(format!("drbgd-tls-{}", std::process::id()));
@@ -364,7 +364,7 @@ async fn tls_serves_the_api_with_the_configured_certificate() {
 
     let mut roots = RootCertStore::empty();
     roots.add(cert.cert.der().clone()).unwrap();
-    let config = ClientConfig::builder_with_provider(Arc::new(ring::default_provider()))
+    let config = ClientConfig::builder_with_provider(Arc::new(aws_lc_rs::default_provider()))
         .with_safe_default_protocol_versions()
         .unwrap()
         .with_root_certificates(roots)

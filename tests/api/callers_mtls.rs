@@ -54,10 +54,10 @@ async fn mtls_get(
     path: &str,
 ) -> std::io::Result<String> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    use tokio_rustls::rustls::{ClientConfig, RootCertStore, crypto::ring};
+    use tokio_rustls::rustls::{ClientConfig, RootCertStore, crypto::aws_lc_rs};
     let mut roots = RootCertStore::empty();
     roots.add(ca.clone()).unwrap();
-    let builder = ClientConfig::builder_with_provider(Arc::new(ring::default_provider()))
+    let builder = ClientConfig::builder_with_provider(Arc::new(aws_lc_rs::default_provider()))
         .with_safe_default_protocol_versions()
         .unwrap()
         .with_root_certificates(roots);

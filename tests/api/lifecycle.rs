@@ -306,10 +306,10 @@ fn issue(name: &str) -> (String, String, rustls_pki_types::CertificateDer<'stati
 
 /// A TLS client trusting only `ca`.
 fn connector(ca: &rustls_pki_types::CertificateDer<'static>) -> tokio_rustls::TlsConnector {
-    use tokio_rustls::rustls::{ClientConfig, RootCertStore, crypto::ring};
+    use tokio_rustls::rustls::{ClientConfig, RootCertStore, crypto::aws_lc_rs};
     let mut roots = RootCertStore::empty();
     roots.add(ca.clone()).unwrap();
-    let config = ClientConfig::builder_with_provider(Arc::new(ring::default_provider()))
+    let config = ClientConfig::builder_with_provider(Arc::new(aws_lc_rs::default_provider()))
         .with_safe_default_protocol_versions()
         .unwrap()
         .with_root_certificates(roots)
