@@ -66,6 +66,11 @@ impl App {
         entropy: Arc<dyn EntropySource>,
     ) -> anyhow::Result<Self> {
         settings.validate()?;
+        // The process's rustls provider, for the configurations built without one named (the
+        // Redis client's): AWS-LC's, as the listener's. Only this one is compiled in; named
+        // here, a second one a dependency might enable some day cannot make rustls panic on
+        // choosing. (Already installed by an earlier build in this process: kept.)
+        let _ = tokio_rustls::rustls::crypto::aws_lc_rs::default_provider().install_default();
         let failures = start_up_self_tests();
         Self::build_tested(settings, entropy, failures).await
     }

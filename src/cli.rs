@@ -100,17 +100,8 @@ enum KeygenCommand {
         /// The file to write.
         #[arg(long)]
         out: std::path::PathBuf,
-        /// The generator that draws the key (aliases accepted); by default the configured
-        /// `drbg.default_alg` (chacha20, or aes256ctr with `drbg.approved_only`).
-        #[arg(long, value_parser = parse_alg)]
-        alg: Option<Algorithm>,
-        /// A TOML file layered over the embedded defaults: its `[drbg]` (approved_only,
-        /// default_alg, enabled) rules the generator, as the server's.
-        #[arg(long, env = "DRBGD_CONFIG")]
-        config: Option<std::path::PathBuf>,
-        /// SP 800-90A mechanisms only (sets drbg.approved_only, as `serve --approved-only`).
-        #[arg(long)]
-        approved_only: bool,
+        #[command(flatten)]
+        drawing: Drawing,
     },
     /// The beacon's secret key: the same as `drbgd beacon keygen`.
     Beacon(BeaconKeygenArgs),
@@ -121,14 +112,28 @@ struct BeaconKeygenArgs {
     /// The file to write (created with mode 0600; an existing file is never overwritten).
     #[arg(long)]
     out: std::path::PathBuf,
-    /// A TOML file layered over the embedded defaults: its `[beacon]` period_s, genesis_time and
-    /// beacon_id make the chain hash printed.
-    #[arg(long, env = "DRBGD_CONFIG")]
-    config: Option<std::path::PathBuf>,
-    /// The generator that draws the key (aliases accepted); by default the configured
-    /// `drbg.default_alg`.
+    /// Its `[beacon]` period_s, genesis_time and beacon_id make the chain hash printed.
+    #[command(flatten)]
+    drawing: Drawing,
+}
+
+/// What a command that makes keys or output draws from, read as the server reads it
+/// ([`drawn_from`]).
+#[derive(Debug, Args)]
+struct Drawing {
+    /// The generator (aliases accepted); by default the configured `drbg.default_alg`
+    /// (chacha20, or aes256ctr with `drbg.approved_only`).
     #[arg(long, value_parser = parse_alg)]
     alg: Option<Algorithm>,
+    /// A TOML file layered over the embedded defaults: its `[drbg]` (approved_only,
+    /// default_alg, enabled) rules the generator, as the server's (and for `beacon keygen`, its
+    /// `[beacon]` names the chain).
+    #[arg(long, env = "DRBGD_CONFIG")]
+    config: Option<std::path::PathBuf>,
+    /// SP 800-90A mechanisms only (sets drbg.approved_only, as `serve --approved-only`):
+    /// `generate --seed` and `beacon keygen` are then refused.
+    #[arg(long)]
+    approved_only: bool,
 }
 
 #[derive(Debug, Args, Default)]
@@ -162,19 +167,10 @@ struct ServeArgs {
 
 #[derive(Debug, Args)]
 struct GenerateArgs {
-    /// Algorithm: chacha20, aes256ctr, blake3, randen, aes128ctr, aes192ctr, hash_sha256,
-    /// hash_sha512, hmac_sha256 or hmac_sha512 (aliases accepted); by default the configured
-    /// `drbg.default_alg` (chacha20, or aes256ctr with `drbg.approved_only`).
-    #[arg(long, value_parser = parse_alg)]
-    alg: Option<Algorithm>,
-    /// A TOML file layered over the embedded defaults: its `[drbg]` (approved_only,
-    /// default_alg, enabled) rules the generator, as the server's.
-    #[arg(long, env = "DRBGD_CONFIG")]
-    config: Option<std::path::PathBuf>,
-    /// SP 800-90A mechanisms only (sets drbg.approved_only, as `serve --approved-only`);
-    /// `--seed` is then refused.
-    #[arg(long)]
-    approved_only: bool,
+    /// Algorithm (--alg: chacha20, aes256ctr, blake3, randen, aes128ctr, aes192ctr,
+    /// hash_sha256, hash_sha512, hmac_sha256 or hmac_sha512), configuration, approved-only.
+    #[command(flatten)]
+    drawing: Drawing,
     /// Number of bits (packed MSB-first; the last byte's unused bits are zero).
     #[arg(long, conflicts_with = "bytes")]
     bits: Option<u64>,
@@ -220,8 +216,8 @@ pub fn main() -> ExitCode {
         Some(Command::Selftest) => run_selftest(),
         Some(Command::Healthcheck { admin }) => healthcheck(admin),
         Some(Command::Verify(args)) => verify(&args),
-        Some(Command::Keygen { what: KeygenCommand::Receipt { out, alg, config, approved_only } }) => {
-            keygen_receipt(&out, alg, config.as_deref(), approved_only)
+        Some(Command::Keygen { what: KeygenCommand::Receipt { out, drawing } }) => {
+            keygen_receipt(&out, &drawing)
         }
         Some(Command::Keygen { what: KeygenCommand::Beacon(args) }) => beacon_keygen(&args),
         Some(Command::Beacon(BeaconCommand::Keygen(args))) => beacon_keygen(&args),
@@ -345,19 +341,21 @@ fn verify(args: &VerifyArgs) -> anyhow::Result<()> {
 
 /// `drbgd keygen receipt --out FILE`: 32 bytes from `alg` (reseeded from the OS first) as an
 /// Ed25519 private key in PKCS#8 PEM, written to a new file of mode 0600.
-fn keygen_receipt(
-    out: &std::path::Path,
-    alg: Option<Algorithm>,
-    config: Option<&std::path::Path>,
-    approved_only: bool,
-) -> anyhow::Result<()> {
-    let settings = load_settings(config, approved_only)?;
-    let secret = key_material(drawn_from(alg, &settings.drbg)?)?;
+fn keygen_receipt(out: &std::path::Path, drawing: &Drawing) -> anyhow::Result<()> {
+    let settings = drawing.settings()?;
+    let secret = key_material(drawn_from(drawing.alg, &settings.drbg)?)?;
     let (pem, public) = crate::receipts::keys::private_pem(&secret)?;
     write_new_secret(out, pem.as_bytes())?;
     println!("key_id: {}", public.id);
     print!("{}", crate::receipts::keys::public_pem(&public.key)?);
     Ok(())
+}
+
+impl Drawing {
+    /// The settings it reads ([`load_settings`]).
+    fn settings(&self) -> anyhow::Result<crate::config::Settings> {
+        load_settings(self.config.as_deref(), self.approved_only)
+    }
 }
 
 /// The settings a command other than `serve` reads: the embedded defaults, `config`, the
@@ -477,10 +475,10 @@ fn source(args: &GenerateArgs, alg: Algorithm) -> anyhow::Result<Source> {
 /// first, before a key is made). Refused with `drbg.approved_only`, whose server refuses the
 /// beacon (its BLS signatures are no approved mechanism).
 fn beacon_keygen(args: &BeaconKeygenArgs) -> anyhow::Result<()> {
-    let settings = load_settings(args.config.as_deref(), false)?;
+    let settings = args.drawing.settings()?;
     anyhow::ensure!(
         !settings.drbg.approved_only,
-        "refusing to make a beacon key: drbg.approved_only is set ([drbg] approved_only, or \
+        "refusing to make a beacon key: drbg.approved_only is set ([drbg] approved_only, --approved-only or \
          DRBGD__DRBG__APPROVED_ONLY), and a server so configured refuses the beacon (its BLS \
          signatures are not an approved mechanism)"
     );
@@ -488,7 +486,7 @@ fn beacon_keygen(args: &BeaconKeygenArgs) -> anyhow::Result<()> {
     if beacon.genesis_time != 0 {
         beacon.validate_chain()?;
     }
-    let ikm = key_material(drawn_from(args.alg, &settings.drbg)?)?;
+    let ikm = key_material(drawn_from(args.drawing.alg, &settings.drbg)?)?;
     let signer = Signer::from_key_material(&ikm[..IKM_LEN])?;
     crate::beacon::key::selftest(&signer)
         .map_err(|what| anyhow::anyhow!("the new key failed its check: {what}"))?;
@@ -566,13 +564,13 @@ fn generate(args: &GenerateArgs) -> anyhow::Result<()> {
         set_keystream(Keystream::Own(path));
         crate::drbg::chacha20::avx2::set_use(crate::drbg::chacha20::avx2::Use::Always);
     }
-    let drbg = load_settings(args.config.as_deref(), args.approved_only)?.drbg;
+    let drbg = args.drawing.settings()?.drbg;
     anyhow::ensure!(
         !(drbg.approved_only && args.seed.is_some()),
         "--seed is refused with drbg.approved_only ([drbg] approved_only, DRBGD__DRBG__APPROVED_ONLY or \
          --approved-only): a caller's seed is no approved instantiation (it is for tests and experiments)"
     );
-    let alg = drawn_from(args.alg, &drbg)?;
+    let alg = drawn_from(args.drawing.alg, &drbg)?;
     let mut fill = source(args, alg)?;
     let total_bits = match (args.bits, args.bytes) {
         _ if args.endless => None,

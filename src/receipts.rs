@@ -8,7 +8,7 @@
 //! This module owns the receipts' domain, for every transport (it knows nothing of HTTP):
 //!
 //! - [`keys`]: the keys, read from PKCS#8 PEM files (the first signs, the rest verify), the
-//!   signing key in the same protected memory as generator state; key ids.
+//!   signing key held by AWS-LC (which signs), cleansed when replaced; key ids.
 //! - [`random`]: the `random` object of each endpoint's output, numbers JSON carries exactly.
 //! - [`sign`]: the serial (a UUIDv7), the time, the canonical JSON and its signature.
 //! - [`verify`]: a receipt checked against a set of keys, with the reason when it fails.

@@ -1,9 +1,10 @@
 //! The receipt keys: Ed25519 (RFC 8032) keys read from PEM files, PKCS#8 private keys
 //! (`BEGIN PRIVATE KEY`, as `openssl genpkey -algorithm ed25519` and `drbgd keygen receipt`
 //! write them) or, after the first, SPKI public keys (`BEGIN PUBLIC KEY`: a retired key whose
-//! receipts still verify). The first key signs; its secret is kept in the same dump-excluded,
-//! locked-where-possible memory as generator state, wiped on drop, and never shown: `Debug`
-//! prints key ids. A key's id is the first 16 hex digits of the SHA-256 of its raw 32-byte
+//! receipts still verify). The first key signs; its secret is held by AWS-LC (aws-lc-rs signs
+//! in about half ed25519-dalek's time), in AWS-LC's own allocation, cleansed when the ring is
+//! dropped: not in generator state's locked, dump-excluded pages (docs/security.md says so).
+//! It is never shown: `Debug` prints key ids. A key's id is the first 16 hex digits of the SHA-256 of its raw 32-byte
 //! public key.
 
 use std::path::{Path, PathBuf};
@@ -132,7 +133,7 @@ impl KeyRing {
 
     /// The Ed25519 signature of `message` by the signing key; `None` when no key signs.
     pub fn sign(&self, message: &[u8]) -> Option<[u8; Signature::BYTE_SIZE]> {
-        let signature = self.signer.as_ref()?.sign(message);
+        let signature = self.signer.as_ref()?.try_sign(message).ok()?;
         signature.as_ref().try_into().ok()
     }
 }
@@ -145,7 +146,7 @@ fn signer(signing: &SigningKey) -> anyhow::Result<Ed25519KeyPair> {
     let pair = Ed25519KeyPair::from_seed_and_public_key(&seed[..], public.as_bytes())
         .map_err(|e| anyhow!("aws-lc refused the key: {e}"))?;
     let probe = b"drbgd receipt signing key check";
-    let theirs = pair.sign(probe);
+    let theirs = pair.try_sign(probe).map_err(|e| anyhow!("aws-lc cannot sign with the key: {e}"))?;
     let ours = signing.sign(probe).to_bytes();
     ensure!(theirs.as_ref() == ours.as_slice(), "aws-lc and ed25519-dalek sign differently with this key");
     public

@@ -27,8 +27,11 @@ pub const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
 /// One member's value: the only kinds a receipt holds.
 #[derive(Clone, PartialEq, Eq)]
 pub enum Field {
-    /// A string (output, names, decimal digits of an integer beyond 2^53).
+    /// A string (output, the caller's name, decimal digits of an integer beyond 2^53).
     Text(String),
+    /// A name of drbgd's own (an endpoint's path, a generator's or a format's): no output,
+    /// nothing to copy or wipe.
+    Name(&'static str),
     /// An integer within ±[`MAX_SAFE_INTEGER`].
     Int(i64),
     /// A boolean.
@@ -60,7 +63,7 @@ impl Zeroize for Field {
         match self {
             Field::Text(s) => s.zeroize(),
             Field::Texts(items) => items.iter_mut().for_each(Zeroize::zeroize),
-            Field::Int(_) | Field::Bool(_) => {}
+            Field::Int(_) | Field::Bool(_) | Field::Name(_) => {}
         }
     }
 }
@@ -92,7 +95,7 @@ impl Random {
     fn new(route: Route, alg: crate::drbg::Algorithm) -> Self {
         // Room for every member a receipt has, stamp included: no reallocation.
         let random = Random { fields: Vec::with_capacity(16) };
-        random.with("endpoint", route.path()).with("alg", alg.name())
+        random.with("endpoint", Field::Name(route.path())).with("alg", Field::Name(alg.name()))
     }
 
     /// This object with `key` set to `value` (a key set before is replaced, its value wiped).
@@ -124,11 +127,11 @@ impl Random {
         let data = String::from_utf8(text).unwrap_or_default();
         let random = Random::new(route, req.alg())
             .with("n", integer_u64(n))
-            .with("format", req.format().name())
+            .with("format", Field::Name(req.format().name()))
             .with("pr", req.pr())
             .with("data", data);
         match data_encoding {
-            Some(encoding) => random.with("data_encoding", encoding),
+            Some(encoding) => random.with("data_encoding", Field::Name(encoding)),
             None => random,
         }
     }
@@ -137,7 +140,7 @@ impl Random {
     pub fn secret(route: Route, secret: &Secret) -> Self {
         Random::new(route, secret.alg)
             .with("bytes", integer_u64(secret.bytes))
-            .with("format", secret.format.name())
+            .with("format", Field::Name(secret.format.name()))
             .with("data", secret.value.as_str())
     }
 
@@ -164,14 +167,16 @@ impl Random {
     /// ASCII, so byte order is UTF-16 order), no white space, strings escaped as
     /// ECMAScript's `JSON.stringify` escapes them, integers in decimal. Written into one
     /// buffer of the exact length, measured first, so no reallocation leaves a copy of the
-    /// output unwiped.
-    pub(super) fn canonical_json(&self) -> Zeroizing<String> {
+    /// output unwiped; `None` if the text came out of another length than measured (a bug:
+    /// the receipt is refused rather than served from a buffer that grew).
+    pub(super) fn canonical_json(&self) -> Option<Zeroizing<String>> {
         let mut members: Vec<&(&'static str, Field)> = self.fields.iter().collect();
         members.sort_unstable_by_key(|(name, _)| *name);
         let len = 2
             + members.len().saturating_sub(1)
             + members.iter().map(|(name, value)| text_len(name) + 1 + field_len(value)).sum::<usize>();
         let mut out = Zeroizing::new(String::with_capacity(len));
+        let capacity = out.capacity();
         out.push('{');
         for (i, (name, value)) in members.into_iter().enumerate() {
             if i > 0 {
@@ -182,8 +187,7 @@ impl Random {
             write_field(&mut out, value);
         }
         out.push('}');
-        debug_assert_eq!(out.len(), len, "the length measured is the length written");
-        out
+        (out.len() == len && out.capacity() == capacity).then_some(out)
     }
 
     /// The fields, for tests that read them.
@@ -195,11 +199,12 @@ impl Random {
 
 /// `n` as a JSON number where every reader takes it exactly, else as a decimal string.
 pub fn integer(n: i64) -> Field {
-    if (-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(&n) {
-        Field::Int(n)
-    } else {
-        Field::Text(n.to_string())
-    }
+    if safe(n) { Field::Int(n) } else { Field::Text(n.to_string()) }
+}
+
+/// Whether every JSON reader takes `n` exactly (within ±[`MAX_SAFE_INTEGER`]).
+fn safe(n: i64) -> bool {
+    (-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(&n)
 }
 
 /// [`integer`] of an unsigned number.
@@ -225,14 +230,28 @@ fn escape(b: u8) -> Option<&'static str> {
     }
 }
 
+/// Whether any byte of `s` is escaped: a pass without early exit, which the compiler turns
+/// into SIMD (most strings of a receipt have none: hex, base64, UUIDs, names).
+fn any_escape(s: &str) -> bool {
+    s.bytes().fold(false, |any, b| any | (b < 0x20) | (b == b'"') | (b == b'\\'))
+}
+
 /// The length of `s` written as a JSON string.
 fn text_len(s: &str) -> usize {
+    if !any_escape(s) {
+        return 2 + s.len();
+    }
     2 + s.bytes().map(|b| escape(b).map_or(1, str::len)).sum::<usize>()
 }
 
 /// `s` as a JSON string; runs of bytes that need no escape are copied whole.
 fn write_text(out: &mut String, s: &str) {
     out.push('"');
+    if !any_escape(s) {
+        out.push_str(s);
+        out.push('"');
+        return;
+    }
     let mut start = 0;
     for (i, b) in s.bytes().enumerate() {
         if let Some(escaped) = escape(b) {
@@ -249,6 +268,9 @@ fn write_text(out: &mut String, s: &str) {
 fn field_len(value: &Field) -> usize {
     match value {
         Field::Text(s) => text_len(s),
+        Field::Name(s) => text_len(s),
+        // Beyond ±(2^53 − 1) a number is a string of its digits ([`integer`]), whoever built it.
+        Field::Int(n) if !safe(*n) => 2 + itoa::Buffer::new().format(*n).len(),
         Field::Int(n) => itoa::Buffer::new().format(*n).len(),
         Field::Bool(b) => {
             if *b {
@@ -267,6 +289,8 @@ fn field_len(value: &Field) -> usize {
 fn write_field(out: &mut String, value: &Field) {
     match value {
         Field::Text(s) => write_text(out, s),
+        Field::Name(s) => write_text(out, s),
+        Field::Int(n) if !safe(*n) => write_text(out, itoa::Buffer::new().format(*n)),
         Field::Int(n) => out.push_str(itoa::Buffer::new().format(*n)),
         Field::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
         Field::Texts(items) => {
@@ -308,7 +332,7 @@ mod tests {
         assert!(random.get("count") == Some(&Field::Int(3)));
         let list = Field::Texts(vec!["-9223372036854775808".into(), "0".into(), "6".into()]);
         assert!(random.get("data") == Some(&list));
-        assert!(random.get("endpoint") == Some(&text("/int")));
+        assert!(random.get("endpoint") == Some(&Field::Name("/int")));
     }
 
     #[test]
@@ -318,9 +342,9 @@ mod tests {
         let req = BytesRequest::new(&rules, Some(3), None, Encoding::Binary, false).unwrap().into_bits();
         let random = Random::bits(Route::Bytes, &req, &raw);
         assert!(random.get("n") == Some(&Field::Int(3)), "/bytes counts bytes");
-        assert!(random.get("format") == Some(&text("binary")));
+        assert!(random.get("format") == Some(&Field::Name("binary")));
         assert!(random.get("data") == Some(&text("/wCl")));
-        assert!(random.get("data_encoding") == Some(&text("base64")));
+        assert!(random.get("data_encoding") == Some(&Field::Name("base64")));
         assert!(random.get("pr") == Some(&Field::Bool(false)));
         let req = BitsRequest::new(&rules, Some(20), None, Encoding::Bits, false).unwrap();
         let random = Random::bits(Route::Bits, &req, &raw);
@@ -333,6 +357,7 @@ mod tests {
     fn as_value(random: &Random) -> serde_json::Value {
         let field = |value: &Field| match value {
             Field::Text(s) => serde_json::Value::from(s.as_str()),
+            Field::Name(s) => serde_json::Value::from(*s),
             Field::Int(n) => serde_json::Value::from(*n),
             Field::Bool(b) => serde_json::Value::from(*b),
             Field::Texts(items) => serde_json::Value::from(items.clone()),
@@ -362,10 +387,13 @@ mod tests {
                     integer(if i % 2 == 0 { MAX_SAFE_INTEGER } else { -MAX_SAFE_INTEGER }),
                 );
             let reference = serde_json_canonicalizer::to_string(&as_value(&random)).unwrap();
-            assert_eq!(*random.canonical_json(), reference, "{s:?}");
+            assert_eq!(*random.canonical_json().unwrap(), reference, "{s:?}");
         }
-        assert_eq!(*Random::default().canonical_json(), "{}");
+        assert_eq!(*Random::default().canonical_json().unwrap(), "{}");
         let empty_list = Random::default().with("data", Field::Texts(vec![]));
-        assert_eq!(*empty_list.canonical_json(), r#"{"data":[]}"#);
+        assert_eq!(*empty_list.canonical_json().unwrap(), r#"{"data":[]}"#);
+        // A number built past integer() is still written as integer() writes it.
+        let unsafe_int = Random::default().with("n", Field::Int(i64::MAX));
+        assert_eq!(*unsafe_int.canonical_json().unwrap(), r#"{"n":"9223372036854775807"}"#);
     }
 }

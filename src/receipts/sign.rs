@@ -148,7 +148,7 @@ pub fn sign(
         Some(data) => random.with("user_data", data),
         None => random,
     };
-    let json = random.canonical_json();
+    let json = random.canonical_json().ok_or(ApiError::Internal)?;
     drop(random);
     let signature = ring.sign(json.as_bytes()).ok_or(ApiError::Internal)?;
     Ok(Receipt {

@@ -213,15 +213,39 @@ pub(crate) fn keys(_: &Describe<'_>, _: &mut Components) -> PathItem {
     PathItem::new(HttpMethod::Get, op.build())
 }
 
-/// `POST /verify`: public, like the contract.
+/// `POST /verify`: public, like the contract. The body's shape is what the server reads
+/// (`receipts::verify::receipt_shape`: three levels deep, 64 members an object): `random`'s
+/// members are scalars, lists of scalars or objects of scalars. (The bound on all the values
+/// together, lists' items included, is not a schema's to say; the body's size bounds it too.)
 pub(crate) fn verify(_: &Describe<'_>, _: &mut Components) -> PathItem {
+    use utoipa::openapi::schema::{AdditionalProperties, ArrayBuilder, OneOfBuilder, Schema, SchemaType};
+    let scalar = || -> Schema {
+        let types = SchemaType::from_iter([Type::String, Type::Number, Type::Boolean, Type::Null]);
+        ObjectBuilder::new().schema_type(types).into()
+    };
+    let of_scalars = AdditionalProperties::RefOr(utoipa::openapi::RefOr::T(scalar()));
+    let object_of_scalars = ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .max_properties(Some(64))
+        .additional_properties(Some(of_scalars));
+    let member = OneOfBuilder::new()
+        .item(scalar())
+        .item(ArrayBuilder::new().items(utoipa::openapi::RefOr::T(scalar())))
+        .item(object_of_scalars);
     let receipt = ObjectBuilder::new()
         .schema_type(Type::Object)
         .property(
             "random",
             ObjectBuilder::new()
                 .schema_type(Type::Object)
-                .description(Some("The receipt's random object, as served (any member order and spacing)")),
+                .max_properties(Some(64))
+                .additional_properties(Some(AdditionalProperties::RefOr(utoipa::openapi::RefOr::T(
+                    member.into(),
+                ))))
+                .description(Some(
+                    "The receipt's random object, as served (any member order and spacing): at most 64 \
+                     members, each a string, number, boolean or null, or a list or object of them",
+                )),
         )
         .property(
             "signature",
