@@ -351,25 +351,20 @@ fn keygen_receipt(out: &std::path::Path, drawing: &Drawing) -> anyhow::Result<()
     Ok(())
 }
 
-impl Drawing {
-    /// The settings it reads ([`load_settings`]).
-    fn settings(&self) -> anyhow::Result<crate::config::Settings> {
-        load_settings(self.config.as_deref(), self.approved_only)
-    }
-}
+/// Where `drbg.approved_only` may be set, as refusals name them.
+const APPROVED_ONLY_SET_BY: &str = "[drbg] approved_only, DRBGD__DRBG__APPROVED_ONLY or --approved-only";
 
-/// The settings a command other than `serve` reads: the embedded defaults, `config`, the
-/// environment (`DRBGD__*`) and `--approved-only`, as the server's.
-fn load_settings(
-    config: Option<&std::path::Path>,
-    approved_only: bool,
-) -> anyhow::Result<crate::config::Settings> {
-    let overrides = match approved_only {
-        true => serde_json::json!({ "drbg": { "approved_only": true } }),
-        false => serde_json::json!({}),
-    };
-    let source = crate::config::ConfigSource { file: config.map(Into::into), overrides };
-    Ok(source.load()?)
+impl Drawing {
+    /// The settings a command other than `serve` reads: the embedded defaults, `--config`, the
+    /// environment (`DRBGD__*`) and `--approved-only`, as the server's.
+    fn settings(&self) -> anyhow::Result<crate::config::Settings> {
+        let overrides = match self.approved_only {
+            true => serde_json::json!({ "drbg": { "approved_only": true } }),
+            false => serde_json::json!({}),
+        };
+        let source = crate::config::ConfigSource { file: self.config.clone(), overrides };
+        Ok(source.load()?)
+    }
 }
 
 /// The generator a command that makes keys or output draws from, under the server's rules:
@@ -383,8 +378,8 @@ fn drawn_from(asked: Option<Algorithm>, drbg: &crate::config::DrbgSettings) -> a
         let approved: Vec<&str> =
             Algorithm::ALL.into_iter().filter(|a| a.approved()).map(Algorithm::name).collect();
         bail!(
-            "--alg {alg} is not an SP 800-90A mechanism and drbg.approved_only is set ([drbg] approved_only, \
-             DRBGD__DRBG__APPROVED_ONLY or --approved-only): use one of {}",
+            "--alg {alg} is not an SP 800-90A mechanism and drbg.approved_only is set ({APPROVED_ONLY_SET_BY}): \
+             use one of {}",
             approved.join(", ")
         )
     }
@@ -478,9 +473,8 @@ fn beacon_keygen(args: &BeaconKeygenArgs) -> anyhow::Result<()> {
     let settings = args.drawing.settings()?;
     anyhow::ensure!(
         !settings.drbg.approved_only,
-        "refusing to make a beacon key: drbg.approved_only is set ([drbg] approved_only, --approved-only or \
-         DRBGD__DRBG__APPROVED_ONLY), and a server so configured refuses the beacon (its BLS \
-         signatures are not an approved mechanism)"
+        "refusing to make a beacon key: drbg.approved_only is set ({APPROVED_ONLY_SET_BY}), and a server \
+         so configured refuses the beacon (its BLS signatures are not an approved mechanism)"
     );
     let beacon = &settings.beacon;
     if beacon.genesis_time != 0 {
@@ -567,8 +561,8 @@ fn generate(args: &GenerateArgs) -> anyhow::Result<()> {
     let drbg = args.drawing.settings()?.drbg;
     anyhow::ensure!(
         !(drbg.approved_only && args.seed.is_some()),
-        "--seed is refused with drbg.approved_only ([drbg] approved_only, DRBGD__DRBG__APPROVED_ONLY or \
-         --approved-only): a caller's seed is no approved instantiation (it is for tests and experiments)"
+        "--seed is refused with drbg.approved_only ({APPROVED_ONLY_SET_BY}): a caller's seed is no approved \
+         instantiation (it is for tests and experiments)"
     );
     let alg = drawn_from(args.drawing.alg, &drbg)?;
     let mut fill = source(args, alg)?;

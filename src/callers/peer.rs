@@ -18,7 +18,7 @@ use ipnet::IpNet;
 use tokio::time::Instant;
 
 use crate::error::ApiError;
-pub use crate::peer_key::{PeerKey, canonical_net};
+pub use crate::peer_key::PeerKey;
 
 /// One connection's peer, put on each of its requests by the network layer.
 #[derive(Debug)]
@@ -88,13 +88,13 @@ pub struct PeerLimits {
 /// address of `X-Forwarded-For` (all its fields, in order) that is not one of the trusted
 /// proxies, as proxies append the address they received from. A field that is not an
 /// address stops the walk at the proxy that wrote it (what lies before it is the client's
-/// to forge). Without a trusted proxy every client behind a load balancer is one peer. Every
-/// address is canonical before it is compared or returned (an IPv4-mapped IPv6 address is its
-/// IPv4 address), as are the trusted networks
-/// ([`canonical_net`], which `ServerSettings::trusted_proxy_nets` applies).
+/// to forge). Without a trusted proxy every client behind a load balancer is one peer. The
+/// addresses compared are canonical where they come in (an IPv4-mapped IPv6 address is its
+/// IPv4 address): the peer's in [`Peer::new`], the forwarded ones here, the trusted networks
+/// in `ServerSettings::trusted_proxy_nets` ([`crate::peer_key::canonical_net`]).
 pub fn client_addr(peer: Option<IpAddr>, headers: &HeaderMap, trusted: &[IpNet]) -> Option<IpAddr> {
     let trusts = |addr: &IpAddr| trusted.iter().any(|net| net.contains(addr));
-    let mut client = peer?.to_canonical();
+    let mut client = peer?;
     if !trusts(&client) {
         return Some(client);
     }
@@ -372,23 +372,24 @@ mod tests {
         let trusted: Vec<IpNet> = vec!["127.0.0.1/32".parse().unwrap()];
         let mut headers = HeaderMap::new();
         headers.append("x-forwarded-for", "::ffff:198.51.100.9".parse().unwrap());
-        let mapped_proxy: IpAddr = "::ffff:127.0.0.1".parse().unwrap();
-        assert_eq!(
-            client_addr(Some(mapped_proxy), &headers, &trusted),
-            Some("198.51.100.9".parse().unwrap())
-        );
+        // The peer as the network layer makes it (Peer::new) from what the socket says.
+        let peer = |addr: &str| Peer::new(Some(addr.parse().unwrap())).addr;
+        let from_proxy = client_addr(peer("::ffff:127.0.0.1"), &headers, &trusted);
+        assert_eq!(from_proxy, Some("198.51.100.9".parse().unwrap()));
         // Not from the proxy: the peer itself, canonical.
-        let mapped_client: IpAddr = "::ffff:192.0.2.3".parse().unwrap();
-        assert_eq!(client_addr(Some(mapped_client), &headers, &trusted), Some("192.0.2.3".parse().unwrap()));
-        assert_eq!(Peer::new(Some(mapped_client)).addr, Some("192.0.2.3".parse().unwrap()));
+        assert_eq!(peer("::ffff:192.0.2.3"), Some("192.0.2.3".parse().unwrap()));
+        assert_eq!(
+            client_addr(peer("::ffff:192.0.2.3"), &headers, &trusted),
+            Some("192.0.2.3".parse().unwrap())
+        );
         // A proxy listed in its mapped form matches its IPv4 address too.
-        let listed = [canonical_net("::ffff:127.0.0.0/104".parse().unwrap())];
+        let listed = [crate::peer_key::canonical_net("::ffff:127.0.0.0/104".parse().unwrap())];
         assert_eq!(listed[0], "127.0.0.0/8".parse::<IpNet>().unwrap());
         let v4_proxy: IpAddr = "127.0.0.1".parse().unwrap();
         assert_eq!(client_addr(Some(v4_proxy), &headers, &listed), Some("198.51.100.9".parse().unwrap()));
         // Real IPv6 stays IPv6.
         assert_eq!(
-            canonical_net("2001:db8::/32".parse().unwrap()),
+            crate::peer_key::canonical_net("2001:db8::/32".parse().unwrap()),
             "2001:db8::/32".parse::<IpNet>().unwrap()
         );
         assert_eq!(parse_forwarded("[2001:db8::1]"), Some("2001:db8::1".parse().unwrap()));

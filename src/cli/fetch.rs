@@ -5,7 +5,8 @@
 //!
 //! An HTTP/1.0 GET written here rather than an HTTP client crate: the server links none
 //! (reqwest is a test dependency), and one request answered with `Connection: close` and read
-//! to its end needs none.
+//! to its end needs none. The URL itself is parsed by the `url` crate (WHATWG), already in the
+//! graph through redis.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -17,6 +18,7 @@ use anyhow::{Context, bail, ensure};
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, ServerName};
 use tokio_rustls::rustls;
+use url::Position;
 
 /// Most bytes of a response read: far more than any JWK set.
 const MOST: u64 = 1 << 20;
@@ -96,7 +98,8 @@ impl Target {
             "http" => false,
             _ => bail!("{url}: an https:// URL (or http:// to a loopback address), or a file"),
         };
-        ensure!(parsed.username().is_empty() && parsed.password().is_none(), "{url}: user info in the URL");
+        // (The URL is not repeated: its user info may hold a password.)
+        ensure!(parsed.username().is_empty() && parsed.password().is_none(), "user info in a --jwks URL");
         let host = match parsed.host() {
             Some(url::Host::Domain(name)) if !name.is_empty() => name.to_owned(),
             Some(url::Host::Ipv4(v4)) => v4.to_string(),
@@ -104,14 +107,10 @@ impl Target {
             _ => bail!("{url}: no host"),
         };
         let port = parsed.port_or_known_default().with_context(|| format!("{url}: no port"))?;
-        let authority = match parsed.port() {
-            Some(port) => format!("{}:{port}", parsed.host_str().unwrap_or_default()),
-            None => parsed.host_str().unwrap_or_default().to_owned(),
-        };
-        let request_target = match parsed.query() {
-            Some(query) => format!("{}?{query}", parsed.path()),
-            None => parsed.path().to_owned(),
-        };
+        // The parser's own slices: host and port as written (a default port left out), path
+        // and query percent-encoded, without the fragment.
+        let authority = parsed[Position::BeforeHost..Position::AfterPort].to_owned();
+        let request_target = parsed[Position::BeforePath..Position::AfterQuery].to_owned();
         Ok(Target { tls, host, port, request_target, authority })
     }
 }

@@ -4,8 +4,8 @@
 //! receipts still verify). The first key signs; its secret is held by AWS-LC (aws-lc-rs signs
 //! in about half ed25519-dalek's time), in AWS-LC's own allocation, cleansed when the ring is
 //! dropped: not in generator state's locked, dump-excluded pages (docs/security.md says so).
-//! It is never shown: `Debug` prints key ids. A key's id is the first 16 hex digits of the SHA-256 of its raw 32-byte
-//! public key.
+//! It is never shown: `Debug` prints key ids. A key's id is the first 16 hex digits of the
+//! SHA-256 of its raw 32-byte public key.
 
 use std::path::{Path, PathBuf};
 

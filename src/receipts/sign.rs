@@ -21,12 +21,10 @@ pub const SERIAL_RANDOM_BYTES: usize = 10;
 /// When and under which serial a receipt is issued.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stamp {
-    /// The UUIDv7, hyphenated lowercase.
-    pub serial: String,
+    /// The serial, a UUIDv7, as a number (what [`Stamp::after`] compares).
+    serial: u128,
     /// RFC 3339, UTC, milliseconds (`2026-11-28T09:14:03.271Z`).
     pub issued_at: String,
-    /// The serial as a number (what [`Stamp::after`] compares).
-    value: u128,
 }
 
 impl Stamp {
@@ -34,8 +32,13 @@ impl Stamp {
     pub fn new(now: SystemTime, random: &[u8; SERIAL_RANDOM_BYTES]) -> Self {
         let ms =
             now.duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-        let uuid = uuid::Builder::from_unix_timestamp_millis(ms, random).into_uuid();
-        Stamp { serial: uuid.to_string(), issued_at: rfc3339_millis(ms), value: uuid.as_u128() }
+        let serial = uuid::Builder::from_unix_timestamp_millis(ms, random).into_uuid().as_u128();
+        Stamp { serial, issued_at: rfc3339_millis(ms) }
+    }
+
+    /// The serial, hyphenated lowercase.
+    pub fn serial(&self) -> String {
+        uuid::Uuid::from_u128(self.serial).to_string()
     }
 
     /// This stamp with a serial above `last` (then `last` becomes it): one more than `last`
@@ -48,23 +51,22 @@ impl Stamp {
         /// random bits) the low 80.
         const LOW: u128 = (1 << 80) - 1;
         const VARIANT: u128 = 0b11 << 62;
-        let drawn = self.value;
+        let drawn = self.serial;
         if drawn <= *last {
             let next = last.wrapping_add(1);
-            self.value = if next & VARIANT == *last & VARIANT {
+            self.serial = if next & VARIANT == *last & VARIANT {
                 next
             } else {
                 ((*last >> 80).wrapping_add(1) << 80) | (drawn & LOW)
             };
-            self.serial = uuid::Uuid::from_u128(self.value).to_string();
         }
-        *last = self.value;
+        *last = self.serial;
         self
     }
 }
 
 /// Milliseconds since the Unix epoch as RFC 3339 UTC with milliseconds, written digit by digit
-/// (`format!` was a tenth of a receipt's cost beside its signature).
+/// into a buffer of its length (every receipt has one; no formatting machinery).
 fn rfc3339_millis(ms: u64) -> String {
     let nanos = i128::from(ms) * 1_000_000;
     let t =
@@ -139,8 +141,9 @@ pub fn sign(
     user_data: Option<&str>,
 ) -> Result<Receipt, ApiError> {
     let key_id = ring.signing_key_id().ok_or(ApiError::Internal)?;
+    let serial = stamp.serial();
     let random = random
-        .with("serial", stamp.serial.as_str())
+        .with("serial", serial.as_str())
         .with("issued_at", stamp.issued_at.as_str())
         .with("caller", caller)
         .with("key_id", key_id);
@@ -151,11 +154,7 @@ pub fn sign(
     let json = random.canonical_json().ok_or(ApiError::Internal)?;
     drop(random);
     let signature = ring.sign(json.as_bytes()).ok_or(ApiError::Internal)?;
-    Ok(Receipt {
-        json,
-        signature: data_encoding::BASE64URL_NOPAD.encode(&signature),
-        serial: stamp.serial.clone(),
-    })
+    Ok(Receipt { json, signature: data_encoding::BASE64URL_NOPAD.encode(&signature), serial })
 }
 
 #[cfg(test)]
@@ -167,7 +166,7 @@ mod tests {
         let at = UNIX_EPOCH + std::time::Duration::from_millis(1_795_857_243_271);
         let stamp = Stamp::new(at, &[0xab; SERIAL_RANDOM_BYTES]);
         assert_eq!(stamp.issued_at, "2026-11-28T09:14:03.271Z");
-        let serial = uuid::Uuid::parse_str(&stamp.serial).unwrap();
+        let serial = uuid::Uuid::parse_str(&stamp.serial()).unwrap();
         assert_eq!(serial.get_version_num(), 7);
         let (secs, nanos) = serial.get_timestamp().unwrap().to_unix();
         assert_eq!((secs, nanos / 1_000_000), (1_795_857_243, 271));
@@ -181,8 +180,8 @@ mod tests {
         let mut last = 0u128;
         let first = Stamp::new(at, &[0xa0; SERIAL_RANDOM_BYTES]).after(&mut last);
         let second = Stamp::new(at, &[0x00; SERIAL_RANDOM_BYTES]).after(&mut last);
-        assert!(second.serial > first.serial, "{} then {}", first.serial, second.serial);
-        let second = uuid::Uuid::parse_str(&second.serial).unwrap();
+        assert!(second.serial() > first.serial(), "{} then {}", first.serial(), second.serial());
+        let second = uuid::Uuid::parse_str(&second.serial()).unwrap();
         assert_eq!(second.get_version_num(), 7);
         assert_eq!(second.get_variant(), uuid::Variant::RFC4122);
         // A carry into the variant bits moves to the next millisecond instead.
@@ -191,12 +190,12 @@ mod tests {
             (0xffff_ffff_fff0_u128 << 80) | (7 << 76) | (0xabc << 64) | (0b10 << 62) | ((1 << 62) - 1);
         let mut edge = full;
         let moved = Stamp::new(at, &[0; SERIAL_RANDOM_BYTES]).after(&mut edge);
-        let moved = uuid::Uuid::parse_str(&moved.serial).unwrap();
+        let moved = uuid::Uuid::parse_str(&moved.serial()).unwrap();
         assert!(moved.as_u128() > full && moved.get_version_num() == 7, "{moved}");
         assert_eq!(moved.get_variant(), uuid::Variant::RFC4122);
         // A later millisecond's serial is taken as drawn.
         let later = Stamp::new(at + std::time::Duration::from_millis(1), &[0; SERIAL_RANDOM_BYTES]);
-        assert_eq!(later.clone().after(&mut last).serial, later.serial);
+        assert_eq!(later.clone().after(&mut last).serial(), later.serial());
     }
 
     #[test]

@@ -279,7 +279,7 @@ mod tests {
             r#"{"random": 5, "signature": "x"}"#,
             r#"{"random": {}, "signature": 5}"#,
             r#"{"random": {}, "signature": "x", "extra": 1}"#,
-            "{nope",
+            "{nope}",
             // A member twice: which one counts would depend on the reader.
             r#"{"random": {"data": "FAKE", "data": "REAL"}, "signature": "x"}"#,
             r#"{"random": {}, "signature": "x", "signature": "y"}"#,
@@ -316,16 +316,15 @@ mod tests {
     #[test]
     fn bodies_outside_a_receipt_s_shape_are_malformed() {
         let none = |_: &str| None;
-        let members: String = (0..60_000).map(|i| format!(",\"m{i}\":0")).collect();
-        let wide = format!("{{\"random\":{{\"key_id\":\"k\"{members}}},\"signature\":\"x\"}}");
+        let mut members: serde_json::Map<String, Value> =
+            (0..60_000).map(|i| (format!("m{i}"), 0.into())).collect();
+        members.insert("key_id".into(), "k".into());
+        let wide = serde_json::to_string(&json!({ "random": members, "signature": "x" })).unwrap();
         let e = verify_json(wide.as_bytes(), receipt_shape(1000), none).unwrap_err();
         assert!(e.0.contains("more than 64 members"), "{e}");
         let whole = verify_json(wide.as_bytes(), Shape::ANY, none).unwrap();
         assert_eq!(whole.failure, Some(Reason::UnknownKey), "without a shape it is read whole");
-        let list = |n: usize| {
-            let items = vec!["\"1\""; n].join(",");
-            format!("{{\"random\":{{\"data\":[{items}]}},\"signature\":\"x\"}}")
-        };
+        let list = |n: usize| json!({ "random": { "data": vec!["1"; n] }, "signature": "x" }).to_string();
         // Lists up to the floor always pass; longer ones only where max_count allows them.
         let floor = list(LIST_FLOOR);
         let verdict = verify_json(floor.as_bytes(), receipt_shape(1000), none).unwrap();

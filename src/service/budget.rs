@@ -75,14 +75,14 @@ struct Owners {
 /// The stream budget's bytes of one chunk: given back when dropped.
 #[derive(Debug)]
 pub struct Permit {
-    _caller: OwnedSemaphorePermit,
+    _owner: OwnedSemaphorePermit,
     _all: OwnedSemaphorePermit,
 }
 
 /// What one stream takes its permits from: its owner's share and the whole budget.
 #[derive(Debug, Clone)]
 pub struct Shares {
-    caller: Arc<Semaphore>,
+    owner: Arc<Semaphore>,
     all: Arc<Semaphore>,
     /// A chunk's cost, at most the caller's share.
     cost: u32,
@@ -115,7 +115,7 @@ impl StreamBudget {
         };
         let share = owners.shares.entry(owner).or_insert_with(|| Arc::new(Semaphore::new(size)));
         let cost = u32::try_from(cost.min(size)).unwrap_or(u32::MAX);
-        Shares { caller: share.clone(), all: self.all.clone(), cost }
+        Shares { owner: share.clone(), all: self.all.clone(), cost }
     }
 
     /// Owners with a share in the table.
@@ -132,24 +132,24 @@ impl StreamBudget {
 }
 
 impl Shares {
-    /// A chunk's permit if both the caller's share and the budget have room now.
+    /// A chunk's permit if both the owner's share and the budget have room now.
     pub fn try_take(&self) -> Option<Permit> {
-        let caller = self.caller.clone().try_acquire_many_owned(self.cost).ok()?;
+        let owner = self.owner.clone().try_acquire_many_owned(self.cost).ok()?;
         let all = self.all.clone().try_acquire_many_owned(self.cost).ok()?;
-        Some(Permit { _caller: caller, _all: all })
+        Some(Permit { _owner: owner, _all: all })
     }
 
     /// A chunk's permit, once both have room.
     pub async fn take(self) -> Permit {
         // Never closed: an error cannot happen; were it one, the chunk waits for ever rather
         // than going without a permit.
-        let Ok(caller) = self.caller.acquire_many_owned(self.cost).await else {
+        let Ok(owner) = self.owner.acquire_many_owned(self.cost).await else {
             return std::future::pending().await;
         };
         let Ok(all) = self.all.acquire_many_owned(self.cost).await else {
             return std::future::pending().await;
         };
-        Permit { _caller: caller, _all: all }
+        Permit { _owner: owner, _all: all }
     }
 }
 
@@ -193,7 +193,7 @@ mod tests {
         assert!(budget.owners() <= SWEEP_FROM + 1, "{} shares kept", budget.owners());
         // The live share survived every sweep: its chunk still counts against it.
         let again = budget.shares(peer("198.51.100.1"), 1);
-        assert_eq!(again.caller.available_permits(), SWEEP_FROM * 32 / PEER_SHARE - 1);
+        assert_eq!(again.owner.available_permits(), SWEEP_FROM * 32 / PEER_SHARE - 1);
     }
 
     #[test]
