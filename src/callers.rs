@@ -23,7 +23,6 @@ pub mod peer;
 pub mod policy;
 pub mod quota;
 pub mod registry;
-pub mod settings;
 pub mod sigv4;
 
 use std::sync::{Arc, Mutex, RwLock};
@@ -33,7 +32,7 @@ use tokio::time::Instant;
 use serde::Serialize;
 
 pub use identity::ClientIdentity;
-pub use policy::{Policy, Route};
+pub use policy::{Draw, Policy, Route};
 pub use quota::{Kind, QuotaStore, Rate, Refusal};
 pub use registry::{Caller, Key, Registry};
 
@@ -374,13 +373,14 @@ impl Caller {
         self.store.scope(self.quota_state())
     }
 
-    /// Checks a parsed request against the caller's policy, then takes its random bytes from
-    /// the byte bucket.
+    /// Checks a parsed request's draw against the caller's policy ([`Policy::check`]), then
+    /// takes its random bytes from the byte bucket.
     ///
     /// # Errors
-    /// 403 `alg_not_allowed`, `n_not_allowed`, `pr_not_allowed`; 429 `rate_limited`. Counted.
-    pub fn permit(&self, alg: Algorithm, n_bits: u64, pr: bool, bytes: u64) -> Result<(), ApiError> {
-        let result = self.policy.check(alg, n_bits, pr).and_then(|()| match self.quota.bytes {
+    /// 403 `alg_not_allowed`, `n_not_allowed`, `pr_not_allowed`, `receipts_not_allowed`; 429
+    /// `rate_limited`. Counted.
+    pub fn permit(&self, draw: &Draw, bytes: u64) -> Result<(), ApiError> {
+        let result = self.policy.check(draw).and_then(|()| match self.quota.bytes {
             Some(rate) => self.take(Kind::Bytes, rate, bytes as f64, Instant::now()).map_err(|refusal| {
                 refusal_error(refusal, || {
                     format!("this caller may draw {} random bytes per second", rate.per_second)

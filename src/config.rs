@@ -175,7 +175,7 @@ pub struct DrbgSettings {
     /// algorithms ([`Settings::load`]), and naming any other algorithm is refused.
     pub approved_only: bool,
     /// `[drbg.<alg>]`: the reseed policy of each algorithm.
-    pub policies: PerAlgorithm<PolicySettings>,
+    pub policies: PerAlgorithm<ReseedSettings>,
 }
 
 /// One value per [`Algorithm`]: a map keyed by algorithm that always holds every key.
@@ -250,7 +250,7 @@ impl<'de> Deserialize<'de> for DrbgSettings {
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<DrbgSettings, A::Error> {
                 let (mut default_alg, mut enabled, mut shards, mut instance) = (None, None, None, None);
                 let mut approved_only = None;
-                let mut policies: [Option<PolicySettings>; Algorithm::COUNT] = [None; Algorithm::COUNT];
+                let mut policies: [Option<ReseedSettings>; Algorithm::COUNT] = [None; Algorithm::COUNT];
                 while let Some(key) = map.next_key::<String>()? {
                     match key.as_str() {
                         "default_alg" => default_alg = Some(map.next_value()?),
@@ -306,7 +306,7 @@ impl DrbgSettings {
 /// A reseed policy section.
 #[derive(Debug, Clone, Copy, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct PolicySettings {
+pub struct ReseedSettings {
     /// Base byte threshold.
     pub rekey_after_bytes: u64,
     /// Key age limit.
@@ -776,7 +776,7 @@ impl Settings {
 
     /// The pool configuration these settings describe.
     pub fn pool_config(&self) -> PoolConfig {
-        let policy = |p: &PolicySettings| ReseedPolicy {
+        let policy = |p: &ReseedSettings| ReseedPolicy {
             rekey_after_bytes: p.rekey_after_bytes,
             rekey_after: Duration::from_secs(p.rekey_after_seconds),
             jitter: p.jitter,
@@ -792,7 +792,7 @@ impl Settings {
     }
 
     /// The reseed policy settings of `alg`.
-    pub fn policy(&self, alg: Algorithm) -> &PolicySettings {
+    pub fn policy(&self, alg: Algorithm) -> &ReseedSettings {
         &self.drbg.policies[alg]
     }
 

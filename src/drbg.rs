@@ -54,6 +54,6 @@ pub mod uniform;
 pub use algorithm::{AlgorithmInfo, UnknownAlgorithm, WithMechanism, names};
 pub use algorithm_id::Algorithm;
 pub use generator::{ApprovedDrbg, Drbg, DrbgError, ReseedRequired};
-pub use pool::{Pool, PoolConfig};
+pub use pool::{Pool, PoolConfig, Words};
 pub use reseed::ReseedPolicy;
 pub use stats::ReseedReason;

@@ -23,7 +23,7 @@ use crate::drbg::Algorithm;
 use crate::error::ApiError;
 use crate::receipts::{Ask, Random};
 use crate::service::{
-    BitsRequest, BytesRequest, Chunks, IntRequest, NonceRequest, Secret, SecretFormat, TokenRequest,
+    BitsRequest, BytesRequest, Chunks, IntRequest, Secret, SecretFormat, SecretKind, SecretRequest,
     UuidRequest,
 };
 use crate::state::AppState;
@@ -116,7 +116,7 @@ pub struct RandomnessAdapter {
 type Reply<T> = Result<Response<T>, Status>;
 
 /// What a unary call answers: its reply, and what it served for the records.
-struct Answer<T> {
+struct Unary<T> {
     reply: T,
     alg: Algorithm,
     /// Random bits served (0 where the count is not a number of bits, as for `GetInts`).
@@ -135,18 +135,18 @@ struct Signed {
 
 impl RandomnessAdapter {
     /// Runs a unary call for its admitted caller: latency by method, algorithm and code, and
-    /// what was served for the front layer's records.
+    /// what was served for the pipeline's records.
     fn unary<Q, T>(
         &self,
         request: Request<Q>,
         method: &'static str,
-        call: impl FnOnce(&Arc<Caller>, Q) -> Result<Answer<T>, ApiError>,
+        call: impl FnOnce(&Arc<Caller>, Q) -> Result<Unary<T>, ApiError>,
     ) -> Reply<T> {
         let start = Instant::now();
         let admission = admission(&request)?;
         let result = call(&admission.caller, request.into_inner());
         match result {
-            Ok(Answer { reply, alg, n_bits, serial }) => {
+            Ok(Unary { reply, alg, n_bits, serial }) => {
                 self.observe(method, alg.name(), None, start);
                 Ok(served(Response::new(reply), alg, n_bits, serial))
             }
@@ -187,12 +187,34 @@ impl RandomnessAdapter {
         Ok((std::mem::take(&mut generated.data), generated.ones, signed))
     }
 
+    /// A token or a nonce (`kind`) of a message's `bytes`, `format` and `alg`, and its receipt
+    /// when the message asks for one (`receipt`, `user_data`).
+    fn secret(
+        &self,
+        caller: &Caller,
+        kind: SecretKind,
+        (bytes, format, alg): (u32, i32, i32),
+        (receipt, user_data): (bool, &str),
+    ) -> Result<(Secret, Signed), ApiError> {
+        let alg = alg_name(alg)?;
+        let ask = self.ask(receipt, user_data)?;
+        let rules = self.state.service.rules();
+        let req = SecretRequest::new(rules, kind, nonzero(bytes), secret_format(format)?, alg.as_deref())?
+            .with_receipt(ask.is_some());
+        if let Some(ask) = &ask {
+            ask.check_size(req.bytes())?;
+        }
+        let secret = self.state.service.secret(caller, &req)?;
+        let signed = self.sign(caller, ask.as_ref(), || Random::secret(&secret))?;
+        Ok((secret, signed))
+    }
+
     /// The receipt a message asks for (`receipt`, `user_data`; an empty `user_data` is none).
     ///
     /// # Errors
     /// As [`crate::receipts::Receipts::ask`].
-    fn ask(&self, caller: &Caller, receipt: bool, user_data: &str) -> Result<Option<Ask>, ApiError> {
-        self.state.receipts.ask(caller, receipt, Some(user_data))
+    fn ask(&self, receipt: bool, user_data: &str) -> Result<Option<Ask>, ApiError> {
+        self.state.receipts.ask(receipt, Some(user_data))
     }
 
     /// The receipt of `random` when `ask` is one (else empty fields).
@@ -284,9 +306,10 @@ impl Randomness for RandomnessAdapter {
     async fn get_bits(&self, request: Request<pb::GetBitsRequest>) -> Reply<pb::GetBitsResponse> {
         self.unary(request, "GetBits", |caller, r| {
             let alg = alg_name(r.alg)?;
-            let ask = self.ask(caller, r.receipt, &r.user_data)?;
+            let ask = self.ask(r.receipt, &r.user_data)?;
             let rules = self.state.service.rules();
-            let req = BitsRequest::unary(rules, Some(r.n), alg.as_deref(), r.prediction_resistance)?;
+            let req = BitsRequest::unary(rules, Some(r.n), alg.as_deref(), r.prediction_resistance)?
+                .with_receipt(ask.is_some());
             let (data, ones, signed) = self.bits(caller, &req, ask.as_ref(), Route::Bits)?;
             let reply = pb::GetBitsResponse {
                 data,
@@ -296,17 +319,18 @@ impl Randomness for RandomnessAdapter {
                 receipt_json: signed.json,
                 receipt_signature: signed.signature,
             };
-            Ok(Answer { reply, alg: req.alg(), n_bits: req.n_bits(), serial: signed.serial })
+            Ok(Unary { reply, alg: req.alg(), n_bits: req.n_bits(), serial: signed.serial })
         })
     }
 
     async fn get_bytes(&self, request: Request<pb::GetBytesRequest>) -> Reply<pb::GetBytesResponse> {
         self.unary(request, "GetBytes", |caller, r| {
             let alg = alg_name(r.alg)?;
-            let ask = self.ask(caller, r.receipt, &r.user_data)?;
+            let ask = self.ask(r.receipt, &r.user_data)?;
             let rules = self.state.service.rules();
-            let req =
-                BytesRequest::unary(rules, Some(r.n), alg.as_deref(), r.prediction_resistance)?.into_bits();
+            let req = BytesRequest::unary(rules, Some(r.n), alg.as_deref(), r.prediction_resistance)?
+                .into_bits()
+                .with_receipt(ask.is_some());
             let (data, ones, signed) = self.bits(caller, &req, ask.as_ref(), Route::Bytes)?;
             let reply = pb::GetBytesResponse {
                 data,
@@ -316,7 +340,7 @@ impl Randomness for RandomnessAdapter {
                 receipt_json: signed.json,
                 receipt_signature: signed.signature,
             };
-            Ok(Answer { reply, alg: req.alg(), n_bits: req.n_bits(), serial: signed.serial })
+            Ok(Unary { reply, alg: req.alg(), n_bits: req.n_bits(), serial: signed.serial })
         })
     }
 
@@ -368,25 +392,18 @@ impl Randomness for RandomnessAdapter {
         };
         let mut response: Response<ChunkStream> =
             Response::new(Box::pin(futures_util::stream::unfold(stream, ChunkStreamState::next)));
-        let served = crate::pipeline::ServedOutput { alg, n_bits: n };
+        let served = crate::pipeline::Served { alg, n_bits: n };
         let outcome =
-            crate::pipeline::Record { served: Some(served), recorded_at_end: true, ..Default::default() };
+            crate::pipeline::Outcome { served: Some(served), recorded_at_end: true, ..Default::default() };
         response.extensions_mut().insert(outcome);
         Ok(response)
     }
 
     async fn get_token(&self, request: Request<pb::GetTokenRequest>) -> Reply<pb::GetTokenResponse> {
         self.unary(request, "GetToken", |caller, r| {
-            let alg = alg_name(r.alg)?;
-            let ask = self.ask(caller, r.receipt, &r.user_data)?;
-            let rules = self.state.service.rules();
-            let req = TokenRequest::new(rules, nonzero(r.bytes), secret_format(r.format)?, alg.as_deref())?;
-            if let Some(ask) = &ask {
-                ask.check_size(req.secret().bytes())?;
-            }
-            let secret = self.state.service.token(caller, req)?;
-            let signed = self.sign(caller, ask.as_ref(), || Random::secret(Route::Token, &secret))?;
-            let Secret { mut value, format, alg, bytes } = secret;
+            let ask = (r.receipt, r.user_data.as_str());
+            let (secret, signed) = self.secret(caller, SecretKind::Token, (r.bytes, r.format, r.alg), ask)?;
+            let Secret { mut value, format, alg, bytes, .. } = secret;
             // Moved into the message, which tonic encodes and drops unwiped (docs/security.md).
             let token = std::mem::take(&mut *value);
             let reply = pb::GetTokenResponse {
@@ -396,22 +413,15 @@ impl Randomness for RandomnessAdapter {
                 receipt_json: signed.json,
                 receipt_signature: signed.signature,
             };
-            Ok(Answer { reply, alg, n_bits: bytes * 8, serial: signed.serial })
+            Ok(Unary { reply, alg, n_bits: bytes * 8, serial: signed.serial })
         })
     }
 
     async fn get_nonce(&self, request: Request<pb::GetNonceRequest>) -> Reply<pb::GetNonceResponse> {
         self.unary(request, "GetNonce", |caller, r| {
-            let alg = alg_name(r.alg)?;
-            let ask = self.ask(caller, r.receipt, &r.user_data)?;
-            let rules = self.state.service.rules();
-            let req = NonceRequest::new(rules, nonzero(r.bytes), secret_format(r.format)?, alg.as_deref())?;
-            if let Some(ask) = &ask {
-                ask.check_size(req.secret().bytes())?;
-            }
-            let secret = self.state.service.nonce(caller, req)?;
-            let signed = self.sign(caller, ask.as_ref(), || Random::secret(Route::Nonce, &secret))?;
-            let Secret { mut value, format, alg, bytes } = secret;
+            let ask = (r.receipt, r.user_data.as_str());
+            let (secret, signed) = self.secret(caller, SecretKind::Nonce, (r.bytes, r.format, r.alg), ask)?;
+            let Secret { mut value, format, alg, bytes, .. } = secret;
             let nonce = std::mem::take(&mut *value);
             let reply = pb::GetNonceResponse {
                 nonce,
@@ -420,16 +430,17 @@ impl Randomness for RandomnessAdapter {
                 receipt_json: signed.json,
                 receipt_signature: signed.signature,
             };
-            Ok(Answer { reply, alg, n_bits: bytes * 8, serial: signed.serial })
+            Ok(Unary { reply, alg, n_bits: bytes * 8, serial: signed.serial })
         })
     }
 
     async fn get_uuids(&self, request: Request<pb::GetUuidsRequest>) -> Reply<pb::GetUuidsResponse> {
         self.unary(request, "GetUuids", |caller, r| {
             let alg = alg_name(r.alg)?;
-            let ask = self.ask(caller, r.receipt, &r.user_data)?;
+            let ask = self.ask(r.receipt, &r.user_data)?;
             let rules = self.state.service.rules();
-            let req = UuidRequest::new(rules, nonzero(r.count), nonzero(r.version), alg.as_deref())?;
+            let req = UuidRequest::new(rules, nonzero(r.count), nonzero(r.version), alg.as_deref())?
+                .with_receipt(ask.is_some());
             if let Some(ask) = &ask {
                 ask.check_size(req.count() as u64 * 16)?;
             }
@@ -444,16 +455,17 @@ impl Randomness for RandomnessAdapter {
                 receipt_json: signed.json,
                 receipt_signature: signed.signature,
             };
-            Ok(Answer { reply, alg: out.alg, n_bits, serial: signed.serial })
+            Ok(Unary { reply, alg: out.alg, n_bits, serial: signed.serial })
         })
     }
 
     async fn get_ints(&self, request: Request<pb::GetIntsRequest>) -> Reply<pb::GetIntsResponse> {
         self.unary(request, "GetInts", |caller, r| {
             let alg = alg_name(r.alg)?;
-            let ask = self.ask(caller, r.receipt, &r.user_data)?;
+            let ask = self.ask(r.receipt, &r.user_data)?;
             let rules = self.state.service.rules();
-            let req = IntRequest::new(rules, Some(r.min), Some(r.max), nonzero(r.count), alg.as_deref())?;
+            let req = IntRequest::new(rules, Some(r.min), Some(r.max), nonzero(r.count), alg.as_deref())?
+                .with_receipt(ask.is_some());
             if let Some(ask) = &ask {
                 ask.check_size(req.count() as u64 * 8)?;
             }
@@ -466,7 +478,7 @@ impl Randomness for RandomnessAdapter {
                 receipt_json: signed.json,
                 receipt_signature: signed.signature,
             };
-            Ok(Answer { reply, alg, n_bits: 0, serial: signed.serial })
+            Ok(Unary { reply, alg, n_bits: 0, serial: signed.serial })
         })
     }
 
@@ -491,7 +503,7 @@ fn usage_reply(u: crate::callers::Usage) -> pb::GetUsageResponse {
     pb::GetUsageResponse {
         caller: u.caller,
         allowed_algorithms: u.policy.algs.into_iter().map(wire_alg).collect(),
-        allowed_routes: u.policy.routes.iter().map(|r| r.path().to_string()).collect(),
+        allowed_routes: u.policy.routes.iter().map(|r| r.name().to_string()).collect(),
         max_bits: u.policy.max_bits,
         prediction_resistance_allowed: u.policy.pr,
         requests: bucket(u.quota.requests),
@@ -506,10 +518,10 @@ fn usage_reply(u: crate::callers::Usage) -> pb::GetUsageResponse {
     }
 }
 
-/// The caller's admission, made by the front layer from the call's head.
+/// The caller's admission, made by the pipeline from the call's head.
 ///
 /// # Errors
-/// `INTERNAL` when there is none: the service was reached without the front layer (a wiring
+/// `INTERNAL` when there is none: the service was reached without the pipeline (a wiring
 /// fault), and serves nothing then.
 #[allow(clippy::result_large_err)] // tonic's Status
 fn admission<T>(request: &Request<T>) -> Result<Admission, Status> {
@@ -519,9 +531,9 @@ fn admission<T>(request: &Request<T>) -> Result<Admission, Status> {
 /// `response`, with what it serves (and the serial of its receipt) recorded for the front
 /// layer's access and audit lines.
 fn served<T>(mut response: Response<T>, alg: Algorithm, n_bits: u64, serial: Option<String>) -> Response<T> {
-    let served = crate::pipeline::ServedOutput { alg, n_bits };
+    let served = crate::pipeline::Served { alg, n_bits };
     let outcome =
-        crate::pipeline::Record { served: Some(served), serial, ..crate::pipeline::Record::default() };
+        crate::pipeline::Outcome { served: Some(served), serial, ..crate::pipeline::Outcome::default() };
     response.extensions_mut().insert(outcome);
     response
 }

@@ -36,6 +36,10 @@ const Z_BUCKETS: &[f64] = &[
     5.0, 6.0,
 ];
 
+/// Most distinct route labels of HTTP requests (the API's endpoints; `unmatched` besides):
+/// a handle per (route, algorithm) is kept for 200s.
+pub const MAX_ROUTE_LABELS: usize = 64;
+
 /// Every series drbgd exports.
 pub struct Metrics {
     registry: Registry,
@@ -258,7 +262,7 @@ impl Metrics {
             caller_denials,
             quota_store: QuotaStoreSeries::new(),
             per_alg: Default::default(),
-            http_ok: (0..(crate::route::ROUTES.len() + 1) * (Algorithm::ALL.len() + 1))
+            http_ok: (0..(MAX_ROUTE_LABELS + 1) * (Algorithm::ALL.len() + 1))
                 .map(|_| OnceLock::new())
                 .collect(),
         }
@@ -354,13 +358,19 @@ impl Metrics {
         series.output_bytes.inc_by(bits::byte_len(n_bits));
     }
 
-    /// Records one HTTP request's latency. `route` is the index of its template in
-    /// [`crate::route::ROUTES`] (past its end: `unmatched`). 200s (nearly every request) use a
-    /// handle resolved once per (route, algorithm); other statuses look theirs up.
-    pub fn observe_http(&self, route: usize, alg: Option<Algorithm>, status: StatusCode, seconds: f64) {
-        let routes = crate::route::ROUTES;
-        let route = route.min(routes.len());
-        let label = routes.get(route).copied().unwrap_or("unmatched");
+    /// Records one HTTP request's latency under `label`, the label of the endpoint at `route`
+    /// in the API's table (at or past [`MAX_ROUTE_LABELS`]: `unmatched`). 200s (nearly every
+    /// request) use a handle resolved once per (route, algorithm); other statuses look theirs
+    /// up.
+    pub fn observe_http(
+        &self,
+        (route, label): (usize, &'static str),
+        alg: Option<Algorithm>,
+        status: StatusCode,
+        seconds: f64,
+    ) {
+        let (route, label) =
+            if route < MAX_ROUTE_LABELS { (route, label) } else { (MAX_ROUTE_LABELS, "unmatched") };
         let alg_label = alg.map_or("none", Algorithm::name);
         if status != StatusCode::OK {
             self.http_duration.with_label_values(&[label, alg_label, status.as_str()]).observe(seconds);

@@ -209,15 +209,12 @@ impl Receipts {
     /// The receipt a request asks for: `None` without `receipt=true`. An empty `user_data` is
     /// none.
     ///
+    /// Whether the caller's policy allows receipts is its policy's to say, with the rest of
+    /// the draw ([`crate::callers::Policy::check`]).
+    ///
     /// # Errors
-    /// 400 `user_data_without_receipt`, `receipts_disabled`, `user_data_too_large`; 403
-    /// `receipts_not_allowed` (outside the caller's policy, counted).
-    pub fn ask(
-        &self,
-        caller: &Caller,
-        receipt: bool,
-        user_data: Option<&str>,
-    ) -> Result<Option<Ask>, ApiError> {
+    /// 400 `user_data_without_receipt`, `receipts_disabled`, `user_data_too_large`.
+    pub fn ask(&self, receipt: bool, user_data: Option<&str>) -> Result<Option<Ask>, ApiError> {
         let user_data = user_data.filter(|d| !d.is_empty());
         if !receipt {
             return match user_data {
@@ -244,10 +241,6 @@ impl Receipts {
                 "user_data",
                 format!("user_data must be at most {USER_DATA_MAX} bytes (UTF-8), not {}", data.len()),
             ));
-        }
-        if let Err(error) = caller.policy.check_receipts() {
-            caller.count_denial(&error);
-            return Err(error);
         }
         Ok(Some(Ask { user_data: user_data.map(str::to_owned), max_output_bytes: self.max_output_bytes }))
     }
@@ -302,25 +295,17 @@ mod tests {
         }
     }
 
-    fn caller() -> Arc<Caller> {
-        let settings = crate::config::Settings::defaults();
-        let metrics = crate::metrics::Metrics::new(Arc::default());
-        let (registry, _) = crate::callers::Registry::build(&settings, &metrics, None).unwrap();
-        registry.anonymous().clone()
-    }
-
     #[test]
     fn each_refusal_has_its_code() {
-        let caller = caller();
         let code = |r: Result<Option<Ask>, ApiError>| r.unwrap_err().code();
         let on = receipts(true);
-        assert!(on.ask(&caller, false, None).unwrap().is_none());
-        assert!(on.ask(&caller, false, Some("")).unwrap().is_none(), "an empty user_data is none");
-        assert_eq!(code(on.ask(&caller, false, Some("x"))), "user_data_without_receipt");
-        assert_eq!(code(receipts(false).ask(&caller, true, None)), "receipts_disabled");
+        assert!(on.ask(false, None).unwrap().is_none());
+        assert!(on.ask(false, Some("")).unwrap().is_none(), "an empty user_data is none");
+        assert_eq!(code(on.ask(false, Some("x"))), "user_data_without_receipt");
+        assert_eq!(code(receipts(false).ask(true, None)), "receipts_disabled");
         let long = "é".repeat(USER_DATA_MAX / 2 + 1);
-        assert_eq!(code(on.ask(&caller, true, Some(&long))), "user_data_too_large");
-        let ask = on.ask(&caller, true, Some(&"x".repeat(USER_DATA_MAX))).unwrap().unwrap();
+        assert_eq!(code(on.ask(true, Some(&long))), "user_data_too_large");
+        let ask = on.ask(true, Some(&"x".repeat(USER_DATA_MAX))).unwrap().unwrap();
         assert_eq!(ask.user_data().map(str::len), Some(USER_DATA_MAX));
         assert!(ask.check_size(64).is_ok());
         assert_eq!(ask.check_size(65).unwrap_err().code(), "receipt_too_large");

@@ -5,7 +5,7 @@
 //! wire format into a request of [`request`], call one method here, and encode what comes
 //! back ([`output`]); none of them knows a limit or a default.
 //!
-//! - [`request`]: `BitsRequest`, `BytesRequest`, `TokenRequest`, `NonceRequest`,
+//! - [`request`]: `BitsRequest`, `BytesRequest`, `SecretRequest` (tokens and nonces),
 //!   `UuidRequest`, `IntRequest`, each with one validating constructor.
 //! - [`output`]: one chunk or a chunk stream, secrets, UUIDs, integers.
 //! - [`encoding`]: the output formats.
@@ -27,13 +27,11 @@ use zeroize::Zeroizing;
 pub use encoding::{Encoding, SecretFormat};
 pub use handle::Service;
 pub use output::{BitsOutput, Chunk, Chunks, Generated, Ints, Rendered, Secret, Uuids};
-pub use request::{
-    BitsRequest, BytesRequest, IntRequest, NonceRequest, Rules, SecretRequest, TokenRequest, UuidRequest,
-};
+pub use request::{BitsRequest, BytesRequest, IntRequest, Rules, SecretKind, SecretRequest, UuidRequest};
 
-use crate::callers::Caller;
+use crate::callers::{Caller, Draw};
 use crate::config::Settings;
-use crate::drbg::{Algorithm, Pool, bits};
+use crate::drbg::{Algorithm, DrbgError, Pool, Words, bits};
 use crate::error::ApiError;
 use crate::metrics::Metrics;
 use crate::peer_key::PeerKey;
@@ -89,7 +87,7 @@ impl Service {
         peer: Option<PeerKey>,
         req: BitsRequest,
     ) -> Result<BitsOutput, ApiError> {
-        self.admit(caller, req.alg(), req.n_bits(), req.pr(), req.byte_len())?;
+        self.admit(caller, &req.draw(), req.byte_len())?;
         let rules = &self.0.rules;
         if req.byte_len() <= rules.stream_threshold_bytes {
             return self.render_whole(caller, &req).map(BitsOutput::Whole);
@@ -117,7 +115,7 @@ impl Service {
     /// # Errors
     /// As [`Service::bits`].
     pub fn whole(&self, caller: &Arc<Caller>, req: &BitsRequest) -> Result<Generated, ApiError> {
-        self.admit(caller, req.alg(), req.n_bits(), req.pr(), req.byte_len())?;
+        self.admit(caller, &req.draw(), req.byte_len())?;
         self.generate_whole(caller, req)
     }
 
@@ -127,7 +125,7 @@ impl Service {
     /// # Errors
     /// As [`Service::bits`].
     pub fn rendered(&self, caller: &Arc<Caller>, req: &BitsRequest) -> Result<Rendered, ApiError> {
-        self.admit(caller, req.alg(), req.n_bits(), req.pr(), req.byte_len())?;
+        self.admit(caller, &req.draw(), req.byte_len())?;
         self.render_whole(caller, req)
     }
 
@@ -178,22 +176,15 @@ impl Service {
         req: BitsRequest,
         chunk_bytes: usize,
     ) -> Result<Chunks, ApiError> {
-        self.admit(caller, req.alg(), req.n_bits(), req.pr(), req.byte_len())?;
+        self.admit(caller, &req.draw(), req.byte_len())?;
         self.open_stream(caller, req, chunk_bytes)
     }
 
     /// A withheld algorithm (failed self-test) refused before the caller's quota is charged,
     /// then the caller's policy and byte quota ([`Caller::permit`]).
-    fn admit(
-        &self,
-        caller: &Caller,
-        alg: Algorithm,
-        bits: u64,
-        pr: bool,
-        bytes: u64,
-    ) -> Result<(), ApiError> {
-        self.0.pool.serves(alg)?;
-        caller.permit(alg, bits, pr, bytes)
+    pub fn admit(&self, caller: &Caller, draw: &Draw, bytes: u64) -> Result<(), ApiError> {
+        self.0.pool.serves(draw.alg)?;
+        caller.permit(draw, bytes)
     }
 
     /// Opens a stream of `req` for a caller already admitted ([`Service::admit`]: a withheld
@@ -230,29 +221,18 @@ impl Service {
         })
     }
 
-    /// A token; its raw bytes are wiped once encoded.
+    /// A token or a nonce; its raw bytes are wiped once encoded.
     ///
     /// # Errors
     /// As [`Service::bits`].
-    pub fn token(&self, caller: &Caller, req: TokenRequest) -> Result<Secret, ApiError> {
-        self.secret(caller, req.secret())
-    }
-
-    /// A nonce; its raw bytes are wiped once encoded.
-    ///
-    /// # Errors
-    /// As [`Service::bits`].
-    pub fn nonce(&self, caller: &Caller, req: NonceRequest) -> Result<Secret, ApiError> {
-        self.secret(caller, req.secret())
-    }
-
-    fn secret(&self, caller: &Caller, req: &SecretRequest) -> Result<Secret, ApiError> {
-        self.admit(caller, req.alg(), req.bytes() * 8, false, req.bytes())?;
+    pub fn secret(&self, caller: &Caller, req: &SecretRequest) -> Result<Secret, ApiError> {
+        self.admit(caller, &req.draw(), req.bytes())?;
         with_raw(req.bytes() as usize, |raw| {
             self.fill(req.alg(), raw, false)?;
             let value = output::encode_span(req.bytes()).in_scope(|| req.format().encode(raw));
             self.count_output(caller, req.alg(), req.bytes());
             Ok(Secret {
+                kind: req.kind(),
                 value: Zeroizing::new(value),
                 bytes: req.bytes(),
                 format: req.format(),
@@ -268,7 +248,7 @@ impl Service {
     /// As [`Service::bits`].
     pub fn uuids(&self, caller: &Caller, req: UuidRequest) -> Result<Uuids, ApiError> {
         let bytes = req.count() as u64 * 16;
-        self.admit(caller, req.alg(), bytes * 8, false, bytes)?;
+        self.admit(caller, &req.draw(), bytes)?;
         let mut random = zeroed(req.count() * 16);
         self.fill(req.alg(), &mut random, false)?;
         let now_ms = std::time::SystemTime::now()
@@ -292,25 +272,45 @@ impl Service {
     }
 
     /// Integers uniform on `[min, max]` by Lemire's widening multiply with rejection (rand's
-    /// method; no modulo bias). Words come through the same fallible pool call as bits, so a
-    /// generator that refuses ends the request with its error, never a retry loop.
+    /// method; no modulo bias), over [`Service::draw_words`].
     ///
     /// # Errors
     /// As [`Service::bits`].
     /// Each integer is charged as 64 random bits to the caller's policy and byte quota (a
     /// rejection may draw more words, which are not charged).
     pub fn ints(&self, caller: &Caller, req: IntRequest) -> Result<Ints, ApiError> {
-        let bytes = req.count() as u64 * 8;
-        self.admit(caller, req.alg(), bytes * 8, false, bytes)?;
-        let start = Instant::now();
-        let mut words = self.0.pool.words(req.alg());
         let dist = req.dist();
-        let values =
-            (0..req.count()).map(|_| dist.sample(|| words.next_u64())).collect::<Result<Vec<_>, _>>();
-        self.observe_generate(req.alg(), start.elapsed());
-        let values = values?;
-        self.count_output(caller, req.alg(), values.len() as u64 * 8);
+        let values = self.draw_words(caller, &req.draw(), |words| {
+            (0..req.count()).map(|_| dist.sample(|| words.next_u64())).collect::<Result<Vec<_>, _>>()
+        })?;
         Ok(Ints { values, min: req.min(), max: req.max(), alg: req.alg() })
+    }
+
+    /// What `f` makes of the 64-bit words of `draw`'s generator on the calling thread's shard,
+    /// for `caller`: the draw admitted first (a withheld algorithm, the caller's policy, its
+    /// byte quota for `draw.n_bits / 8` bytes, which is what its output is counted as), the
+    /// time in `f` observed as generator time. Words come through the same fallible pool call
+    /// as bits, so a generator that refuses ends the request with its error, never a retry
+    /// loop. The integer endpoints are written on this, with the unbiased draws of
+    /// [`crate::drbg::uniform`].
+    ///
+    /// # Errors
+    /// As [`Service::bits`]; `f`'s generator error (503).
+    pub fn draw_words<T>(
+        &self,
+        caller: &Caller,
+        draw: &Draw,
+        f: impl FnOnce(&mut Words<'_>) -> Result<T, DrbgError>,
+    ) -> Result<T, ApiError> {
+        let bytes = draw.n_bits / 8;
+        self.admit(caller, draw, bytes)?;
+        let start = Instant::now();
+        let mut words = self.0.pool.words(draw.alg);
+        let out = f(&mut words);
+        self.observe_generate(draw.alg, start.elapsed());
+        let out = out?;
+        self.count_output(caller, draw.alg, bytes);
+        Ok(out)
     }
 
     /// Fills `buf` from the default generator for the server's own use (a receipt's serial):

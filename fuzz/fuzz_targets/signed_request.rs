@@ -8,7 +8,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use drbgd::callers::sigv4::{Served, SignedRequest, SigningSecret};
+use drbgd::callers::sigv4::{Audience, SignedRequest, SigningSecret};
 use libfuzzer_sys::fuzz_target;
 
 /// Headers a repeated value may be appended to (the first byte of the field picks one).
@@ -55,7 +55,7 @@ fuzz_target!(|data: &[u8]| {
     } else {
         vec!["drbgd.internal".to_owned(), String::from_utf8_lossy(served_host).into_owned()]
     };
-    let served = Served { regions: vec!["us-east-1".to_owned()], hosts };
+    let served = Audience { regions: vec!["us-east-1".to_owned()], hosts };
     let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_673_700);
     let _ = request.check_head(&authorization, &served, now);
     let secret = SigningSecret::new(zeroize::Zeroizing::new("fuzz-secret".to_owned()));

@@ -72,18 +72,21 @@ impl Policy {
         if self.routes & route.bit() == 0 {
             return Err(ApiError::forbidden(
                 "route_not_allowed",
-                format!("this caller may not call {}", route.path()),
+                format!("this caller may not call {}", route.name()),
             ));
         }
         Ok(())
     }
 
-    /// 403 `alg_not_allowed`, `n_not_allowed` or `pr_not_allowed` unless the request is
-    /// within the policy.
+    /// 403 `alg_not_allowed`, `n_not_allowed`, `pr_not_allowed` or `receipts_not_allowed`
+    /// unless `draw` is within the policy: every rule of a policy but its routes (which the
+    /// pipeline checks from the head, [`Policy::check_route`]), in one place, applied once a
+    /// request's parameters are parsed.
     ///
     /// # Errors
-    /// The first rule the request breaks.
-    pub fn check(&self, alg: Algorithm, n_bits: u64, pr: bool) -> Result<(), ApiError> {
+    /// The first rule the draw breaks, in that order.
+    pub fn check(&self, draw: &Draw) -> Result<(), ApiError> {
+        let Draw { alg, n_bits, pr, receipt } = *draw;
         if self.algs & (1 << alg.index()) == 0 {
             let allowed: Vec<&str> = self.algs().map(Algorithm::name).collect();
             return Err(ApiError::forbidden(
@@ -103,21 +106,34 @@ impl Policy {
                 "this caller may not ask for prediction resistance (pr=true)".to_string(),
             ));
         }
-        Ok(())
-    }
-
-    /// 403 `receipts_not_allowed` unless signed receipts are allowed.
-    ///
-    /// # Errors
-    /// As above.
-    pub fn check_receipts(&self) -> Result<(), ApiError> {
-        if !self.receipts {
+        if receipt && !self.receipts {
             return Err(ApiError::forbidden(
                 "receipts_not_allowed",
                 "this caller may not ask for signed receipts (receipt=true)".to_string(),
             ));
         }
         Ok(())
+    }
+}
+
+/// What a request draws, as its caller's policy reads it once the parameters are parsed: the
+/// generator, the random bits, prediction resistance, and whether a signed receipt covers it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Draw {
+    /// The generator.
+    pub alg: Algorithm,
+    /// Random bits drawn (as charged: 64 an integer, 128 a UUID).
+    pub n_bits: u64,
+    /// Prediction resistance: a reseed first.
+    pub pr: bool,
+    /// Answered with a signed receipt.
+    pub receipt: bool,
+}
+
+impl Draw {
+    /// `n_bits` from `alg`, without prediction resistance or a receipt.
+    pub fn plain(alg: Algorithm, n_bits: u64) -> Draw {
+        Draw { alg, n_bits, pr: false, receipt: false }
     }
 }
 
@@ -128,20 +144,28 @@ mod tests {
     #[test]
     fn each_rule_has_its_code() {
         let p = Policy::new(&[Algorithm::ChaCha20], &[Route::Token, Route::Bits], 4096, false);
-        assert!(p.check(Algorithm::ChaCha20, 4096, false).is_ok());
+        let draw = |alg, n_bits, pr, receipt| p.check(&Draw { alg, n_bits, pr, receipt });
+        assert!(draw(Algorithm::ChaCha20, 4096, false, true).is_ok());
         assert!(p.check_route(Route::Bits).is_ok());
         let code = |r: Result<(), ApiError>| r.unwrap_err().code();
-        assert_eq!(code(p.check(Algorithm::Blake3, 8, false)), "alg_not_allowed");
-        assert_eq!(code(p.check(Algorithm::ChaCha20, 4097, false)), "n_not_allowed");
-        assert_eq!(code(p.check(Algorithm::ChaCha20, 8, true)), "pr_not_allowed");
+        assert_eq!(code(draw(Algorithm::Blake3, 8, false, false)), "alg_not_allowed");
+        assert_eq!(code(draw(Algorithm::ChaCha20, 4097, false, false)), "n_not_allowed");
+        assert_eq!(code(draw(Algorithm::ChaCha20, 8, true, false)), "pr_not_allowed");
         assert_eq!(code(p.check_route(Route::Int)), "route_not_allowed");
-        assert!(p.check_receipts().is_ok());
-        assert_eq!(code(p.clone().with_receipts(false).check_receipts()), "receipts_not_allowed");
+        let no_receipts = p.clone().with_receipts(false);
+        assert!(no_receipts.check(&Draw::plain(Algorithm::ChaCha20, 8)).is_ok());
+        let receipt = Draw { receipt: true, ..Draw::plain(Algorithm::ChaCha20, 8) };
+        assert_eq!(code(no_receipts.check(&receipt)), "receipts_not_allowed");
+        // The first rule broken is the one named.
+        let all = Draw { alg: Algorithm::Blake3, n_bits: 1 << 20, pr: true, receipt: true };
+        assert_eq!(code(no_receipts.check(&all)), "alg_not_allowed");
         assert_eq!(p.algs().collect::<Vec<_>>(), [Algorithm::ChaCha20]);
         assert_eq!(p.routes().collect::<Vec<_>>(), [Route::Bits, Route::Token]);
         let open = Policy::new(&Algorithm::ALL, &Route::ALL, 100, true);
         assert!(Route::ALL.iter().all(|r| open.check_route(*r).is_ok()));
-        assert!(Algorithm::ALL.iter().all(|a| open.check(*a, 100, true).is_ok()));
+        assert!(
+            Algorithm::ALL.iter().all(|a| open.check(&Draw { pr: true, ..Draw::plain(*a, 100) }).is_ok())
+        );
     }
 
     #[test]
@@ -153,16 +177,5 @@ mod tests {
         assert!(narrow.wider_than(&narrow).is_empty());
         let other_alg = Policy::new(&[Algorithm::Blake3], &[Route::Token], 4096, false);
         assert_eq!(other_alg.wider_than(&narrow), ["algs"], "a different algorithm is a new one");
-    }
-
-    #[test]
-    fn routes_parse_from_their_paths() {
-        for r in Route::ALL {
-            assert_eq!(Route::from_path(r.path()), Some(r));
-            let json = serde_json::to_string(&r).unwrap();
-            assert_eq!(json, format!("\"{}\"", r.path()));
-            assert_eq!(serde_json::from_str::<Route>(&json).unwrap(), r);
-        }
-        assert_eq!(Route::from_path("/usage"), None);
     }
 }

@@ -14,9 +14,9 @@ use subtle::{ConditionallySelectable, ConstantTimeEq};
 use super::identity::{ClientIdentity, valid_entry};
 use super::policy::Policy;
 use super::quota::{LocalStore, Owner, Quota, QuotaState, QuotaStore, Rate};
-use super::settings::{CallerSettings, PolicySettings, QuotaSettings};
-use super::sigv4::{Served, SignedRequest, SigningSecret};
+use super::sigv4::{Audience, SignedRequest, SigningSecret};
 use crate::config::Settings;
+use crate::config::callers::{CallerSettings, PolicySettings, QuotaSettings};
 use crate::drbg::Algorithm;
 use crate::error::ApiError;
 use crate::metrics::Metrics;
@@ -182,7 +182,7 @@ pub struct Registry {
     /// AWS access key ids: the owner's index into `callers`, and the secret.
     aws_keys: HashMap<String, (u32, SigningSecret)>,
     /// The regions and hosts signed KMS requests may name (`[kms] regions`, `[kms] hosts`).
-    kms: Served,
+    kms: Audience,
     /// The files the secrets of `aws_keys` were read from (watched for changes).
     secret_files: Vec<std::path::PathBuf>,
     callers: Vec<Arc<Caller>>,
@@ -274,7 +274,7 @@ impl Registry {
             owners: Vec::new(),
             identities: HashMap::new(),
             aws_keys: HashMap::new(),
-            kms: Served { regions: settings.kms.regions.clone(), hosts: settings.kms.hosts.clone() },
+            kms: Audience { regions: settings.kms.regions.clone(), hosts: settings.kms.hosts.clone() },
             secret_files: Vec::new(),
             callers: Vec::new(),
             anonymous: Arc::new(Caller {

@@ -49,7 +49,7 @@ const SECURITY_TOKEN: &str = "x-amz-security-token";
 
 /// What this server serves signed requests for: `[kms] regions` and `[kms] hosts`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Served {
+pub struct Audience {
     /// The regions a signature's scope may name (one or two).
     pub regions: Vec<String>,
     /// The hosts (`host[:port]`, as clients sign their endpoint's) a signature may name,
@@ -189,7 +189,7 @@ impl<'a> SignedRequest<'a> {
     pub fn check_head(
         &self,
         auth: &Authorization<'_>,
-        served: &Served,
+        served: &Audience,
         now: SystemTime,
     ) -> Result<SystemTime, ApiError> {
         if let Some((_, shown)) = SINGLE.iter().find(|(name, _)| self.repeated(name)) {
@@ -235,7 +235,7 @@ impl<'a> SignedRequest<'a> {
     pub fn verify(
         &self,
         auth: &Authorization<'_>,
-        served: &Served,
+        served: &Audience,
         secret: &SigningSecret,
         body: &[u8],
         now: SystemTime,
@@ -554,8 +554,8 @@ mod tests {
     }
 
     /// Serving us-east-1 and `hosts`.
-    fn serving(hosts: &[&str]) -> Served {
-        Served { regions: vec!["us-east-1".into()], hosts: hosts.iter().map(|h| (*h).to_owned()).collect() }
+    fn serving(hosts: &[&str]) -> Audience {
+        Audience { regions: vec!["us-east-1".into()], hosts: hosts.iter().map(|h| (*h).to_owned()).collect() }
     }
 
     /// The `Authorization` header's parse, then `check_head` of `headers` (with `authority`)

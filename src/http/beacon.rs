@@ -16,7 +16,7 @@
 //! peer; else, and for one further ahead or any before genesis, 425 Too Early with
 //! `Retry-After`. An uncached old round waits a moment for its turn to be signed, then is 503.
 //! Every answer of these handlers, errors too, has `Access-Control-Allow-Origin: *` (and exposes
-//! `Retry-After`); the shared front layer's own refusals (429, 503) do not. The query string is ignored
+//! `Retry-After`); the shared pipeline's own refusals (429, 503) do not. The query string is ignored
 //! (drand-client adds `?<ms>` to defeat caches). Public routes: no credentials, the per-peer
 //! limits of public requests (`pipeline/admit.rs`). A round's body is the same bytes on every
 //! replica holding the key.
@@ -35,7 +35,7 @@ use axum::routing::MethodRouter;
 use crate::beacon::{Beacon, Refusal, UnixTime};
 use crate::callers::peer::PeerKey;
 use crate::error::ApiError;
-use crate::pipeline::{self, Record, RecordedResponse};
+use crate::pipeline::{self, Answer, Outcome};
 use crate::state::AppState;
 
 /// A past round's (and a named chain's info): a week, as drand's relays, and never revalidated.
@@ -45,7 +45,7 @@ const IMMUTABLE: &str = "public, max-age=604800, immutable";
 const UNPINNED_INFO: &str = "public, max-age=300";
 
 /// Time kept between the end of a wait for the next round and the request's deadline, so that
-/// the round is signed and written before the front layer's timeout answers 503 instead.
+/// the round is signed and written before the pipeline's timeout answers 503 instead.
 const WAIT_MARGIN: Duration = Duration::from_millis(250);
 
 /// How late after its due time a waited-for round is asked for again: the wall clock the
@@ -80,7 +80,7 @@ pub struct BeaconPath<'a> {
     pub resource: Resource<'a>,
 }
 
-/// A path under `/beacon/` read as the router matches its routes (the registry rows' paths): the
+/// A path under `/beacon/` read as the router matches its routes (the table's paths): the
 /// static forms first (`/beacon/public/info` is round `info`, a 400), then a chain hash
 /// segment before them (any non-empty segment; the handler answers 404 for another chain's).
 pub fn parse(path: &str) -> Option<BeaconPath<'_>> {
@@ -119,16 +119,16 @@ pub fn router() -> MethodRouter<AppState> {
 }
 
 /// The handler of every beacon route (the path says which; the query is not read). Its
-/// extractors are the URI and the peer's key the front layer put on the request: the
+/// extractors are the URI and the peer's key the pipeline put on the request: the
 /// request's body, and with it the request's place under the public cap and its peer's
 /// in-flight count (`pipeline/admit.rs`), is dropped before it runs, so that requests waiting for
 /// the next round never hold the places health checks need; they have bounds of their own
 /// ([`crate::beacon::MAX_WAITERS`] in all, [`crate::beacon::MAX_WAITERS_PER_PEER`] per peer),
-/// and each peer's request rate still applies. Without a key (no front layer), all requests
+/// and each peer's request rate still applies. Without a key (no pipeline), all requests
 /// count as one peer's.
 pub async fn get(State(state): State<AppState>, peer: Option<Extension<PeerKey>>, uri: Uri) -> Response {
     let peer = peer.map_or_else(|| PeerKey::of(None), |Extension(key)| key);
-    let mut answer = answer(&state, peer, uri.path()).await.unwrap_or_else(RecordedResponse::from);
+    let mut answer = answer(&state, peer, uri.path()).await.unwrap_or_else(Answer::from);
     // drand's relays send it on every answer, so that drand-client in a browser reads errors too.
     let headers = answer.response.headers_mut();
     headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
@@ -137,7 +137,7 @@ pub async fn get(State(state): State<AppState>, peer: Option<Extension<PeerKey>>
     answer.into_response()
 }
 
-async fn answer(state: &AppState, peer: PeerKey, path: &str) -> Result<RecordedResponse, ApiError> {
+async fn answer(state: &AppState, peer: PeerKey, path: &str) -> Result<Answer, ApiError> {
     let beacon = state.beacon.as_deref().ok_or(ApiError::NotFound)?;
     let BeaconPath { chain, resource } = parse(path).ok_or(ApiError::NotFound)?;
     if chain.is_some_and(|c| !beacon.chain().is_named_by(c)) {
@@ -183,7 +183,7 @@ fn round_number(text: &str) -> Result<u64, ApiError> {
 
 /// The latest round, kept by caches until the next is due (whole seconds, rounded down, so
 /// that no cache serves it as the latest once the next is out).
-fn latest(beacon: &Beacon) -> Result<RecordedResponse, ApiError> {
+fn latest(beacon: &Beacon) -> Result<Answer, ApiError> {
     let (signed, next_in) = beacon.latest(now()).map_err(|r| refused(r, 0))?;
     let cache = HeaderValue::from_str(&format!("public, max-age={}", next_in.as_secs()))
         .unwrap_or_else(|_| HeaderValue::from_static("no-store"));
@@ -197,7 +197,7 @@ async fn signed_round(
     beacon: &Beacon,
     peer: PeerKey,
     round: u64,
-) -> Result<RecordedResponse, ApiError> {
+) -> Result<Answer, ApiError> {
     let budget = Duration::from_millis(state.settings.server.request_timeout_ms).saturating_sub(WAIT_MARGIN);
     let start = tokio::time::Instant::now();
     let mut waiter = None;
@@ -247,11 +247,155 @@ fn retry_secs(wait: Duration) -> u64 {
     wait.as_secs().saturating_add(u64::from(wait.subsec_nanos() > 0)).clamp(1, MAX_RETRY_AFTER)
 }
 
-/// A JSON answer with `cache_control` (`None`: the front layer's `no-store`; [`get`] adds
+/// A JSON answer with `cache_control` (`None`: the pipeline's `no-store`; [`get`] adds
 /// `Access-Control-Allow-Origin`).
-fn json(body: bytes::Bytes, cache_control: Option<HeaderValue>) -> RecordedResponse {
+fn json(body: bytes::Bytes, cache_control: Option<HeaderValue>) -> Answer {
     let response = pipeline::response_with(axum::body::Body::from(body), "application/json", 1);
-    RecordedResponse { response, record: Record { cache_control, ..Record::default() } }
+    Answer { response, outcome: Outcome { cache_control, ..Outcome::default() } }
+}
+
+/// The OpenAPI operations of the beacon's routes (drand's HTTP API, public as `/keys` and `/verify` are: no security requirement): each row's `doc` column (`http.rs`), built from the
+/// pieces of `http/openapi/describe.rs`.
+pub(crate) mod doc {
+    use crate::pipeline::Describe;
+    use utoipa::openapi::path::{HttpMethod, OperationBuilder, ParameterBuilder, ParameterIn};
+    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Type};
+    use utoipa::openapi::{Components, PathItem, Required, ResponseBuilder};
+
+    use crate::http::openapi::describe::{content, peer_limited, problem};
+
+    fn hex(description: &str) -> ObjectBuilder {
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .pattern(Some("^[0-9a-f]+$"))
+            .description(Some(description))
+    }
+
+    fn integer(description: &str) -> ObjectBuilder {
+        ObjectBuilder::new().schema_type(Type::Integer).minimum(Some(0)).description(Some(description))
+    }
+
+    fn round_schema() -> ObjectBuilder {
+        ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .property("round", integer("The round number"))
+            .property("randomness", hex("SHA-256 of the signature (32 bytes)"))
+            .property("signature", hex("BLS signature on G1 of SHA-256(round as u64 big-endian), 48 bytes"))
+            .required("round")
+            .required("randomness")
+            .required("signature")
+    }
+
+    fn info_schema() -> ObjectBuilder {
+        ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .property("public_key", hex("The chain's public key, compressed G2 (96 bytes)"))
+            .property("period", integer("Seconds between rounds"))
+            .property("genesis_time", integer("Unix seconds at which round 1 is due"))
+            .property("hash", hex("The chain hash, as drand computes it"))
+            .property("groupHash", hex("SHA-256 of the public key (drbgd's convention: it has no group)"))
+            .property(
+                "schemeID",
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .enum_values(Some(["bls-unchained-g1-rfc9380"])),
+            )
+            .property(
+                "metadata",
+                ObjectBuilder::new()
+                    .schema_type(Type::Object)
+                    .property("beaconID", ObjectBuilder::new().schema_type(Type::String)),
+            )
+    }
+
+    fn ok(
+        description: &str,
+        schema: utoipa::openapi::RefOr<utoipa::openapi::Schema>,
+    ) -> utoipa::openapi::Response {
+        ResponseBuilder::new().description(description).content("application/json", content(schema)).build()
+    }
+
+    /// An operation with the errors every beacon route may answer: 404 (another chain's hash),
+    /// 429 (the per-peer limits of public routes) and 503.
+    fn op(id: &str, summary: &str, response: utoipa::openapi::Response) -> OperationBuilder {
+        OperationBuilder::new()
+            .operation_id(Some(id))
+            .summary(Some(summary))
+            .response("200", response)
+            .response("404", problem("Another chain's hash in the path"))
+            .response("429", peer_limited())
+            .response("503", problem("Overloaded (Retry-After)"))
+    }
+
+    /// A GET of `operation`.
+    fn get(operation: OperationBuilder) -> PathItem {
+        PathItem::new(HttpMethod::Get, operation.build())
+    }
+
+    /// 425: a round not due yet.
+    fn too_early() -> utoipa::openapi::Response {
+        problem("Further ahead than the next round, or before genesis (Retry-After: seconds until due)")
+    }
+
+    /// `/beacon/info`.
+    pub(crate) fn info(_: &Describe<'_>, _: &mut Components) -> PathItem {
+        get(op(
+            "beaconInfo",
+            "The chain's parameters, as drand's relays serve them (also /beacon/{chainhash}/info)",
+            ok("The chain", info_schema().into()),
+        ))
+    }
+
+    /// `/beacon/public/latest`.
+    pub(crate) fn latest(_: &Describe<'_>, _: &mut Components) -> PathItem {
+        get(op(
+            "beaconLatest",
+            "The latest round, kept by caches until the next is due (also under /beacon/{chainhash}/)",
+            ok("The round", round_schema().into()),
+        )
+        .response("425", too_early()))
+    }
+
+    /// `/beacon/public/{round}`.
+    pub(crate) fn round(_: &Describe<'_>, _: &mut Components) -> PathItem {
+        let round = ParameterBuilder::new()
+            .name("round")
+            .parameter_in(ParameterIn::Path)
+            .required(Required::True)
+            .description(Some("The round; 0 is the latest"))
+            .schema(Some(integer("")))
+            .build();
+        get(op(
+            "beaconRound",
+            "A round once due; the next one is waited for (also under /beacon/{chainhash}/)",
+            ok("The round, the same for ever (Cache-Control: immutable)", round_schema().into()),
+        )
+        .parameter(round)
+        .response("400", problem("Not a round number (invalid_round)"))
+        .response("425", too_early()))
+    }
+
+    /// `/beacon/chains`.
+    pub(crate) fn chains(_: &Describe<'_>, _: &mut Components) -> PathItem {
+        get(op(
+            "beaconChains",
+            "The chains served: this one's hash",
+            ok("Chain hashes", ArrayBuilder::new().items(hex("A chain hash")).into()),
+        ))
+    }
+
+    /// `/beacon/health`.
+    pub(crate) fn health(_: &Describe<'_>, _: &mut Components) -> PathItem {
+        let rounds = ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .property("current", integer(""))
+            .property("expected", integer(""));
+        get(op(
+            "beaconHealth",
+            "The round served and the round due (always the same here; also under /beacon/{chainhash}/)",
+            ok("Current and expected rounds", rounds.into()),
+        ))
+    }
 }
 
 #[cfg(test)]

@@ -4,9 +4,9 @@
 
 use axum::body::Body;
 
-use super::params::Params;
 use crate::error::ApiError;
 use crate::pipeline::BodyTimeout;
+use crate::pipeline::params::Params;
 
 /// Most bytes of a random-output POST's JSON body: its members with room to spare, and a
 /// `user_data` of 1 KiB written with JSON escapes (up to six bytes a byte).

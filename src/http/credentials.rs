@@ -1,11 +1,11 @@
-//! How each front-end reads its caller's credentials from a request's head: the functions a
-//! registry row's identity hands the call pipeline (`Identity::credentials` in
-//! `http/registry.rs`), so that the pipeline reads none of them itself. A bearer key (the
-//! native API; gRPC's `authorization` metadata is the same header), Vault's token
-//! (`X-Vault-Token`, then a bearer key), and the head of an AWS SigV4 signature (KMS's: the
-//! access key, scope and date it shows, checked before the body the signature covers is read).
+//! How the drop-in front-ends read their callers' credentials from a request's head: the
+//! functions their rows of the table hand the call pipeline (their guards' credentials), so
+//! that the pipeline reads none of them itself: Vault's token (`X-Vault-Token`, then a bearer
+//! key), and the head of an AWS SigV4 signature (KMS's: the access key, scope and date it
+//! shows, checked before the body the signature covers is read). A bearer key is the
+//! pipeline's own ([`crate::pipeline::bearer`]).
 
-use axum::http::{HeaderMap, HeaderName, Method, Uri, header};
+use axum::http::{HeaderMap, HeaderName, Method, Uri};
 
 use crate::callers::sigv4::SignedRequest;
 use crate::callers::{Callers, Denied, Key};
@@ -13,16 +13,11 @@ use crate::callers::{Callers, Denied, Key};
 /// Vault's token header.
 pub(crate) const X_VAULT_TOKEN: HeaderName = HeaderName::from_static("x-vault-token");
 
-/// The `Authorization` header's value, as a bearer key.
-pub(crate) fn bearer(headers: &HeaderMap) -> Option<Key<'_>> {
-    headers.get(header::AUTHORIZATION).map(|v| Key::Bearer(v.as_bytes()))
-}
-
 /// Vault's token (an empty one is none), else the `Authorization` header's bearer key.
 pub(crate) fn vault_token(headers: &HeaderMap) -> Option<Key<'_>> {
     match headers.get(X_VAULT_TOKEN).filter(|t| !t.is_empty()) {
         Some(token) => Some(Key::Raw(token.as_bytes())),
-        None => bearer(headers),
+        None => crate::pipeline::bearer(headers),
     }
 }
 

@@ -4,7 +4,7 @@
 //!
 //! The caller is the owner of the access key that signed the request (AWS SigV4, checked by
 //! `callers::sigv4` against the caller's secret). The signature covers the body, so this
-//! endpoint admits the caller itself once the (small, bounded) body is read: the front layer
+//! endpoint admits the caller itself once the (small, bounded) body is read: the pipeline
 //! first checks what the head shows (a known access key, the scope, the date) and holds the
 //! request under its own cap until then (its row's identity is `SigV4`), and records the caller this
 //! endpoint names. The answer (at most 1,024 bytes) is made at once, without a place under the
@@ -24,7 +24,7 @@ use super::respond::{self, served};
 use crate::callers::sigv4::SignedRequest;
 use crate::callers::{Authorized, ClientIdentity, Denied, Route};
 use crate::error::ApiError;
-use crate::pipeline::{self, RecordedResponse};
+use crate::pipeline::{self, Answer};
 use crate::service::{BytesRequest, Encoding};
 use crate::state::AppState;
 
@@ -44,7 +44,7 @@ const CONTENT_TYPE: &str = "application/x-amz-json-1.1";
 pub async fn post(State(state): State<AppState>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     let target = parts.headers.get("x-amz-target").and_then(|v| v.to_str().ok());
-    // Refusals before the signature is checked are `unknown`'s, as the front layer's are.
+    // Refusals before the signature is checked are `unknown`'s, as the pipeline's are.
     let refuse = |error: ApiError| answer_error(&state.callers.unknown(error).error, None);
     if target != Some(TARGET) {
         return refuse(unknown_operation());
@@ -75,9 +75,8 @@ pub async fn post(State(state): State<AppState>, request: Request) -> Response {
         Err(error) => return answer_error(&error, named),
     };
     let body = respond::wiped_joined(&[br#"{"Plaintext":""#, &rendered.body, br#""}"#]);
-    let mut answer: RecordedResponse =
-        served(pipeline::response(body, CONTENT_TYPE), req.alg(), req.n_bits());
-    answer.record.named = named;
+    let mut answer: Answer = served(pipeline::response(body, CONTENT_TYPE), req.alg(), req.n_bits());
+    answer.outcome.named = named;
     answer.into_response()
 }
 
@@ -189,17 +188,97 @@ pub fn error_response(error: &ApiError) -> Response {
     response
 }
 
-/// [`error_response`] recorded for the front layer: its code, and the caller when the
+/// [`error_response`] recorded for the pipeline: its code, and the caller when the
 /// signature named one.
 fn answer_error(
     error: &ApiError,
     named: Option<(std::sync::Arc<crate::callers::Caller>, tokio::time::Instant)>,
 ) -> Response {
     let mut response = error_response(error);
-    let outcome = pipeline::Record::of(&mut response);
+    let outcome = pipeline::Outcome::of(&mut response);
     outcome.code = Some(error.code());
     outcome.named = named;
     response
+}
+
+/// The OpenAPI operations of KMS `GenerateRandom` (signed with AWS SigV4, which OpenAPI cannot express beyond naming the header; AWS JSON's error shape): each row's `doc` column (`http.rs`), built from the
+/// pieces of `http/openapi/describe.rs`.
+pub(crate) mod doc {
+    use crate::pipeline::Describe;
+    use utoipa::openapi::path::{HttpMethod, OperationBuilder, ParameterBuilder, ParameterIn};
+    use utoipa::openapi::request_body::RequestBodyBuilder;
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityRequirement, SecurityScheme};
+    use utoipa::openapi::{Components, PathItem, Required};
+
+    use crate::http::openapi::describe::{content, json_response};
+
+    fn string(description: &str) -> ObjectBuilder {
+        ObjectBuilder::new().schema_type(Type::String).description(Some(description))
+    }
+
+    /// KMS's `POST /`.
+    pub(crate) fn kms(_: &Describe<'_>, components: &mut Components) -> PathItem {
+        kms_components(components);
+        let body = ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .property(
+                "NumberOfBytes",
+                ObjectBuilder::new()
+                    .schema_type(Type::Integer)
+                    .minimum(Some(1))
+                    .maximum(Some(crate::http::kms::MAX_BYTES)),
+            )
+            .required("NumberOfBytes");
+        let target = ParameterBuilder::new()
+            .name("X-Amz-Target")
+            .parameter_in(ParameterIn::Header)
+            .required(Required::True)
+            .schema(Some(string("The operation").enum_values(Some(["TrentService.GenerateRandom"]))))
+            .build();
+        let op = OperationBuilder::new()
+            .operation_id(Some("kmsGenerateRandom"))
+            .summary(Some("AWS KMS GenerateRandom (every AWS SDK, the AWS CLI), signed with AWS SigV4"))
+            .security(SecurityRequirement::new("awsSigV4", Vec::<String>::new()))
+            .parameter(target)
+            .request_body(Some(
+                RequestBodyBuilder::new().content("application/x-amz-json-1.1", content(body.into())).build(),
+            ))
+            .response("200", json_response("The random bytes", "application/x-amz-json-1.1", "KmsGenerateRandom"))
+            .response(
+                "400",
+                json_response(
+                    "KMS's errors: ValidationException, ThrottlingException, AccessDeniedException, InvalidSignatureException, UnrecognizedClientException, UnknownOperationException…",
+                    "application/x-amz-json-1.1",
+                    "KmsError",
+                ),
+            )
+            .response("503", json_response("DependencyTimeoutException (Retry-After)", "application/x-amz-json-1.1", "KmsError"))
+            .build();
+        PathItem::new(HttpMethod::Post, op)
+    }
+
+    /// The schemas and security scheme KMS's operation names.
+    fn kms_components(components: &mut Components) {
+        let random = ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .property("Plaintext", string("base64"))
+            .required("Plaintext");
+        let error = ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .property("__type", string("The exception"))
+            .property("message", string(""))
+            .required("__type");
+        components.schemas.insert("KmsGenerateRandom".to_owned(), random.into());
+        components.schemas.insert("KmsError".to_owned(), error.into());
+        components.add_security_scheme(
+            "awsSigV4",
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
+                "Authorization",
+                "AWS Signature Version 4 with a caller's access key (host and x-amz-date signed)",
+            ))),
+        );
+    }
 }
 
 #[cfg(test)]

@@ -65,3 +65,59 @@ pub fn openapi(state: &AppState) -> Response {
     response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     response
 }
+
+/// The OpenAPI operations of the metadata and the contract: each row's `doc` column (`http.rs`), built from the
+/// pieces of `http/openapi/describe.rs`.
+pub(crate) mod doc {
+    use crate::pipeline::Describe;
+    use utoipa::openapi::path::{HttpMethod, OperationBuilder};
+
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    use utoipa::openapi::{Components, PathItem, Ref};
+
+    use crate::http::openapi::describe::problem;
+
+    use crate::http::openapi::describe::{METADATA_ERRORS, json_ok};
+
+    /// `GET /algorithms`.
+    pub(crate) fn algorithms(d: &Describe<'_>, _: &mut Components) -> PathItem {
+        let op = d.op("getAlgorithms", "The generators and their settings");
+        let op = d.errors(
+            op.response("200", json_ok(ObjectBuilder::new().schema_type(Type::Object))),
+            METADATA_ERRORS,
+        );
+        PathItem::new(HttpMethod::Get, op.build())
+    }
+
+    /// `GET /usage`.
+    pub(crate) fn usage(d: &Describe<'_>, _: &mut Components) -> PathItem {
+        let op =
+            d.op("getUsage", "The calling caller's policy, remaining quota and counters (this instance)");
+        let op = d.errors(op.response("200", json_ok(Ref::from_schema_name("Usage"))), METADATA_ERRORS);
+        PathItem::new(HttpMethod::Get, op.build())
+    }
+
+    /// `GET /version`.
+    pub(crate) fn version(d: &Describe<'_>, _: &mut Components) -> PathItem {
+        let string =
+            |description: &str| ObjectBuilder::new().schema_type(Type::String).description(Some(description));
+        let body = ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .property("name", string("Always drbgd"))
+            .property("version", string("The server's version (semantic versioning)"))
+            .required("name")
+            .required("version");
+        let op = d.op("getVersion", "The server's name and version");
+        PathItem::new(HttpMethod::Get, d.errors(op.response("200", json_ok(body)), METADATA_ERRORS).build())
+    }
+
+    /// `GET /openapi.json`: public.
+    pub(crate) fn openapi(_: &Describe<'_>, _: &mut Components) -> PathItem {
+        let op = OperationBuilder::new()
+            .operation_id(Some("getOpenapi"))
+            .summary(Some("This document (public, also with auth on)"))
+            .response("200", json_ok(ObjectBuilder::new().schema_type(Type::Object)))
+            .response("503", problem("Service unavailable"));
+        PathItem::new(HttpMethod::Get, op.build())
+    }
+}

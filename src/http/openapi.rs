@@ -1,7 +1,7 @@
 //! The document `GET /openapi.json` serves (`http/meta.rs` answers it with the document
-//! rendered once, at start-up), generated from the endpoint registry: each row the
-//! configuration serves is described by its own operation (its `openapi` column:
-//! `openapi/native.rs`, `openapi/drop_in.rs`, `openapi/beacon.rs`), from the typed requests'
+//! rendered once, at start-up), generated from the endpoint table: each row the
+//! configuration serves is described by its own operation (its `doc` column, written beside
+//! its handler), from the typed requests'
 //! rules and the response types: the configured limits (`n`, `bytes`, `count` maxima), every
 //! enabled algorithm with every alias it accepts, the formats of [`crate::service::Encoding`]
 //! and [`crate::service::SecretFormat`], the receipt parameters and answer (when `[receipts]`
@@ -13,10 +13,7 @@
 //! handlers serialize (so the schema is the code), and its builder API takes the run-time
 //! values (limits, enabled algorithms, auth) that attribute macros cannot.
 
-pub(super) mod beacon;
 pub(super) mod describe;
-pub(super) mod drop_in;
-pub(super) mod native;
 
 use serde::Serialize;
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
@@ -25,9 +22,9 @@ use utoipa::openapi::{
 };
 use utoipa::{PartialSchema, ToSchema};
 
-use self::describe::{Describe, with_rate_limit_fields};
-use super::registry::{Identity, Served};
-use crate::route::{Endpoint, Route};
+use self::describe::with_rate_limit_fields;
+use crate::pipeline::{Availability, Credentials, Describe};
+use crate::route::Route;
 use crate::service::Rules;
 
 /// An RFC 9457 problem: every error response of the API.
@@ -164,7 +161,7 @@ pub struct Verdict {
     pub serial: Option<String>,
 }
 
-/// The document for `rules`: every registry row the configuration serves (the drop-in
+/// The document for `rules`: every row of the endpoint table the configuration serves (the drop-in
 /// front-ends' for the routes `serves`, the beacon's when it is on), each described by its own
 /// operation, with the bearer scheme applied when `auth` is on and the receipt parameters and
 /// answers when receipts are served (`receipts`: the most output bytes one covers).
@@ -177,12 +174,11 @@ pub fn document(
 ) -> OpenApi {
     let mut components = shared_components(auth);
     let mut paths = PathsBuilder::new();
-    for endpoint in Endpoint::ALL {
-        let row = endpoint.row();
-        let documented = match row.served {
-            Served::Always => true,
-            Served::BySection => row.policy.is_some_and(&serves),
-            Served::ByBeacon => beacon,
+    for row in super::ENDPOINTS {
+        let documented = match row.availability {
+            Availability::Always => true,
+            Availability::Section => row.guard.route.is_some_and(&serves),
+            Availability::Beacon => beacon,
         };
         if !documented {
             continue;
@@ -191,12 +187,12 @@ pub fn document(
         // caller, the receipt where it can answer one.
         let describe = Describe {
             rules,
-            auth: auth && row.identity == Identity::Caller,
+            auth: auth && matches!(row.guard.credentials, Credentials::Bearer),
             receipts: receipts.filter(|_| row.receipt),
         };
-        let mut item = (row.openapi)(&describe, &mut components);
+        let mut item = (row.doc)(&describe, &mut components);
         // A caller's answers carry its rate-limit fields, successes included.
-        if row.identity != Identity::Public {
+        if !row.guard.public() {
             with_rate_limit_fields_on_ok(&mut item);
         }
         paths = paths.path(row.paths[0], item);

@@ -15,8 +15,8 @@ use sha2::{Digest, Sha512};
 use super::respond::{self, served};
 use crate::callers::Admission;
 use crate::error::ApiError;
-use crate::pipeline::{self, RecordedResponse};
-use crate::service::{SecretFormat, TokenRequest};
+use crate::pipeline::{self, Answer};
+use crate::service::{SecretFormat, SecretKind, SecretRequest};
 use crate::state::AppState;
 
 /// Bytes of output per answer, as Pollen serves.
@@ -37,13 +37,13 @@ pub fn router() -> MethodRouter<AppState> {
 pub async fn post(State(state): State<AppState>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     let Some(admission) = parts.extensions.get::<Admission>().cloned() else {
-        return RecordedResponse::from(ApiError::Internal).into_response();
+        return Answer::from(ApiError::Internal).into_response();
     };
     let answer = match axum::body::to_bytes(body, MAX_BODY).await {
         Err(e) => Err(super::body::body_error(&e, MAX_BODY)),
         Ok(bytes) => challenge(&bytes).and_then(|challenge| answer(&state, &admission, &challenge)),
     };
-    answer.unwrap_or_else(RecordedResponse::from).into_response()
+    answer.unwrap_or_else(Answer::from).into_response()
 }
 
 /// The challenge of a form body, as Pollen's server reads it (`r.FormValue("challenge")`):
@@ -70,13 +70,74 @@ fn challenge(body: &[u8]) -> Result<String, ApiError> {
     Ok(challenge.into_owned())
 }
 
-fn answer(state: &AppState, admission: &Admission, challenge: &str) -> Result<RecordedResponse, ApiError> {
-    let req = TokenRequest::new(state.service.rules(), Some(SEED_BYTES), Some(SecretFormat::Hex), None)?;
-    let seed = state.service.token(&admission.caller, req)?;
+fn answer(state: &AppState, admission: &Admission, challenge: &str) -> Result<Answer, ApiError> {
+    let rules = state.service.rules();
+    let req = SecretRequest::new(rules, SecretKind::Token, Some(SEED_BYTES), Some(SecretFormat::Hex), None)?;
+    let seed = state.service.secret(&admission.caller, &req)?;
     let proof = data_encoding::HEXLOWER.encode(&Sha512::digest(challenge.as_bytes()));
     let body = respond::wiped_joined(&[proof.as_bytes(), b"\n", seed.value.as_bytes(), b"\n"]);
     let response = pipeline::response(body, respond::TEXT);
     Ok(served(response, seed.alg, seed.bytes * 8))
+}
+
+/// The OpenAPI operations of `POST /pollen`: each row's `doc` column (`http.rs`), built from the
+/// pieces of `http/openapi/describe.rs`.
+pub(crate) mod doc {
+    use crate::pipeline::Describe;
+    use utoipa::openapi::path::HttpMethod;
+    use utoipa::openapi::request_body::RequestBodyBuilder;
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    use utoipa::openapi::{Components, PathItem, Required, ResponseBuilder};
+
+    use crate::http::openapi::describe::content;
+
+    use crate::http::openapi::describe::RANDOM_ERRORS;
+
+    /// `POST /pollen`.
+    pub(crate) fn pollen(d: &Describe<'_>, _: &mut Components) -> PathItem {
+        let op = d.errors(
+            d.op("postPollen", "The Pollen protocol: a VM's boot seed (Ubuntu's pollinate)")
+                .request_body(Some(
+                    RequestBodyBuilder::new()
+                        .content(
+                            "application/x-www-form-urlencoded",
+                            content(
+                                ObjectBuilder::new()
+                                    .schema_type(Type::Object)
+                                    .property(
+                                        "challenge",
+                                        ObjectBuilder::new()
+                                            .schema_type(Type::String)
+                                            .min_length(Some(1))
+                                            .max_length(Some(1024))
+                                            .pattern(Some("^[!-~]+$"))
+                                            .description(Some(
+                                                "Any printable ASCII; pollinate sends a SHA-512 in hex",
+                                            )),
+                                    )
+                                    .required("challenge")
+                                    .additional_properties(Some(
+                                        utoipa::openapi::schema::AdditionalProperties::FreeForm(false),
+                                    ))
+                                    .into(),
+                            ),
+                        )
+                        .required(Some(Required::True))
+                        .build(),
+                ))
+                .response(
+                    "200",
+                    ResponseBuilder::new()
+                        .description(
+                            "Two lines: the hex SHA-512 of the challenge as sent, and 64 bytes of output in hex",
+                        )
+                        .content("text/plain", content(ObjectBuilder::new().schema_type(Type::String).into()))
+                        .build(),
+                ),
+            RANDOM_ERRORS,
+        );
+        PathItem::new(HttpMethod::Post, op.build())
+    }
 }
 
 #[cfg(test)]

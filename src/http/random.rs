@@ -12,12 +12,12 @@ use axum::http::HeaderValue;
 use bytes::Bytes;
 use http_body::{Frame, SizeHint};
 
-use super::params::{self, Accept, Param, Params, choose_format};
 use super::receipt;
 use super::respond::{served, wiped};
 use crate::callers::{Admission, Route};
 use crate::error::ApiError;
-use crate::pipeline::{self, RecordedResponse};
+use crate::pipeline::params::{self, Accept, Param, Params, choose_format};
+use crate::pipeline::{self, Answer};
 use crate::service::budget::Permit;
 use crate::service::{BitsOutput, BitsRequest, BytesRequest, Chunks};
 use crate::state::AppState;
@@ -30,7 +30,7 @@ pub fn bits(
     admission: &Admission,
     accept: Accept<'_>,
     params: &Params<'_>,
-) -> Result<RecordedResponse, ApiError> {
+) -> Result<Answer, ApiError> {
     packed(Route::Bits, state, admission, accept, params)
 }
 
@@ -40,7 +40,7 @@ pub fn bytes(
     admission: &Admission,
     accept: Accept<'_>,
     params: &Params<'_>,
-) -> Result<RecordedResponse, ApiError> {
+) -> Result<Answer, ApiError> {
     packed(Route::Bytes, state, admission, accept, params)
 }
 
@@ -52,23 +52,24 @@ fn packed(
     admission: &Admission,
     accept: Accept<'_>,
     params: &Params<'_>,
-) -> Result<RecordedResponse, ApiError> {
+) -> Result<Answer, ApiError> {
     params.allow(params::BITS)?;
-    let ask = receipt::ask(state, admission, params)?;
+    let ask = receipt::ask(state, params)?;
     let format = choose_format(params.get(Param::Format), receipt::accept(ask.as_ref(), accept))?;
     let (n, alg, pr) = (params.u64(Param::N)?, params.get(Param::Alg), params.flag(Param::Pr)?);
     let rules = state.service.rules();
     let req = match route {
         Route::Bytes => BytesRequest::new(rules, n, alg, format, pr)?.into_bits(),
         _ => BitsRequest::new(rules, n, alg, format, pr)?,
-    };
+    }
+    .with_receipt(ask.is_some());
     match ask {
         Some(ask) => receipt::bits(state, admission, &ask, route, &req),
         None => respond(state, admission, req),
     }
 }
 
-fn respond(state: &AppState, admission: &Admission, req: BitsRequest) -> Result<RecordedResponse, ApiError> {
+fn respond(state: &AppState, admission: &Admission, req: BitsRequest) -> Result<Answer, ApiError> {
     let content_type = req.format().content_type();
     let response = match state.service.bits(&admission.caller, admission.peer, req)? {
         BitsOutput::Whole(mut rendered) => {
@@ -92,7 +93,7 @@ fn respond(state: &AppState, admission: &Admission, req: BitsRequest) -> Result<
                 left: len,
                 failed: false,
                 _admission: admission.clone(),
-                // Called within the request's server span (the front layer enters it).
+                // Called within the request's server span (the pipeline enters it).
                 span: tracing::Span::current(),
             });
             pipeline::response(body, content_type)
@@ -278,6 +279,54 @@ impl http_body::Body for ChunkBody {
 
     fn size_hint(&self) -> SizeHint {
         self.left.map_or_else(SizeHint::default, SizeHint::with_exact)
+    }
+}
+
+/// The OpenAPI operations of `/bits` and `/bytes`: each row's `doc` column (`http.rs`), built from the
+/// pieces of `http/openapi/describe.rs`.
+pub(crate) mod doc {
+    use crate::pipeline::Describe;
+    use utoipa::openapi::path::OperationBuilder;
+
+    use utoipa::openapi::{Components, PathItem, ResponseBuilder};
+
+    use crate::http::openapi::describe::{Context, binary_schema, content, string_schema};
+    use crate::pipeline::params::{self};
+
+    use crate::http::openapi::describe::{RANDOM_ERRORS, get_and_post};
+
+    /// `/bits`: GET and POST.
+    pub(crate) fn bits(d: &Describe<'_>, _: &mut Components) -> PathItem {
+        let context = Context { n: Some((d.rules.max_bits, "Number of bits.")), ..Context::default() };
+        packed(
+            d,
+            "Bits",
+            ["n random bits (packed MSB-first)", "n random bits, parameters in a JSON body"],
+            &context,
+        )
+    }
+
+    /// `/bytes`: GET and POST.
+    pub(crate) fn bytes(d: &Describe<'_>, _: &mut Components) -> PathItem {
+        let context = Context { n: Some((d.rules.max_bits / 8, "Number of bytes.")), ..Context::default() };
+        packed(d, "Bytes", ["n random bytes", "n random bytes, parameters in a JSON body"], &context)
+    }
+
+    /// `/bits` or `/bytes` (`get{id}`, `post{id}`, each with its summary): the output in any
+    /// encoding, or a receipt.
+    fn packed(d: &Describe<'_>, id: &str, [get, post]: [&str; 2], context: &Context) -> PathItem {
+        let responses = |op: OperationBuilder| {
+            let ok = ResponseBuilder::new()
+                .description("OK; streamed above the configured threshold")
+                .content("text/plain", content(string_schema()))
+                .content("application/octet-stream", content(binary_schema()))
+                .content("application/json", content(d.json_or_receipt("BitsJson")));
+            d.errors(op.response("200", ok.build()), RANDOM_ERRORS)
+        };
+        let get = responses(d.op(&format!("get{id}"), get).parameters(Some(d.query(params::BITS, context))));
+        let post =
+            responses(d.op(&format!("post{id}"), post).request_body(Some(d.body(params::BITS, context))));
+        get_and_post(get, post)
     }
 }
 

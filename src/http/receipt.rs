@@ -8,25 +8,26 @@ use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::MethodRouter;
 
-use super::params::{Accept, Param, Params};
 use super::respond::{served, wiped_joined};
 use crate::callers::{Admission, Route};
 use crate::drbg::Algorithm;
 use crate::error::ApiError;
-use crate::pipeline::{self, RecordedResponse};
+use crate::pipeline::params::{Accept, Param, Params};
+use crate::pipeline::{self, Answer};
 use crate::receipts::{Ask, Random};
 use crate::service::BitsRequest;
 use crate::state::AppState;
 
 /// The receipt a request asks for (`receipt=true`, with its `user_data`), allowed by the
-/// server's settings and the caller's policy; `None`: a plain answer.
+/// server's settings; `None`: a plain answer. The caller's policy is checked with the rest of
+/// the draw, by the service ([`crate::callers::Policy::check`]).
 ///
 /// # Errors
 /// 400 `invalid_boolean`, `user_data_without_receipt`, `receipts_disabled`,
-/// `user_data_too_large`; 403 `receipts_not_allowed`.
-pub fn ask(state: &AppState, admission: &Admission, params: &Params<'_>) -> Result<Option<Ask>, ApiError> {
+/// `user_data_too_large`.
+pub fn ask(state: &AppState, params: &Params<'_>) -> Result<Option<Ask>, ApiError> {
     let receipt = params.flag(Param::Receipt)?;
-    state.receipts.ask(&admission.caller, receipt, params.get(Param::UserData))
+    state.receipts.ask(receipt, params.get(Param::UserData))
 }
 
 /// The `Accept` header bits are encoded by: none with a receipt, whose answer is JSON
@@ -47,7 +48,7 @@ pub fn bits(
     ask: &Ask,
     route: Route,
     req: &BitsRequest,
-) -> Result<RecordedResponse, ApiError> {
+) -> Result<Answer, ApiError> {
     ask.check_size(req.byte_len())?;
     let generated = state.service.whole(&admission.caller, req)?;
     let random = Random::bits(route, req, &generated.data);
@@ -67,7 +68,7 @@ pub fn respond(
     random: Random,
     alg: Algorithm,
     n_bits: u64,
-) -> Result<RecordedResponse, ApiError> {
+) -> Result<Answer, ApiError> {
     let receipt = state.receipts.issue(&state.service, &admission.caller, ask, random)?;
     let body = wiped_joined(&[
         &b"{\"random\":"[..],
@@ -77,7 +78,7 @@ pub fn respond(
         b"\"}",
     ]);
     let mut answer = served(pipeline::response(body, "application/json"), alg, n_bits);
-    answer.record.serial = Some(receipt.serial().to_owned());
+    answer.outcome.serial = Some(receipt.serial().to_owned());
     Ok(answer)
 }
 
@@ -121,10 +122,10 @@ pub async fn verify(State(state): State<AppState>, request: Request) -> Response
             .receipts
             .check(collected.to_bytes())
             .await
-            .map(|verdict| RecordedResponse::from(json(&verdict.to_json()))),
+            .map(|verdict| Answer::from(json(&verdict.to_json()))),
     };
     drop(body);
-    answer.unwrap_or_else(RecordedResponse::from).into_response()
+    answer.unwrap_or_else(Answer::from).into_response()
 }
 
 /// Most bytes of a `POST /verify` body on a server without receipt keys.
@@ -135,4 +136,91 @@ fn json(value: &serde_json::Value) -> Response {
     // Serializing a JSON tree to memory cannot fail.
     let body = serde_json::to_vec(value).unwrap_or_default();
     pipeline::response(body.into(), "application/json")
+}
+
+/// The OpenAPI operations of `/keys` and `/verify`: each row's `doc` column (`http.rs`), built from the
+/// pieces of `http/openapi/describe.rs`.
+pub(crate) mod doc {
+    use crate::pipeline::Describe;
+    use utoipa::openapi::path::{HttpMethod, OperationBuilder};
+    use utoipa::openapi::request_body::RequestBodyBuilder;
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    use utoipa::openapi::{Components, PathItem, Required};
+
+    use crate::http::openapi::describe::{content, json_response, peer_limited, problem};
+
+    /// `GET /keys`: public, like the contract.
+    pub(crate) fn keys(_: &Describe<'_>, _: &mut Components) -> PathItem {
+        let op = OperationBuilder::new()
+            .operation_id(Some("getKeys"))
+            .summary(Some(
+                "The receipts' verification keys: an RFC 8037 JWK set, the signing key first (public, also with auth on)",
+            ))
+            .response("200", json_response("OK", "application/json", "Jwks"))
+            .response("429", peer_limited())
+            .response("503", problem("Service unavailable"));
+        PathItem::new(HttpMethod::Get, op.build())
+    }
+
+    /// `POST /verify`: public, like the contract. The body's shape is what the server reads
+    /// (`receipts::verify::receipt_shape`: three levels deep, 64 members an object): `random`'s
+    /// members are scalars, lists of scalars or objects of scalars. (The bound on all the values
+    /// together, lists' items included, is not a schema's to say; the body's size bounds it too.)
+    pub(crate) fn verify(_: &Describe<'_>, _: &mut Components) -> PathItem {
+        use utoipa::openapi::schema::{AdditionalProperties, ArrayBuilder, OneOfBuilder, Schema, SchemaType};
+        let scalar = || -> Schema {
+            let types = SchemaType::from_iter([Type::String, Type::Number, Type::Boolean, Type::Null]);
+            ObjectBuilder::new().schema_type(types).into()
+        };
+        let of_scalars = AdditionalProperties::RefOr(utoipa::openapi::RefOr::T(scalar()));
+        let object_of_scalars = ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .max_properties(Some(64))
+            .additional_properties(Some(of_scalars));
+        let member = OneOfBuilder::new()
+            .item(scalar())
+            .item(ArrayBuilder::new().items(utoipa::openapi::RefOr::T(scalar())))
+            .item(object_of_scalars);
+        let receipt = ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .property(
+                "random",
+                ObjectBuilder::new()
+                    .schema_type(Type::Object)
+                    .max_properties(Some(64))
+                    .additional_properties(Some(AdditionalProperties::RefOr(utoipa::openapi::RefOr::T(
+                        member.into(),
+                    ))))
+                    .description(Some(
+                        "The receipt's random object, as served (any member order and spacing): at most 64 \
+                         members, each a string, number, boolean or null, or a list or object of them",
+                    )),
+            )
+            .property(
+                "signature",
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .description(Some("The Ed25519 signature, base64url without padding")),
+            )
+            .required("random")
+            .required("signature")
+            .additional_properties(Some(utoipa::openapi::schema::AdditionalProperties::FreeForm(false)));
+        let op = OperationBuilder::new()
+            .operation_id(Some("postVerify"))
+            .summary(Some(
+                "Checks a receipt against the keys in force: 200 with valid true, or false and the reason (public, also with auth on)",
+            ))
+            .request_body(Some(
+                RequestBodyBuilder::new()
+                    .required(Some(Required::True))
+                    .content("application/json", content(receipt.into()))
+                    .build(),
+            ))
+            .response("200", json_response("The verdict", "application/json", "Verdict"))
+            .response("400", problem("Not a receipt (invalid_receipt), or a body that could not be read (invalid_body)"))
+            .response("413", problem("Larger than any receipt this server issues (body_too_large)"))
+            .response("429", peer_limited())
+            .response("503", problem("Service unavailable"));
+        PathItem::new(HttpMethod::Post, op.build())
+    }
 }

@@ -1,5 +1,5 @@
 //! What the handlers' answers share: the headers naming what was served (`X-Drbg-Alg`,
-//! `X-Drbg-Bits`) with the [`Record`] the pipeline writes its lines from, bodies of random
+//! `X-Drbg-Bits`) with the [`Outcome`] the pipeline writes its lines from, bodies of random
 //! output wiped once sent, the plain-text content type. The responses themselves are built on
 //! the pipeline's ([`crate::pipeline::response`]).
 
@@ -7,7 +7,7 @@ use axum::http::{HeaderName, HeaderValue};
 use axum::response::Response;
 
 use crate::drbg::Algorithm;
-use crate::pipeline::{Record, RecordedResponse, ServedOutput};
+use crate::pipeline::{Answer, Outcome, Served};
 
 /// Response header naming the algorithm that produced the output.
 pub const X_DRBG_ALG: HeaderName = HeaderName::from_static("x-drbg-alg");
@@ -51,16 +51,13 @@ fn bits_value(n_bits: u64) -> HeaderValue {
 
 /// The answer of a response that served `n_bits` from `alg`: the `X-Drbg-Alg` / `X-Drbg-Bits`
 /// headers set, what was served recorded.
-pub fn served(mut response: Response, alg: Algorithm, n_bits: u64) -> RecordedResponse {
+pub fn served(mut response: Response, alg: Algorithm, n_bits: u64) -> Answer {
     let h = response.headers_mut();
     h.insert(X_DRBG_ALG, HeaderValue::from_static(alg.name()));
     if n_bits > 0 {
         h.insert(X_DRBG_BITS, bits_value(n_bits));
     }
-    RecordedResponse {
-        response,
-        record: Record { served: Some(ServedOutput { alg, n_bits }), ..Record::default() },
-    }
+    Answer { response, outcome: Outcome { served: Some(Served { alg, n_bits }), ..Outcome::default() } }
 }
 
 #[cfg(test)]

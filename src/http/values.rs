@@ -7,14 +7,14 @@ use axum::Json;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
-use super::params::{self, Accept, Param, Params, wants_json};
 use super::receipt;
 use super::respond::{self, served};
-use crate::callers::{Admission, Route};
+use crate::callers::Admission;
 use crate::error::ApiError;
-use crate::pipeline::{self, RecordedResponse};
-use crate::receipts::{Ask, Random};
-use crate::service::{IntRequest, NonceRequest, Secret, SecretFormat, TokenRequest, UuidRequest};
+use crate::pipeline::params::{self, Accept, Param, Params, wants_json};
+use crate::pipeline::{self, Answer};
+use crate::receipts::Random;
+use crate::service::{IntRequest, Secret, SecretFormat, SecretKind, SecretRequest, UuidRequest};
 use crate::state::AppState;
 
 /// `/token?bytes=32&format=base64url|hex|base32|base64&alg=&receipt=&user_data=`.
@@ -23,23 +23,8 @@ pub fn token(
     admission: &Admission,
     accept: Accept<'_>,
     params: &Params<'_>,
-) -> Result<RecordedResponse, ApiError> {
-    params.allow(params::SECRET)?;
-    let ask = receipt::ask(state, admission, params)?;
-    let req = TokenRequest::new(
-        state.service.rules(),
-        params.u64(Param::Bytes)?,
-        secret_format(params)?,
-        params.get(Param::Alg),
-    )?;
-    if let Some(ask) = &ask {
-        ask.check_size(req.secret().bytes())?;
-    }
-    let secret = state.service.token(&admission.caller, req)?;
-    match ask {
-        Some(ask) => signed_secret(state, admission, &ask, Route::Token, &secret),
-        None => Ok(secret_response(accept, secret)),
-    }
+) -> Result<Answer, ApiError> {
+    secret(SecretKind::Token, state, admission, accept, params)
 }
 
 /// `/nonce?bytes=12&format=hex|base64|base64url|base32&alg=&receipt=&user_data=`.
@@ -48,34 +33,34 @@ pub fn nonce(
     admission: &Admission,
     accept: Accept<'_>,
     params: &Params<'_>,
-) -> Result<RecordedResponse, ApiError> {
-    params.allow(params::SECRET)?;
-    let ask = receipt::ask(state, admission, params)?;
-    let req = NonceRequest::new(
-        state.service.rules(),
-        params.u64(Param::Bytes)?,
-        secret_format(params)?,
-        params.get(Param::Alg),
-    )?;
-    if let Some(ask) = &ask {
-        ask.check_size(req.secret().bytes())?;
-    }
-    let secret = state.service.nonce(&admission.caller, req)?;
-    match ask {
-        Some(ask) => signed_secret(state, admission, &ask, Route::Nonce, &secret),
-        None => Ok(secret_response(accept, secret)),
-    }
+) -> Result<Answer, ApiError> {
+    secret(SecretKind::Nonce, state, admission, accept, params)
 }
 
-/// A token's or nonce's receipt.
-fn signed_secret(
+/// A token or a nonce (`kind`), or its receipt.
+fn secret(
+    kind: SecretKind,
     state: &AppState,
     admission: &Admission,
-    ask: &Ask,
-    route: Route,
-    secret: &Secret,
-) -> Result<RecordedResponse, ApiError> {
-    receipt::respond(state, admission, ask, Random::secret(route, secret), secret.alg, secret.bytes * 8)
+    accept: Accept<'_>,
+    params: &Params<'_>,
+) -> Result<Answer, ApiError> {
+    params.allow(params::SECRET)?;
+    let ask = receipt::ask(state, params)?;
+    let (bytes, format, alg) = (params.u64(Param::Bytes)?, secret_format(params)?, params.get(Param::Alg));
+    let req =
+        SecretRequest::new(state.service.rules(), kind, bytes, format, alg)?.with_receipt(ask.is_some());
+    if let Some(ask) = &ask {
+        ask.check_size(req.bytes())?;
+    }
+    let secret = state.service.secret(&admission.caller, &req)?;
+    match ask {
+        Some(ask) => {
+            let bits = secret.bytes * 8;
+            receipt::respond(state, admission, &ask, Random::secret(&secret), secret.alg, bits)
+        }
+        None => Ok(secret_response(accept, secret)),
+    }
 }
 
 fn secret_format(params: &Params) -> Result<Option<SecretFormat>, ApiError> {
@@ -94,10 +79,10 @@ fn secret_format(params: &Params) -> Result<Option<SecretFormat>, ApiError> {
         .transpose()
 }
 
-fn secret_response(accept: Accept<'_>, mut secret: Secret) -> RecordedResponse {
+fn secret_response(accept: Accept<'_>, mut secret: Secret) -> Answer {
     let (alg, bits) = (secret.alg, secret.bytes * 8);
     let body = if wants_json(accept) {
-        let Secret { value, bytes, format, alg } = secret;
+        let Secret { value, bytes, format, alg, .. } = secret;
         let json = SecretJson { value: &value, bytes, format: format.name(), alg: alg.name() };
         // Written into a buffer sized for all of it up front, so that no grown-out-of copy of
         // the value is left behind unwiped. Serializing to memory fails only if a `Display`
@@ -128,15 +113,12 @@ pub fn uuid(
     admission: &Admission,
     accept: Accept<'_>,
     params: &Params<'_>,
-) -> Result<RecordedResponse, ApiError> {
+) -> Result<Answer, ApiError> {
     params.allow(params::UUID)?;
-    let ask = receipt::ask(state, admission, params)?;
-    let req = UuidRequest::new(
-        state.service.rules(),
-        params.u64(Param::Count)?,
-        params.u64(Param::Version)?,
-        params.get(Param::Alg),
-    )?;
+    let ask = receipt::ask(state, params)?;
+    let (count, version) = (params.u64(Param::Count)?, params.u64(Param::Version)?);
+    let req = UuidRequest::new(state.service.rules(), count, version, params.get(Param::Alg))?
+        .with_receipt(ask.is_some());
     if let Some(ask) = &ask {
         ask.check_size(req.count() as u64 * 16)?;
     }
@@ -160,16 +142,12 @@ pub fn int(
     admission: &Admission,
     accept: Accept<'_>,
     params: &Params<'_>,
-) -> Result<RecordedResponse, ApiError> {
+) -> Result<Answer, ApiError> {
     params.allow(params::INT)?;
-    let ask = receipt::ask(state, admission, params)?;
-    let req = IntRequest::new(
-        state.service.rules(),
-        params.i64(Param::Min)?,
-        params.i64(Param::Max)?,
-        params.u64(Param::Count)?,
-        params.get(Param::Alg),
-    )?;
+    let ask = receipt::ask(state, params)?;
+    let (min, max, count) = (params.i64(Param::Min)?, params.i64(Param::Max)?, params.u64(Param::Count)?);
+    let req = IntRequest::new(state.service.rules(), min, max, count, params.get(Param::Alg))?
+        .with_receipt(ask.is_some());
     if let Some(ask) = &ask {
         ask.check_size(req.count() as u64 * 8)?;
     }
@@ -193,4 +171,68 @@ fn lines(items: impl Iterator<Item = String>) -> Response {
         text.push('\n');
     }
     text.into_response()
+}
+
+/// The OpenAPI operations of `/token`, `/nonce`, `/uuid` and `/int`: each row's `doc` column (`http.rs`), built from the
+/// pieces of `http/openapi/describe.rs`.
+pub(crate) mod doc {
+    use crate::pipeline::Describe;
+    use utoipa::openapi::path::OperationBuilder;
+
+    use utoipa::openapi::{Components, PathItem};
+
+    use crate::http::openapi::describe::Context;
+    use crate::http::openapi::describe::{RANDOM_ERRORS, get_and_post};
+    use crate::pipeline::params::{self, Param};
+    use crate::service::SecretFormat;
+    use crate::service::request::{
+        DEFAULT_NONCE_BYTES, DEFAULT_NONCE_FORMAT, DEFAULT_TOKEN_BYTES, DEFAULT_TOKEN_FORMAT,
+    };
+
+    /// `/token`: GET and POST.
+    pub(crate) fn token(d: &Describe<'_>, _: &mut Components) -> PathItem {
+        let context = secret(DEFAULT_TOKEN_BYTES, DEFAULT_TOKEN_FORMAT);
+        values(d, "Token", "A token for sessions, API keys, CSRF", params::SECRET, &context, "SecretJson")
+    }
+
+    /// `/nonce`: GET and POST.
+    pub(crate) fn nonce(d: &Describe<'_>, _: &mut Components) -> PathItem {
+        let context = secret(DEFAULT_NONCE_BYTES, DEFAULT_NONCE_FORMAT);
+        let summary = "A nonce (12 bytes for AES-GCM/ChaCha20-Poly1305, 24 for XChaCha)";
+        values(d, "Nonce", summary, params::SECRET, &context, "SecretJson")
+    }
+
+    /// `/uuid`: GET and POST.
+    pub(crate) fn uuid(d: &Describe<'_>, _: &mut Components) -> PathItem {
+        values(d, "Uuids", "RFC 9562 UUIDs", params::UUID, &Context::default(), "UuidsJson")
+    }
+
+    /// `/int`: GET and POST.
+    pub(crate) fn int(d: &Describe<'_>, _: &mut Components) -> PathItem {
+        let summary = "Uniform integers in [min, max] without modulo bias";
+        values(d, "Ints", summary, params::INT, &Context::default(), "IntsJson")
+    }
+
+    /// The parameters' context of a secret (`/token`, `/nonce`): its default size and format.
+    fn secret(default_bytes: u64, default_format: SecretFormat) -> Context {
+        Context { secret: Some((default_bytes, default_format)), ..Context::default() }
+    }
+
+    /// A small-value route's GET and POST (`get{id}`, `post{id}`): the same parameters, `list`
+    /// described for `context`, in the query or a JSON body; the values as text or as `schema`.
+    fn values(
+        d: &Describe<'_>,
+        id: &str,
+        summary: &str,
+        list: &[Param],
+        context: &Context,
+        schema: &str,
+    ) -> PathItem {
+        let ok = |op: OperationBuilder| d.errors(op.response("200", d.text_or_json(schema)), RANDOM_ERRORS);
+        let get = ok(d.op(&format!("get{id}"), summary).parameters(Some(d.query(list, context))));
+        let post = ok(d
+            .op(&format!("post{id}"), &format!("{summary}, parameters in a JSON body"))
+            .request_body(Some(d.body(list, context))));
+        get_and_post(get, post)
+    }
 }

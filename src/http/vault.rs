@@ -1,6 +1,6 @@
 //! Vault's random API (with `[vault] enabled`): `POST` or `PUT /v1/sys/tools/random[/source][/bytes]`
 //! and the same under `/v1/transit/random`, as hvac, the Vault CLI and Terraform's vault
-//! provider call them. The caller is admitted by the front layer from `X-Vault-Token` (or a
+//! provider call them. The caller is admitted by the pipeline from `X-Vault-Token` (or a
 //! bearer key), as any other (policy route `/v1/sys/tools/random` for both paths); this
 //! adapter reads Vault's parameters into a byte request of the service and writes Vault's
 //! answer, `{"data": {"random_bytes": …}}` in Vault's envelope, and Vault's `{"errors": […]}`.
@@ -22,8 +22,7 @@ use axum::routing::MethodRouter;
 use super::respond::{self, served};
 use crate::callers::Admission;
 use crate::error::ApiError;
-use crate::pipeline::{self, RecordedResponse};
-use crate::route::Endpoint;
+use crate::pipeline::{self, Answer};
 use crate::service::{BytesRequest, Encoding};
 use crate::state::AppState;
 
@@ -32,6 +31,11 @@ pub const MAX_BYTES: u64 = 128 * 1024;
 
 /// The largest body read (Vault's parameters fit in far less).
 const MAX_BODY: usize = 16 * 1024;
+
+/// Vault's path to random bytes (`sys/tools/random`), also the route's name.
+pub const SYS_PATH: &str = "/v1/sys/tools/random";
+/// Vault's other path to the same thing (`transit/random`).
+pub const TRANSIT_PATH: &str = "/v1/transit/random";
 
 /// The method router of both paths: `POST` and `PUT`, Vault's 405 for the rest.
 pub fn router() -> MethodRouter<AppState> {
@@ -92,10 +96,8 @@ impl Params {
         } else {
             serde_json::from_slice(body).map_err(|e| bad(format!("failed to parse JSON input: {e}")))?
         };
-        let rest = [Endpoint::Vault, Endpoint::VaultTransit]
-            .into_iter()
-            .find_map(|e| path.strip_prefix(e.label()))
-            .unwrap_or_default();
+        let rest =
+            [SYS_PATH, TRANSIT_PATH].into_iter().find_map(|p| path.strip_prefix(p)).unwrap_or_default();
         let mut segments = rest.split('/').skip(1);
         let (path_source, url_bytes) = (segments.next(), segments.next());
         // Vault's router sets each path capture over the body's field of the same name, an
@@ -161,7 +163,7 @@ fn valid_source(s: &str) -> bool {
     matches!(s, "" | "platform" | "seal" | "all")
 }
 
-fn answer(state: &AppState, admission: &Admission, params: &Params) -> Result<RecordedResponse, ApiError> {
+fn answer(state: &AppState, admission: &Admission, params: &Params) -> Result<Answer, ApiError> {
     let format = if params.hex { Encoding::Hex } else { Encoding::Base64 };
     let req = BytesRequest::new(state.service.rules(), Some(params.bytes), None, format, false)?.into_bits();
     let rendered = state.service.rendered(&admission.caller, &req)?;
@@ -205,11 +207,121 @@ pub fn error_response(error: &ApiError) -> Response {
     response
 }
 
-/// [`error_response`] with its code recorded for the front layer.
+/// [`error_response`] with its code recorded for the pipeline.
 fn answer_error(error: &ApiError) -> Response {
     let mut response = error_response(error);
-    pipeline::Record::of(&mut response).code = Some(error.code());
+    pipeline::Outcome::of(&mut response).code = Some(error.code());
     response
+}
+
+/// The OpenAPI operations of Vault's two paths (token in `X-Vault-Token`; Vault's own error shapes): each row's `doc` column (`http.rs`), built from the
+/// pieces of `http/openapi/describe.rs`.
+pub(crate) mod doc {
+    use crate::pipeline::Describe;
+    use utoipa::openapi::path::{HttpMethod, OperationBuilder, PathItemBuilder};
+    use utoipa::openapi::request_body::RequestBodyBuilder;
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityRequirement, SecurityScheme};
+    use utoipa::openapi::{Components, PathItem};
+
+    use crate::http::openapi::describe::{content, json_response};
+
+    fn string(description: &str) -> ObjectBuilder {
+        ObjectBuilder::new().schema_type(Type::String).description(Some(description))
+    }
+
+    /// `/v1/sys/tools/random`: `POST` and `PUT`.
+    pub(crate) fn vault_sys(_: &Describe<'_>, components: &mut Components) -> PathItem {
+        vault_components(components);
+        vault_item("vaultSysToolsRandom")
+    }
+
+    /// `/v1/transit/random`: `POST` and `PUT`.
+    pub(crate) fn vault_transit(_: &Describe<'_>, components: &mut Components) -> PathItem {
+        vault_components(components);
+        vault_item("vaultTransitRandom")
+    }
+
+    /// One of Vault's paths, its operations named `{name}Post` and `{name}Put`.
+    fn vault_item(name: &str) -> PathItem {
+        let body = || {
+            ObjectBuilder::new()
+                .schema_type(Type::Object)
+                .property(
+                    "bytes",
+                    ObjectBuilder::new()
+                        .schema_type(Type::Integer)
+                        .minimum(Some(1))
+                        .maximum(Some(crate::http::vault::MAX_BYTES))
+                        .default(Some(32.into()))
+                        .description(Some("Random bytes to return")),
+                )
+                .property(
+                    "format",
+                    string("Encoding of random_bytes")
+                        .enum_values(Some(["base64", "hex"]))
+                        .default(Some("base64".into())),
+                )
+                .build()
+        };
+        let op = |id: &str| {
+            OperationBuilder::new()
+                .operation_id(Some(id))
+                .summary(Some(
+                    "Vault's random bytes (hvac, the Vault CLI); also /{bytes}, /{source} and /{source}/{bytes} after \
+                     the path, source platform, seal or all (each drbgd's default generator; seal adds Vault's warning \
+                     that it has no seal)",
+                ))
+                .security(SecurityRequirement::new("vaultToken", Vec::<String>::new()))
+                .request_body(Some(
+                    RequestBodyBuilder::new().content("application/json", content(body().into())).build(),
+                ))
+                .response("200", json_response("Vault's envelope with data.random_bytes", "application/json", "VaultRandom"))
+                .response("400", json_response("Bad parameters", "application/json", "VaultErrors"))
+                .response(
+                    "403",
+                    json_response("A missing or wrong token, or outside the caller's policy", "application/json", "VaultErrors"),
+                )
+                .response("429", json_response("Over the caller's quota (Retry-After)", "application/json", "VaultErrors"))
+                .response("503", json_response("Unavailable (Retry-After)", "application/json", "VaultErrors"))
+                .build()
+        };
+        PathItemBuilder::new()
+            .operation(HttpMethod::Post, op(&format!("{name}Post")))
+            .operation(HttpMethod::Put, op(&format!("{name}Put")))
+            .build()
+    }
+
+    /// The schemas and security scheme Vault's operations name.
+    fn vault_components(components: &mut Components) {
+        let data =
+            ObjectBuilder::new().schema_type(Type::Object).property("random_bytes", string("hex or base64"));
+        let random = ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .property("data", data)
+            .property(
+                "warnings",
+                utoipa::openapi::schema::ArrayBuilder::new()
+                    .schema_type(utoipa::openapi::schema::SchemaType::from_iter([Type::Array, Type::Null]))
+                    .items(string("")),
+            )
+            .property("request_id", string(""))
+            .property("lease_id", string(""))
+            .required("data");
+        let errors = ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .property("errors", utoipa::openapi::schema::ArrayBuilder::new().items(string("")))
+            .required("errors");
+        components.schemas.insert("VaultRandom".to_owned(), random.into());
+        components.schemas.insert("VaultErrors".to_owned(), errors.into());
+        components.add_security_scheme(
+            "vaultToken",
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
+                "X-Vault-Token",
+                "A key of a caller, as a Vault token (Authorization: Bearer works too)",
+            ))),
+        );
+    }
 }
 
 #[cfg(test)]

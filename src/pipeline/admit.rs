@@ -2,7 +2,7 @@
 //! its route's gate says, a place under the server's cap (or a cap of its own: public requests,
 //! `anonymous` on an open route, public streams, signed bodies), each peer's share for requests
 //! without credentials, then the caller's quota. Refused at once, never queued. What a request
-//! holds while it is in progress ([`Slot`]) is given back when dropped.
+//! holds while it is in progress ([`Places`]) is given back when dropped.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -11,7 +11,7 @@ use std::time::Duration;
 use axum::http::{Method, Request};
 use tokio::time::Instant;
 
-use super::endpoints::{Credentials, Gate};
+use super::endpoint::{Credentials, Guard};
 use crate::callers::peer::{Peer, PeerKey, PeerLimits, PeerPlace, PeerTable, SignedPlace, client_addr};
 use crate::callers::registry::ANONYMOUS;
 use crate::callers::{Admission, Authorized, ClientIdentity, Denied};
@@ -54,9 +54,9 @@ pub(super) fn public_stream(path: &str) -> bool {
 }
 
 /// The caps and per-peer limits every request is admitted under, shared by every clone of the
-/// front layer.
+/// pipeline.
 #[derive(Debug)]
-pub(super) struct Gates {
+pub(super) struct Caps {
     cap: Arc<Cap>,
     /// See [`PUBLIC_CONCURRENCY`].
     public_cap: Arc<Cap>,
@@ -70,10 +70,10 @@ pub(super) struct Gates {
     trusted_proxies: Vec<ipnet::IpNet>,
 }
 
-impl Gates {
+impl Caps {
     /// The caps (`server.concurrency_limit`, and the smaller ones of their own) and per-peer
     /// limits (`server.peer_*`) as configured.
-    pub(super) fn new(server: &ServerSettings) -> Gates {
+    pub(super) fn new(server: &ServerSettings) -> Caps {
         // Validated with the settings (an unparsable entry never gets here).
         let trusted_proxies = server.trusted_proxy_nets().unwrap_or_default();
         let peers = PeerTable::new(PeerLimits {
@@ -85,7 +85,7 @@ impl Gates {
         });
         let cap = |max: usize| Arc::new(Cap { in_progress: AtomicUsize::new(0), max });
         let limit = server.concurrency_limit;
-        Gates {
+        Caps {
             cap: cap(limit),
             public_cap: cap(limit.min(PUBLIC_CONCURRENCY)),
             public_stream_cap: cap(limit.min(PUBLIC_STREAMS)),
@@ -102,10 +102,10 @@ impl Gates {
         &self,
         state: &AppState,
         request: &Request<B>,
-        gate: Gate,
+        guard: Guard,
         stream: bool,
         now: Instant,
-    ) -> Result<(Slot, Option<Admission>, Class), Denied> {
+    ) -> Result<(Places, Option<Admission>, PlaceKind), Denied> {
         // Nothing is served that could not be audited: while the log is backlogged every
         // request is refused first, before its credentials are read, so that no refusal adds
         // an audit line either (the backlog cannot be grown by requests that are not served).
@@ -113,27 +113,27 @@ impl Gates {
             return Err(Denied { caller: None, error: ApiError::AuditUnavailable, at: now });
         }
         let callers = &state.callers;
-        let (authorized, class) = match gate.credentials {
-            Credentials::Public => (None, if stream { Class::PublicStream } else { Class::Public }),
+        let (authorized, class) = match guard.credentials {
+            Credentials::Public => (None, if stream { PlaceKind::PublicStream } else { PlaceKind::Public }),
             // Only a POST is a signed call: the rest goes to the router's 405 as a public request.
-            Credentials::Signature(_) if request.method() != Method::POST => (None, Class::Public),
+            Credentials::Signature(_) if request.method() != Method::POST => (None, PlaceKind::Public),
             Credentials::Signature(check_head) => {
                 // What the head shows is checked before a place is taken (as the row's front-end
                 // reads it); the signature, which covers the body, by the endpoint.
                 check_head(callers, request.method(), request.uri(), request.headers())?;
-                (None, Class::Signed)
+                (None, PlaceKind::Signed)
             }
-            Credentials::Key(read_key) => {
+            credentials @ (Credentials::Bearer | Credentials::Key(_)) => {
                 // The key as the row's front-end reads it (Vault's token first on Vault's rows).
-                let key = read_key(request.headers());
+                let key = credentials.key(request.headers());
                 let client = request.extensions().get::<Arc<ClientIdentity>>().map(|c| &**c);
                 // With auth on, a request without credentials is admitted only as `anonymous` on
                 // a route open to it (`[pollen] anonymous`): as unauthenticated as a public one,
                 // it takes a place of its own kind. (Auth is fixed for the process.)
                 let open = state.settings.auth.enabled && key.is_none() && client.is_none();
                 (
-                    Some(callers.authorize(key, client, gate.route, now)?),
-                    if open { Class::Open } else { Class::Caller },
+                    Some(callers.authorize(key, client, guard.route, now)?),
+                    if open { PlaceKind::Open } else { PlaceKind::Caller },
                 )
             }
         };
@@ -141,26 +141,29 @@ impl Gates {
         let deny = |error| Denied { caller: caller.clone(), error, at };
         let peer = request.extensions().get::<Arc<Peer>>();
         let cap = match class {
-            Class::Caller => &self.cap,
+            PlaceKind::Caller => &self.cap,
             // Its proof is in its body: it takes no place that verified callers share, only its
             // connection's one place for a signed body (so it holds at most that body's bytes,
             // and an attacker who names a real key id from the real caller's address shuts out
             // no one but itself). The endpoint then admits the caller the signature names.
-            Class::Signed => {
+            PlaceKind::Signed => {
                 let signed = peer.and_then(Peer::signed).ok_or_else(|| deny(ApiError::Overloaded))?;
-                return Ok((Slot { _signed: Some(signed), ..Slot::default() }, None, class));
+                return Ok((Places { _signed: Some(signed), ..Places::default() }, None, class));
             }
-            Class::Public => &self.public_cap,
-            Class::Open => &self.open_cap,
-            Class::PublicStream => &self.public_stream_cap,
+            PlaceKind::Public => &self.public_cap,
+            PlaceKind::Open => &self.open_cap,
+            PlaceKind::PublicStream => &self.public_stream_cap,
         };
         // Without credentials, a peer takes at most its share before any shared place.
         let peer_place = match class {
-            Class::Caller | Class::Signed => None,
-            Class::Public | Class::Open | Class::PublicStream => {
+            PlaceKind::Caller | PlaceKind::Signed => None,
+            PlaceKind::Public | PlaceKind::Open | PlaceKind::PublicStream => {
                 let addr = client_addr(peer.and_then(|p| p.addr), request.headers(), &self.trusted_proxies);
-                let key =
-                    if class == Class::PublicStream { PeerKey::streams_of(addr) } else { PeerKey::of(addr) };
+                let key = if class == PlaceKind::PublicStream {
+                    PeerKey::streams_of(addr)
+                } else {
+                    PeerKey::of(addr)
+                };
                 Some(self.peers.enter(key, now).map_err(deny)?)
             }
         };
@@ -169,7 +172,7 @@ impl Gates {
         };
         let admission = authorized.map(Authorized::enter).transpose()?;
         let admission = admission.map(|a| self.with_peer(a, request, peer_place.as_ref()));
-        Ok((Slot { _cap: Some(place), _peer: peer_place, _signed: None }, admission, class))
+        Ok((Places { _cap: Some(place), _peer: peer_place, _signed: None }, admission, class))
     }
 
     /// `admission` with its peer when its caller is `anonymous` (every request with auth off),
@@ -196,7 +199,7 @@ impl Gates {
 
 /// The cap a request's place is under, which also says how its body is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Class {
+pub(super) enum PlaceKind {
     /// A caller named by its credentials: the server's cap, the configured body deadline.
     Caller,
     /// A public route: the public cap, the place given back with the body, which is due
@@ -225,16 +228,16 @@ struct Cap {
 /// One request's place under a [`Cap`], given back when dropped.
 struct CapPlace(Arc<Cap>);
 
-/// What one request holds while it is in progress (see [`Class`]): a place under a cap, its
+/// What one request holds while it is in progress (see [`PlaceKind`]): a place under a cap, its
 /// peer's place, or its connection's one place for a signed body. Given back when dropped.
 #[derive(Default)]
-pub(super) struct Slot {
+pub(super) struct Places {
     _cap: Option<CapPlace>,
     _peer: Option<PeerPlace>,
     _signed: Option<SignedPlace>,
 }
 
-impl Slot {
+impl Places {
     /// The peer whose place it holds, if any (a request without credentials).
     pub(super) fn peer_key(&self) -> Option<PeerKey> {
         self._peer.as_ref().map(PeerPlace::key)

@@ -15,7 +15,7 @@ use http_body::{Body, Frame, SizeHint};
 use pin_project_lite::pin_project;
 use tokio::time::{Instant, Sleep};
 
-use super::admit::Slot;
+use super::admit::Places;
 
 /// The error of a body not read in full by its deadline.
 #[derive(Debug, thiserror::Error)]
@@ -39,13 +39,13 @@ pin_project! {
         #[pin]
         timer: Option<Sleep>,
         // A place under a cap, held as long as the body (a public request's).
-        slot: Option<Slot>,
+        slot: Option<Places>,
     }
 }
 
 impl<B> ReadDeadline<B> {
     /// `body`, to be read in full by `deadline`, holding `slot` until dropped.
-    pub(super) fn new(body: B, deadline: Instant, slot: Option<Slot>) -> Self {
+    pub(super) fn new(body: B, deadline: Instant, slot: Option<Places>) -> Self {
         ReadDeadline { body, deadline, timer: None, slot }
     }
 }
@@ -92,13 +92,13 @@ pin_project! {
         body: B,
         #[pin]
         timer: Sleep,
-        slot: Option<Slot>,
+        slot: Option<Places>,
     }
 }
 
 impl<B> Lifetime<B> {
     /// `body`, cut at `deadline`, holding `slot`.
-    pub(super) fn new(body: B, deadline: Instant, slot: Option<Slot>) -> Self {
+    pub(super) fn new(body: B, deadline: Instant, slot: Option<Places>) -> Self {
         Lifetime { body, timer: tokio::time::sleep_until(deadline), slot }
     }
 }

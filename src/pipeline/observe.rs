@@ -14,13 +14,12 @@ use axum::http::{HeaderName, HeaderValue, Method, Request, header};
 use axum::response::Response;
 use tokio::time::Instant;
 
-use super::endpoints::{Endpoints, Entry, Gate, Render};
+use super::endpoint::{Endpoint, Endpoints, Guard, Render};
+use super::outcome::Outcome;
 use super::problem::grpc_error;
 use super::ratelimit::{RATELIMIT, RATELIMIT_POLICY, current_field, policy_field};
-use super::record::Record;
 use crate::callers::Caller;
 use crate::error::ApiError;
-use crate::route::ROUTES;
 use crate::state::AppState;
 
 /// The time deadlines are measured in: tokio's clock (the one its timers run on, which a test
@@ -31,13 +30,13 @@ pub(super) type Clock = tokio::time::Instant;
 pub const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
 /// Step 6, once the headers are ready: the records (metrics, the access and audit lines) and
-/// the front layer's headers (the caller's rate-limit fields, `Cache-Control`, the request id,
-/// `traceresponse`). `own`: an answer of the front layer's own.
+/// the pipeline's headers (the caller's rate-limit fields, `Cache-Control`, the request id,
+/// `traceresponse`). `own`: an answer of the pipeline's own.
 pub(super) fn record(
-    mut observe: Observe,
+    mut observe: InFlight,
     mut response: Response,
     own: bool,
-    outcome: Record,
+    outcome: Outcome,
     mut admitted_at: Option<Instant>,
 ) -> Response {
     if let Some((caller, at)) = &outcome.named {
@@ -54,7 +53,7 @@ pub(super) fn record(
     let headers = response.headers_mut();
     // Random output must never be cached by any proxy: on every response, errors included,
     // but the beacon's rounds and chain info, public and the same for everyone, which say
-    // how long they keep (see `Record::cache_control`).
+    // how long they keep (see `Outcome::cache_control`).
     match outcome.cache_control {
         Some(value) if !own => {
             headers.insert(header::CACHE_CONTROL, value);
@@ -87,14 +86,14 @@ fn rate_limit_fields(response: &mut Response, caller: &Caller, at: Instant) {
 /// One request being observed. Dropped before it finishes (the client went away before the
 /// response was ready), it still leaves its access line (status 499, gRPC `CANCELLED`) and
 /// the in-flight gauge as it found it.
-pub(super) struct Observe {
+pub(super) struct InFlight {
     pub(super) state: AppState,
-    /// The index of the route template in [`ROUTES`] ([`UNMATCHED`] for none).
+    /// The index of the route's row in the table ([`UNMATCHED`] for none).
     pub(super) route_index: usize,
-    /// What the pipeline needs of the route's registry row (none: no route).
-    pub(super) entry: Option<Entry>,
-    /// A gRPC method of the randomness service: its name and gate.
-    pub(super) grpc_method: Option<(&'static str, Gate)>,
+    /// The route's row (none: no route).
+    pub(super) endpoint: Option<&'static Endpoint>,
+    /// A gRPC method of the randomness service: its name and guard.
+    pub(super) grpc_method: Option<(&'static str, Guard)>,
     /// The route's label in the access line: a REST route template, a gRPC method of the
     /// randomness service, `grpc.health`, `grpc.reflection`, or `unmatched`.
     label: &'static str,
@@ -120,7 +119,7 @@ pub(super) struct Observe {
     pub(super) span: tracing::Span,
 }
 
-impl Observe {
+impl InFlight {
     /// A gRPC call: answered with gRPC statuses, observed per method.
     pub(super) fn grpc(&self) -> bool {
         self.grpc_call
@@ -132,15 +131,15 @@ impl Observe {
     /// content type) is answered as gRPC.
     pub(super) fn start<B>(
         state: &AppState,
-        endpoints: &dyn Endpoints,
+        endpoints: &Endpoints,
         request: &Request<B>,
         id: HeaderValue,
-    ) -> Observe {
+    ) -> InFlight {
         let path = request.uri().path();
         // A route the configuration does not serve is none at all.
-        let endpoint = endpoints.served(path, state);
-        let route_index = endpoint.map_or(UNMATCHED, |e| e as usize);
-        let entry = endpoint.map(|e| endpoints.entry(e));
+        let index = endpoints.served(path, state);
+        let route_index = index.unwrap_or(UNMATCHED);
+        let endpoint = index.and_then(|i| endpoints.at(i));
         let grpc_method = if route_index == UNMATCHED { endpoints.grpc_method(path) } else { None };
         let grpc_call = route_index == UNMATCHED
             && (grpc_method.is_some()
@@ -148,13 +147,13 @@ impl Observe {
                     .headers()
                     .get(header::CONTENT_TYPE)
                     .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc")));
-        let render: Render = match entry {
-            Some(entry) => entry.errors,
+        let render: Render = match endpoint {
+            Some(endpoint) => endpoint.errors,
             None if grpc_call => grpc_error as Render,
             None => ApiError::render as Render,
         };
-        let label = match (ROUTES.get(route_index), grpc_method) {
-            (Some(route), _) => route,
+        let label = match (endpoint, grpc_method) {
+            (Some(endpoint), _) => endpoint.label,
             (None, Some((name, _))) => name,
             (None, None) if path.starts_with("/grpc.health.") => "grpc.health",
             (None, None) if path.starts_with("/grpc.reflection.") => "grpc.reflection",
@@ -175,10 +174,10 @@ impl Observe {
         };
         let span =
             crate::telemetry::trace::server_span(request.headers(), span_name, method.as_str(), grpc_call);
-        Observe {
+        InFlight {
             state: state.clone(),
             route_index,
-            entry,
+            endpoint,
             grpc_method,
             label,
             grpc_call,
@@ -196,7 +195,7 @@ impl Observe {
 
     /// Records the response: metrics, the access line, the audit line. Never logs output
     /// bytes, keys, certificates or the query string's values beyond n/alg.
-    pub(super) fn finish(&mut self, response: &Response, outcome: &Record, own: bool) {
+    pub(super) fn finish(&mut self, response: &Response, outcome: &Outcome, own: bool) {
         self.done = true;
         let metrics = &self.state.metrics;
         let served = outcome.served;
@@ -226,7 +225,7 @@ impl Observe {
             }
         } else {
             metrics.observe_http(
-                self.route_index,
+                (self.route_index, self.label),
                 served.map(|s| s.alg),
                 response.status(),
                 elapsed.as_secs_f64(),
@@ -280,7 +279,7 @@ impl Observe {
     }
 }
 
-impl Drop for Observe {
+impl Drop for InFlight {
     fn drop(&mut self) {
         if !self.grpc() {
             self.state.metrics.in_flight.dec();
@@ -295,7 +294,12 @@ impl Drop for Observe {
             };
             if !self.grpc() {
                 let seconds = self.start.elapsed().as_secs_f64();
-                self.state.metrics.observe_http(self.route_index, None, error.status(), seconds);
+                self.state.metrics.observe_http(
+                    (self.route_index, self.label),
+                    None,
+                    error.status(),
+                    seconds,
+                );
             }
             self.line("none", 0, status, code, "", self.start.elapsed());
         }
@@ -330,4 +334,4 @@ fn grpc_error_code(response: &Response, status: u16) -> Option<&'static str> {
 }
 
 /// The route index of a path that is no REST route (label `unmatched`; gRPC's paths).
-const UNMATCHED: usize = ROUTES.len();
+const UNMATCHED: usize = crate::metrics::MAX_ROUTE_LABELS;

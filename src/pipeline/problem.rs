@@ -2,7 +2,7 @@
 //! code, serialized straight from the error (no intermediate JSON tree), and the headers each
 //! error calls for (`Retry-After`, `WWW-Authenticate`); and an error as a gRPC call's
 //! trailers-only response. The pipeline answers its own refusals with these where the route's
-//! registry row names no dialect of its own.
+//! row of the endpoint table names no dialect of its own.
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::Response;

@@ -5,7 +5,7 @@ use axum::http::HeaderValue;
 use axum::response::Response;
 
 /// A response of `body` as `content_type`, its header map sized up front for every header
-/// the handlers and the front layer add: the content type, `X-Drbg-Alg`, `X-Drbg-Bits`,
+/// the handlers and the pipeline add: the content type, `X-Drbg-Alg`, `X-Drbg-Bits`,
 /// `Cache-Control`, `Pragma` and `X-Request-Id` (one allocation, small enough for the
 /// allocator's thread cache; a map grown on the way rehashes its entries). A caller with a
 /// rate quota gets two headers more (`RateLimit-Policy`, `RateLimit`) and its map grows once:

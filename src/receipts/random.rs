@@ -92,15 +92,17 @@ impl Drop for Random {
 }
 
 impl Random {
-    /// The fields every receipt starts with: the endpoint's path and the generator's name.
-    fn new(route: Route, alg: crate::drbg::Algorithm) -> Self {
+    /// The fields every receipt starts with: the endpoint's path (its policy route's name) and
+    /// the generator's name. An endpoint adds its parameters and its output with
+    /// [`Random::with`] (the forms below are the built-in endpoints').
+    pub fn new(route: Route, alg: crate::drbg::Algorithm) -> Self {
         // Room for every member a receipt has, stamp included: no reallocation.
         let random = Random { fields: Vec::with_capacity(16) };
-        random.with("endpoint", Field::Name(route.path())).with("alg", Field::Name(alg.name()))
+        random.with("endpoint", Field::Name(route.name())).with("alg", Field::Name(alg.name()))
     }
 
     /// This object with `key` set to `value` (a key set before is replaced, its value wiped).
-    pub(super) fn with(mut self, key: &'static str, value: impl Into<Field>) -> Self {
+    pub fn with(mut self, key: &'static str, value: impl Into<Field>) -> Self {
         let value = value.into();
         match self.fields.iter_mut().find(|(name, _)| *name == key) {
             Some((_, old)) => {
@@ -137,9 +139,9 @@ impl Random {
         }
     }
 
-    /// `/token` or `/nonce` (`route`): `bytes`, `format`, and the encoded value.
-    pub fn secret(route: Route, secret: &Secret) -> Self {
-        Random::new(route, secret.alg)
+    /// `/token` or `/nonce` (the secret's kind): `bytes`, `format`, and the encoded value.
+    pub fn secret(secret: &Secret) -> Self {
+        Random::new(secret.kind.route(), secret.alg)
             .with("bytes", integer_u64(secret.bytes))
             .with("format", Field::Name(secret.format.name()))
             .with("data", secret.value.as_str())

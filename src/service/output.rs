@@ -9,7 +9,7 @@ use bytes::Bytes;
 use super::budget::{Permit, Shares};
 use super::encoding::{Encoding, JSON_SUFFIX_MAX, SecretFormat, json_prefix, json_suffix};
 use super::handle::Service;
-use super::request::BitsRequest;
+use super::request::{BitsRequest, SecretKind};
 use crate::drbg::{Algorithm, bits};
 use crate::error::ApiError;
 
@@ -247,6 +247,8 @@ pub struct Chunk {
 
 /// A token or nonce, encoded (its raw bytes were wiped). `Debug` shows no value.
 pub struct Secret {
+    /// A token or a nonce.
+    pub kind: SecretKind,
     /// The encoded value, wiped when dropped.
     pub value: zeroize::Zeroizing<String>,
     /// Raw bytes it encodes.

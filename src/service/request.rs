@@ -4,9 +4,11 @@
 //! arguments. A value of one of these types is valid by construction.
 
 use super::encoding::{Encoding, SecretFormat};
+use crate::callers::Draw;
 use crate::drbg::uniform::UniformI64;
 use crate::drbg::{Algorithm, bits};
 use crate::error::ApiError;
+use crate::route::Route;
 
 /// Token bytes when the request names none: 256 bits, the strength of every generator.
 pub const DEFAULT_TOKEN_BYTES: u64 = 32;
@@ -80,7 +82,11 @@ impl Rules {
         Ok(alg)
     }
 
-    fn count(&self, count: Option<u64>) -> Result<usize, ApiError> {
+    /// A count of UUIDs or integers: 1..=`max_count`, [`DEFAULT_COUNT`] when absent.
+    ///
+    /// # Errors
+    /// `invalid_count` outside that range.
+    pub fn count(&self, count: Option<u64>) -> Result<usize, ApiError> {
         match count.unwrap_or(DEFAULT_COUNT) {
             n if (1..=self.max_count).contains(&n) => Ok(n as usize),
             _ => Err(ApiError::invalid(
@@ -111,6 +117,7 @@ pub struct BitsRequest {
     alg: Algorithm,
     format: Encoding,
     pr: bool,
+    receipt: bool,
 }
 
 impl BitsRequest {
@@ -146,7 +153,7 @@ impl BitsRequest {
     ) -> Result<Self, ApiError> {
         let n_bits = size("n", n, max)?;
         let alg = rules.algorithm(alg)?;
-        Ok(BitsRequest { n_bits, alg, format, pr })
+        Ok(BitsRequest { n_bits, alg, format, pr, receipt: false })
     }
 
     /// Bits requested.
@@ -172,6 +179,17 @@ impl BitsRequest {
     /// Prediction resistance: reseed from the OS before generating.
     pub fn pr(&self) -> bool {
         self.pr
+    }
+
+    /// The same request, answered with a signed receipt or not.
+    #[must_use]
+    pub fn with_receipt(self, receipt: bool) -> Self {
+        BitsRequest { receipt, ..self }
+    }
+
+    /// What it draws, as the caller's policy reads it.
+    pub fn draw(&self) -> Draw {
+        Draw { alg: self.alg, n_bits: self.n_bits, pr: self.pr, receipt: self.receipt }
     }
 }
 
@@ -212,7 +230,7 @@ impl BytesRequest {
     ) -> Result<Self, ApiError> {
         let n_bytes = size("n", n, max)?;
         let alg = rules.algorithm(alg)?;
-        Ok(BytesRequest(BitsRequest { n_bits: n_bytes * 8, alg, format, pr }))
+        Ok(BytesRequest(BitsRequest { n_bits: n_bytes * 8, alg, format, pr, receipt: false }))
     }
 
     /// The same request in bits.
@@ -221,29 +239,78 @@ impl BytesRequest {
     }
 }
 
+/// What a secret value is for: a token (session ids, API keys, CSRF tokens; default 32 bytes,
+/// base64url) or a nonce (AEADs and protocols; default 12 bytes, hex). One request type and
+/// one path for both; the kind says their defaults and the route a receipt names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SecretKind {
+    /// `/token`, `GetToken`.
+    Token,
+    /// `/nonce`, `GetNonce`.
+    Nonce,
+}
+
+impl SecretKind {
+    /// Bytes when the request names none.
+    pub fn default_bytes(self) -> u64 {
+        match self {
+            SecretKind::Token => DEFAULT_TOKEN_BYTES,
+            SecretKind::Nonce => DEFAULT_NONCE_BYTES,
+        }
+    }
+
+    /// The encoding when the request names none.
+    pub fn default_format(self) -> SecretFormat {
+        match self {
+            SecretKind::Token => DEFAULT_TOKEN_FORMAT,
+            SecretKind::Nonce => DEFAULT_NONCE_FORMAT,
+        }
+    }
+
+    /// The policy route of its endpoints.
+    pub fn route(self) -> Route {
+        match self {
+            SecretKind::Token => Route::Token,
+            SecretKind::Nonce => Route::Nonce,
+        }
+    }
+}
+
 /// A secret value (token or nonce): `bytes` random bytes in `format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SecretRequest {
+    kind: SecretKind,
     bytes: u64,
     format: SecretFormat,
     alg: Algorithm,
+    receipt: bool,
 }
 
 impl SecretRequest {
-    fn new(
+    /// A `kind` of `bytes` random bytes (its default when absent) in `format`.
+    ///
+    /// # Errors
+    /// `invalid_bytes` outside 1..=`max_token_bytes`, `unknown_alg`, `alg_not_approved`,
+    /// `alg_disabled`.
+    pub fn new(
         rules: &Rules,
+        kind: SecretKind,
         bytes: Option<u64>,
-        default_bytes: u64,
         format: Option<SecretFormat>,
-        default_format: SecretFormat,
         alg: Option<&str>,
     ) -> Result<Self, ApiError> {
         let max = rules.max_token_bytes;
-        let bytes = bytes.unwrap_or(default_bytes);
+        let bytes = bytes.unwrap_or(kind.default_bytes());
         if !(1..=max).contains(&bytes) {
             return Err(ApiError::invalid("invalid_bytes", "bytes", format!("bytes must be in 1..={max}")));
         }
-        Ok(SecretRequest { bytes, format: format.unwrap_or(default_format), alg: rules.algorithm(alg)? })
+        let format = format.unwrap_or(kind.default_format());
+        Ok(SecretRequest { kind, bytes, format, alg: rules.algorithm(alg)?, receipt: false })
+    }
+
+    /// A token or a nonce.
+    pub fn kind(&self) -> SecretKind {
+        self.kind
     }
 
     /// Random bytes.
@@ -260,51 +327,16 @@ impl SecretRequest {
     pub fn alg(&self) -> Algorithm {
         self.alg
     }
-}
 
-/// A token: session ids, API keys, CSRF tokens. Default 32 bytes, base64url.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TokenRequest(pub(super) SecretRequest);
-
-impl TokenRequest {
-    /// # Errors
-    /// `invalid_bytes` outside 1..=`max_token_bytes`, `unknown_alg`, `alg_not_approved`, `alg_disabled`.
-    pub fn new(
-        rules: &Rules,
-        bytes: Option<u64>,
-        format: Option<SecretFormat>,
-        alg: Option<&str>,
-    ) -> Result<Self, ApiError> {
-        SecretRequest::new(rules, bytes, DEFAULT_TOKEN_BYTES, format, DEFAULT_TOKEN_FORMAT, alg)
-            .map(TokenRequest)
+    /// The same request, answered with a signed receipt or not.
+    #[must_use]
+    pub fn with_receipt(self, receipt: bool) -> Self {
+        SecretRequest { receipt, ..self }
     }
 
-    /// The validated parameters.
-    pub fn secret(&self) -> &SecretRequest {
-        &self.0
-    }
-}
-
-/// A nonce for AEADs and protocols. Default 12 bytes, hex.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct NonceRequest(pub(super) SecretRequest);
-
-impl NonceRequest {
-    /// # Errors
-    /// As [`TokenRequest::new`].
-    pub fn new(
-        rules: &Rules,
-        bytes: Option<u64>,
-        format: Option<SecretFormat>,
-        alg: Option<&str>,
-    ) -> Result<Self, ApiError> {
-        SecretRequest::new(rules, bytes, DEFAULT_NONCE_BYTES, format, DEFAULT_NONCE_FORMAT, alg)
-            .map(NonceRequest)
-    }
-
-    /// The validated parameters.
-    pub fn secret(&self) -> &SecretRequest {
-        &self.0
+    /// What it draws, as the caller's policy reads it.
+    pub fn draw(&self) -> Draw {
+        Draw { receipt: self.receipt, ..Draw::plain(self.alg, self.bytes * 8) }
     }
 }
 
@@ -314,6 +346,7 @@ pub struct UuidRequest {
     count: usize,
     version: u8,
     alg: Algorithm,
+    receipt: bool,
 }
 
 impl UuidRequest {
@@ -331,7 +364,7 @@ impl UuidRequest {
             7 => 7,
             _ => return Err(ApiError::invalid("invalid_version", "version", "version must be 4 or 7")),
         };
-        Ok(UuidRequest { count, version, alg: rules.algorithm(alg)? })
+        Ok(UuidRequest { count, version, alg: rules.algorithm(alg)?, receipt: false })
     }
 
     /// How many.
@@ -348,6 +381,17 @@ impl UuidRequest {
     pub fn alg(&self) -> Algorithm {
         self.alg
     }
+
+    /// The same request, answered with a signed receipt or not.
+    #[must_use]
+    pub fn with_receipt(self, receipt: bool) -> Self {
+        UuidRequest { receipt, ..self }
+    }
+
+    /// What it draws, as the caller's policy reads it: 128 bits a UUID.
+    pub fn draw(&self) -> Draw {
+        Draw { receipt: self.receipt, ..Draw::plain(self.alg, self.count as u64 * 128) }
+    }
 }
 
 /// `count` integers uniform on `[min, max]`.
@@ -358,6 +402,7 @@ pub struct IntRequest {
     dist: UniformI64,
     count: usize,
     alg: Algorithm,
+    receipt: bool,
 }
 
 impl IntRequest {
@@ -375,7 +420,8 @@ impl IntRequest {
         let max = max.ok_or_else(|| ApiError::invalid("invalid_integer", "max", "max is required"))?;
         let dist = UniformI64::new_inclusive(min, max)
             .ok_or_else(|| ApiError::invalid("invalid_range", "min", "min must not exceed max"))?;
-        Ok(IntRequest { min, max, dist, count: rules.count(count)?, alg: rules.algorithm(alg)? })
+        let (count, alg) = (rules.count(count)?, rules.algorithm(alg)?);
+        Ok(IntRequest { min, max, dist, count, alg, receipt: false })
     }
 
     /// The lower bound.
@@ -400,5 +446,16 @@ impl IntRequest {
 
     pub(super) fn dist(&self) -> &UniformI64 {
         &self.dist
+    }
+
+    /// The same request, answered with a signed receipt or not.
+    #[must_use]
+    pub fn with_receipt(self, receipt: bool) -> Self {
+        IntRequest { receipt, ..self }
+    }
+
+    /// What it draws, as the caller's policy reads it: 64 bits an integer.
+    pub fn draw(&self) -> Draw {
+        Draw { receipt: self.receipt, ..Draw::plain(self.alg, self.count as u64 * 64) }
     }
 }

@@ -77,12 +77,12 @@ fn constructors_apply_the_rules_once() {
     assert_eq!(code(BytesRequest::new(&r, Some((1 << 17) + 1), None, Encoding::Hex, false)), "n_too_large");
     assert_eq!(BytesRequest::new(&r, Some(3), None, Encoding::Hex, false).unwrap().into_bits().n_bits(), 24);
 
-    let token = TokenRequest::new(&r, None, None, None).unwrap();
-    assert_eq!((token.secret().bytes(), token.secret().format()), (32, SecretFormat::Base64Url));
-    let nonce = NonceRequest::new(&r, None, None, None).unwrap();
-    assert_eq!((nonce.secret().bytes(), nonce.secret().format()), (12, SecretFormat::Hex));
-    assert_eq!(code(TokenRequest::new(&r, Some(65), None, None)), "invalid_bytes");
-    assert_eq!(code(TokenRequest::new(&r, Some(0), None, None)), "invalid_bytes");
+    let token = SecretRequest::new(&r, SecretKind::Token, None, None, None).unwrap();
+    assert_eq!((token.bytes(), token.format()), (32, SecretFormat::Base64Url));
+    let nonce = SecretRequest::new(&r, SecretKind::Nonce, None, None, None).unwrap();
+    assert_eq!((nonce.bytes(), nonce.format()), (12, SecretFormat::Hex));
+    assert_eq!(code(SecretRequest::new(&r, SecretKind::Token, Some(65), None, None)), "invalid_bytes");
+    assert_eq!(code(SecretRequest::new(&r, SecretKind::Nonce, Some(0), None, None)), "invalid_bytes");
     assert_eq!(code(UuidRequest::new(&r, Some(101), None, None)), "invalid_count");
     assert_eq!(code(UuidRequest::new(&r, None, Some(5), None)), "invalid_version");
     assert_eq!(UuidRequest::new(&r, None, None, None).unwrap().count(), 1);
@@ -189,12 +189,8 @@ fn streamed_chunks_hold_the_stream_budget_until_they_are_dropped() {
 fn values_follow_their_requests() {
     let s = service();
     let r = s.rules().clone();
-    let t = s
-        .token(
-            &anyone(),
-            TokenRequest::new(&r, Some(48), Some(SecretFormat::Hex), Some("aes256ctr")).unwrap(),
-        )
-        .unwrap();
+    let req = SecretRequest::new(&r, SecretKind::Token, Some(48), Some(SecretFormat::Hex), Some("aes256ctr"));
+    let t = s.secret(&anyone(), &req.unwrap()).unwrap();
     assert_eq!((t.value.len(), t.alg), (96, Algorithm::Aes256Ctr));
     let u = s.uuids(&anyone(), UuidRequest::new(&r, Some(50), Some(7), None).unwrap()).unwrap();
     assert!(u.uuids.iter().all(|id| id.get_version_num() == 7));
@@ -251,7 +247,7 @@ fn a_generator_that_cannot_reseed_refuses_every_kind_of_output() {
         "entropy_unavailable"
     );
     assert_eq!(
-        code(s.token(&anyone(), TokenRequest::new(&r, None, None, None).unwrap())),
+        code(s.secret(&anyone(), &SecretRequest::new(&r, SecretKind::Token, None, None, None).unwrap())),
         "entropy_unavailable"
     );
     assert_eq!(

@@ -45,7 +45,7 @@ async fn labels_stay_bounded_whatever_the_client_sends() {
         .filter(|l| l.starts_with("drbgd_http_request_duration_seconds_count"))
         .filter_map(|l| l.split("route=\"").nth(1)?.split('"').next())
         .collect();
-    let allowed: Vec<&str> = drbgd::http::ROUTES.iter().copied().chain(["unmatched"]).collect();
+    let allowed: Vec<&str> = drbgd::http::ENDPOINTS.iter().map(|e| e.label).chain(["unmatched"]).collect();
     assert!(routes.iter().all(|r| allowed.contains(r)), "{routes:?}");
     assert!(!text.contains("alg=\"alg"), "client-chosen alg values must not become labels");
     assert!(text.lines().filter(|l| l.starts_with("drbgd_http_request_duration_seconds_count")).count() <= 6);
@@ -229,7 +229,7 @@ async fn openapi_documents_exactly_the_routes() {
 }
 
 async fn documents_exactly_the_routes(app: &crate::helpers::TestApp, drop_ins: bool) {
-    use drbgd::http::Endpoint;
+    use drbgd::pipeline::Availability;
     let doc: serde_json::Value = app.get("/openapi.json").await.json().await.unwrap();
     assert_eq!(doc["openapi"], "3.1.0");
     let paths: std::collections::BTreeSet<&str> =
@@ -237,11 +237,10 @@ async fn documents_exactly_the_routes(app: &crate::helpers::TestApp, drop_ins: b
     // Each endpoint's first path (a drop-in's or the beacon's only while it is on): Vault's path
     // forms with a source or a count after them, and the beacon's under a chain hash, are
     // described in their operations' summaries.
-    let drop_in = [Endpoint::Pollen, Endpoint::Vault, Endpoint::VaultTransit, Endpoint::Kms];
-    let routes: std::collections::BTreeSet<&str> = Endpoint::ALL
-        .into_iter()
-        .filter(|e| drop_ins || !(drop_in.contains(e) || e.beacon()))
-        .map(|e| e.paths()[0])
+    let routes: std::collections::BTreeSet<&str> = drbgd::http::ENDPOINTS
+        .iter()
+        .filter(|e| drop_ins || e.availability == Availability::Always)
+        .map(|e| e.paths[0])
         .collect();
     assert_eq!(paths, routes);
     for (path, item) in doc["paths"].as_object().unwrap() {

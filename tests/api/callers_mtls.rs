@@ -94,7 +94,7 @@ async fn client_certificates_name_callers() {
     settings.tls.client_auth = drbgd::config::ClientAuth::Required;
     settings.tls.client_ca_file = write("ca.pem", &ca.pem);
     settings.auth.enabled = true;
-    let mut svc = drbgd::callers::settings::CallerSettings {
+    let mut svc = drbgd::config::callers::CallerSettings {
         identities: vec!["spiffe://example.org/ns/prod/sa/svc".into()],
         ..Default::default()
     };

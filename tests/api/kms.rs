@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use drbgd::callers::sigv4::{Served, SignedRequest, SigningSecret};
+use drbgd::callers::sigv4::{Audience, SignedRequest, SigningSecret};
 use drbgd::drbg::entropy::OsEntropy;
 use serde_json::Value;
 
@@ -56,7 +56,8 @@ fn verify(
     };
     let secret = SigningSecret::new(zeroize::Zeroizing::new(secret.to_owned()));
     let auth = signed.authorization().map_err(|e| e.code().to_owned())?;
-    let served = Served { regions: vec!["us-east-1".to_owned(), "eu-west-3".to_owned()], hosts: Vec::new() };
+    let served =
+        Audience { regions: vec!["us-east-1".to_owned(), "eu-west-3".to_owned()], hosts: Vec::new() };
     signed.verify(&auth, &served, &secret, body.as_bytes(), now).map_err(|e| e.code().to_owned())
 }
 
@@ -210,12 +211,12 @@ fn kms_settings_with(dir: &std::path::Path, write: bool) -> drbgd::config::Setti
         std::fs::write(&secret_file, format!("{SECRET}\n")).unwrap();
     }
     let aws_access_keys = vec![drbgd::config::callers::AwsAccessKey { id: KEY_ID.into(), secret_file }];
-    let mut app = drbgd::callers::settings::CallerSettings { aws_access_keys, ..Default::default() };
+    let mut app = drbgd::config::callers::CallerSettings { aws_access_keys, ..Default::default() };
     app.policy.routes = Some(vec![drbgd::callers::Route::Kms]);
     app.quota.requests_per_second = 1;
     app.quota.burst = 3;
     settings.callers.insert("kms-app".into(), app);
-    let mut other = drbgd::callers::settings::CallerSettings::default();
+    let mut other = drbgd::config::callers::CallerSettings::default();
     let other_secret = dir.join("other.secret");
     if write {
         std::fs::write(&other_secret, "other-secret\n").unwrap();

@@ -429,7 +429,7 @@ async fn boom() -> &'static str {
     panic!("boom")
 }
 
-/// A panic in a handler (or anything below the front layer) is a 500 problem+json with
+/// A panic in a handler (or anything below the pipeline) is a 500 problem+json with
 /// `no-store` and the request id, counted and logged like any answer; the in-flight gauge is
 /// back where it was. A body that panics while streaming cuts that response only.
 #[tokio::test]

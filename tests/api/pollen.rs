@@ -99,7 +99,7 @@ async fn the_callers_policy_and_credentials_apply() {
     settings.pollen.enabled = true;
     settings.auth.enabled = true;
     let digest = hex(&Sha256::digest(b"pollen-test-key"));
-    let mut vm = drbgd::callers::settings::CallerSettings { key_sha256: vec![digest], ..Default::default() };
+    let mut vm = drbgd::config::callers::CallerSettings { key_sha256: vec![digest], ..Default::default() };
     vm.policy.routes = Some(vec![drbgd::callers::Route::Token]);
     settings.callers.insert("vm".into(), vm);
     let app = spawn_with(settings, Arc::new(OsEntropy)).await;
@@ -137,7 +137,7 @@ fn anonymous_seeding() -> drbgd::config::Settings {
     let digest = hex(&Sha256::digest(b"pollen-test-key"));
     settings.callers.insert(
         "batch".into(),
-        drbgd::callers::settings::CallerSettings { key_sha256: vec![digest], ..Default::default() },
+        drbgd::config::callers::CallerSettings { key_sha256: vec![digest], ..Default::default() },
     );
     settings
 }
@@ -145,7 +145,7 @@ fn anonymous_seeding() -> drbgd::config::Settings {
 #[tokio::test]
 async fn with_auth_on_anonymous_callers_may_seed_when_allowed() {
     let mut settings = anonymous_seeding();
-    let mut anonymous = drbgd::callers::settings::CallerSettings::default();
+    let mut anonymous = drbgd::config::callers::CallerSettings::default();
     anonymous.quota.requests_per_second = 1;
     anonymous.quota.burst = 2;
     settings.callers.insert("anonymous".into(), anonymous);

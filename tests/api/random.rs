@@ -244,14 +244,14 @@ async fn large_responses_stream_with_exact_length() {
 
 /// A GET of a route's exact path is answered by its endpoint directly, anything else by the
 /// router, which serves the same endpoints: a HEAD (the router's) answers every route with the
-/// status and headers of its GET (the front layer's), and a caller refused on one path is
+/// status and headers of its GET (the pipeline's), and a caller refused on one path is
 /// refused on the other.
 #[tokio::test]
 async fn the_router_and_the_direct_path_answer_alike() {
     let app = spawn_app().await;
     // Every GET endpoint (the drop-ins' are off, and answer POST only).
-    let endpoints = drbgd::http::Endpoint::ALL.into_iter().filter(|e| e.serves_get());
-    for path in endpoints.map(|e| e.paths()[0]) {
+    let endpoints = drbgd::http::ENDPOINTS.iter().filter(|e| e.serves_get());
+    for path in endpoints.map(|e| e.paths[0]) {
         let get = app.get(path).await;
         let head = app.client.head(app.url(path)).send().await.unwrap();
         assert_eq!(get.status(), head.status(), "{path}");
@@ -270,7 +270,7 @@ async fn the_router_and_the_direct_path_answer_alike() {
 }
 
 /// REST over HTTP/2 (h2c, prior knowledge), many requests at once on one client (one
-/// connection): every stream is answered whole, with the front layer's headers, and each
+/// connection): every stream is answered whole, with the pipeline's headers, and each
 /// output is its own.
 #[tokio::test]
 async fn rest_over_http2_answers_many_streams_on_one_connection() {

@@ -18,7 +18,7 @@ fn with_key(key: &str) -> Settings {
     let mut s = Settings::defaults();
     s.auth.enabled = true;
     let caller =
-        drbgd::callers::settings::CallerSettings { key_sha256: vec![digest(key)], ..Default::default() };
+        drbgd::config::callers::CallerSettings { key_sha256: vec![digest(key)], ..Default::default() };
     s.callers.insert("web".into(), caller);
     s
 }

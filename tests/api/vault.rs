@@ -36,12 +36,12 @@ fn settings() -> drbgd::config::Settings {
     settings.auth.enabled = true;
     let digest = |key: &str| data_encoding::HEXLOWER.encode(&Sha256::digest(key.as_bytes()));
     let mut app =
-        drbgd::callers::settings::CallerSettings { key_sha256: vec![digest(TOKEN)], ..Default::default() };
+        drbgd::config::callers::CallerSettings { key_sha256: vec![digest(TOKEN)], ..Default::default() };
     app.policy.routes = Some(vec![drbgd::callers::Route::Vault]);
     app.quota.requests_per_second = 1;
     app.quota.burst = 12;
     settings.callers.insert("vault-app".into(), app);
-    let mut web = drbgd::callers::settings::CallerSettings {
+    let mut web = drbgd::config::callers::CallerSettings {
         key_sha256: vec![digest("web-test-key")],
         ..Default::default()
     };
@@ -184,7 +184,7 @@ async fn off_by_default() {
 }
 
 /// A path the router matches with an empty parameter (`//`) is guarded as the router's
-/// handler is: Vault's 403 "permission denied" without a token, served with one (the front layer decides the
+/// handler is: Vault's 403 "permission denied" without a token, served with one (the pipeline decides the
 /// endpoint with the router's own matcher).
 #[tokio::test]
 async fn an_empty_segment_is_guarded_as_the_router_matches_it() {

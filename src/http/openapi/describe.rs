@@ -1,48 +1,35 @@
 //! The pieces every operation of the OpenAPI document is built from: [`Describe`] (one
 //! endpoint's operations under one configuration: its parameters, bodies, answers, errors and
-//! security), and the shared responses and schemas. The operations themselves are the
-//! registry rows' (`native.rs`, `drop_in.rs`, `beacon.rs` beside this file).
+//! security), and the shared responses and schemas. The operations themselves are written
+//! beside their handlers, and named by their rows of the table (`http.rs`).
 
-use utoipa::openapi::path::{OperationBuilder, ParameterBuilder, ParameterIn};
+use utoipa::openapi::path::{HttpMethod, OperationBuilder, ParameterBuilder, ParameterIn, PathItemBuilder};
 use utoipa::openapi::request_body::RequestBodyBuilder;
 use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
 use utoipa::openapi::security::SecurityRequirement;
-use utoipa::openapi::{
-    Components, ContentBuilder, OneOfBuilder, PathItem, Ref, Required, ResponseBuilder, Schema,
-};
+use utoipa::openapi::{ContentBuilder, OneOfBuilder, PathItem, Ref, Required, ResponseBuilder, Schema};
 
-use crate::http::params::{self, Param};
+use crate::pipeline::Describe;
+use crate::pipeline::params::{self, Param};
 use crate::service::request::{DEFAULT_COUNT, DEFAULT_UUID_VERSION};
-use crate::service::{Encoding, Rules, SecretFormat};
-
-/// An endpoint's entry in the document (its registry row's `openapi` column): its path item,
-/// each method's operation, described for one configuration; the component schemas and
-/// security schemes it names beyond the shared ones go into `components`.
-pub(crate) type Operation = fn(&Describe<'_>, &mut Components) -> PathItem;
+use crate::service::{Encoding, SecretFormat};
 
 /// What a route's parameters are described with: `n`'s maximum and sentence (`/bits`,
-/// `/bytes`), a secret's default size and format (`/token`, `/nonce`).
+/// `/bytes`), a secret's default size and format (`/token`, `/nonce`), `count`'s default and
+/// sentence where they are not [`DEFAULT_COUNT`] and "How many.".
 #[derive(Default)]
 pub(crate) struct Context {
     /// `n`'s maximum and sentence.
     pub(crate) n: Option<(u64, &'static str)>,
     /// A secret's default size and format.
     pub(crate) secret: Option<(u64, SecretFormat)>,
+    /// `count`'s default (none: none to show) and sentence.
+    pub(crate) count: Option<(Option<u64>, &'static str)>,
 }
 
-/// Builds operations for one configuration and one endpoint: what its row and the settings
-/// say the document shows of it.
-pub(crate) struct Describe<'a> {
-    /// The service's limits and algorithms.
-    pub(crate) rules: &'a Rules,
-    /// The bearer scheme and its 401 on [`Describe::op`]'s operations (auth on, and an endpoint
-    /// whose caller is named by a bearer key).
-    pub(crate) auth: bool,
-    /// With receipts served, on an endpoint that can answer one: the most output bytes one
-    /// covers.
-    pub(crate) receipts: Option<u64>,
-}
-
+/// The builders of an endpoint's operations for one configuration (the pipeline's
+/// [`Describe`] holds what the document shows of the endpoint under it; the builders are the
+/// document's, so they are written here).
 impl Describe<'_> {
     /// An operation, with the bearer scheme and its 401 when auth is on.
     pub(crate) fn op(&self, id: &str, summary: &str) -> OperationBuilder {
@@ -233,7 +220,8 @@ impl Describe<'_> {
                 self.integer_param(name, false, "Random bytes.", 1, rules.max_token_bytes, default)
             }
             (Param::Count, _) => {
-                self.integer_param(name, false, "How many.", 1, rules.max_count, Some(DEFAULT_COUNT))
+                let (default, doc) = context.count.unwrap_or((Some(DEFAULT_COUNT), "How many."));
+                self.integer_param(name, false, doc, 1, rules.max_count, default)
             }
             (Param::Version, _) => self.param(
                 name,
@@ -357,4 +345,25 @@ pub(crate) fn peer_limited() -> utoipa::openapi::Response {
     );
     r.headers.insert("Retry-After".into(), header("Whole seconds to wait."));
     r
+}
+
+/// The errors of every random-output operation.
+pub(crate) const RANDOM_ERRORS: &[&str] = &["400", "403", "429", "503"];
+
+/// The errors of every metadata operation.
+pub(crate) const METADATA_ERRORS: &[&str] = &["403", "429", "503"];
+
+/// A path item of a GET and a POST.
+pub(crate) fn get_and_post(get: OperationBuilder, post: OperationBuilder) -> PathItem {
+    PathItemBuilder::new()
+        .operation(HttpMethod::Get, get.build())
+        .operation(HttpMethod::Post, post.build())
+        .build()
+}
+
+/// A 200 of a JSON body of `schema`.
+pub(crate) fn json_ok(
+    schema: impl Into<utoipa::openapi::RefOr<utoipa::openapi::Schema>>,
+) -> utoipa::openapi::Response {
+    ResponseBuilder::new().description("OK").content("application/json", content(schema.into())).build()
 }

@@ -1,4 +1,4 @@
-//! The front layer: the call pipeline as one typed tower layer (no boxed future, no boxed
+//! The call pipeline as one typed tower layer (no boxed future, no boxed
 //! body; hyper clones the service for each request, and a clone is a few reference counts).
 //! It runs the steps in their order (see [the pipeline](super)): it observes the request
 //! (`observe.rs`), admits its caller from the head (`admit.rs`), runs it (step 5, here: a GET
@@ -22,55 +22,54 @@ use pin_project_lite::pin_project;
 use tokio::time::Instant;
 use tower::{Layer, Service};
 
-use super::admit::{Class, Gates, PUBLIC_BODY_TIMEOUT, PUBLIC_STREAM_LIFETIME, Slot, public_stream};
+use super::admit::{Caps, PUBLIC_BODY_TIMEOUT, PUBLIC_STREAM_LIFETIME, PlaceKind, Places, public_stream};
 use super::deadline::{Lifetime, ReadDeadline};
-use super::endpoints::{Endpoints, Gate, Limits, Render};
-use super::observe::{Clock, Observe, X_REQUEST_ID, record};
-use super::record::{Record, RecordedResponse};
+use super::endpoint::{Charge, Endpoint, Endpoints, Guard, Render};
+use super::observe::{Clock, InFlight, X_REQUEST_ID, record};
+use super::outcome::{Answer, Outcome};
 use crate::callers::{Admission, Denied};
 use crate::error::ApiError;
-use crate::route::Endpoint;
 use crate::state::AppState;
 
 /// Builds [`Front`] services.
 #[derive(Clone, Debug)]
-pub struct FrontLayer(Arc<Shared>);
+pub struct PipelineLayer(Arc<Shared>);
 
-/// What every clone of the front layer shares: one reference count to clone per request
+/// What every clone of the pipeline shares: one reference count to clone per request
 /// (hyper clones the service for each), not one per field.
 #[derive(Debug)]
 struct Shared {
     state: AppState,
-    /// The endpoint registry, as the pipeline reads it: each route's gate, limits, dialect and
-    /// direct answer.
-    endpoints: &'static dyn Endpoints,
+    /// The endpoint table, as the pipeline reads it: each route's guard, charge, dialect and
+    /// handler.
+    endpoints: Endpoints,
     /// The caps and per-peer limits requests are admitted under.
-    gates: Gates,
+    gates: Caps,
     /// Time from the call to the response's headers.
     timeout: Duration,
     /// Time from the call to the request body's end.
     body_timeout: Duration,
     /// See [`PUBLIC_STREAM_LIFETIME`].
     stream_lifetime: Duration,
-    /// See [`FrontLayer::new`].
+    /// See [`PipelineLayer::new`].
     direct: bool,
 }
 
-impl FrontLayer {
-    /// The front layer over the shared state (metrics, request ids, log settings), with the
+impl PipelineLayer {
+    /// The pipeline over the shared state (metrics, request ids, log settings), with the
     /// caps (`server.concurrency_limit`, `server.peer_*`) and deadlines
     /// (`server.request_timeout_ms`, `server.body_read_timeout_ms`) configured, each route as
-    /// `endpoints` (the registry) says; `direct`: a GET of a route that answers at once is
-    /// answered by [`Endpoints::answer`], not the service below (which must serve the same
-    /// endpoints: `http::router`'s).
-    pub fn new(state: AppState, endpoints: &'static dyn Endpoints, direct: bool) -> Self {
+    /// its row of `endpoints` (the table) says; `direct`: a GET of a route that answers at once
+    /// is answered by its row ([`Endpoint::answer`]), not the service below (which must serve
+    /// the same endpoints: `http::router`'s).
+    pub fn new(state: AppState, endpoints: Endpoints, direct: bool) -> Self {
         let server = &state.settings.server;
         let stream_lifetime = match server.max_connection_age_ms {
             0 => PUBLIC_STREAM_LIFETIME,
             ms => Duration::from_millis(ms),
         };
-        FrontLayer(Arc::new(Shared {
-            gates: Gates::new(server),
+        PipelineLayer(Arc::new(Shared {
+            gates: Caps::new(server),
             timeout: Duration::from_millis(server.request_timeout_ms),
             body_timeout: Duration::from_millis(server.body_read_timeout_ms),
             stream_lifetime,
@@ -81,28 +80,28 @@ impl FrontLayer {
     }
 }
 
-impl<S> Layer<S> for FrontLayer {
-    type Service = Front<S>;
+impl<S> Layer<S> for PipelineLayer {
+    type Service = Pipeline<S>;
 
-    fn layer(&self, inner: S) -> Front<S> {
-        Front { inner, shared: self.0.clone() }
+    fn layer(&self, inner: S) -> Pipeline<S> {
+        Pipeline { inner, shared: self.0.clone() }
     }
 }
 
 /// See the module documentation.
 #[derive(Clone, Debug)]
-pub struct Front<S> {
+pub struct Pipeline<S> {
     inner: S,
     shared: Arc<Shared>,
 }
 
-impl<S, B> Service<Request<B>> for Front<S>
+impl<S, B> Service<Request<B>> for Pipeline<S>
 where
     S: Service<Request<ReadDeadline<B>>, Response = Response, Error = Infallible>,
 {
     type Response = Response;
     type Error = Infallible;
-    type Future = FrontFuture<S::Future>;
+    type Future = PipelineFuture<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         self.inner.poll_ready(cx)
@@ -114,25 +113,25 @@ where
             Some(id) => id.clone(),
             None => shared.state.request_ids.next_value(),
         };
-        let mut observe = Observe::start(&shared.state, shared.endpoints, &request, id);
+        let mut observe = InFlight::start(&shared.state, &shared.endpoints, &request, id);
         let span = observe.span.clone();
         let _in_request = span.enter();
         let start = observe.start;
-        let gate = match (observe.entry, observe.grpc_method) {
-            (Some(entry), _) => entry.gate,
-            (None, Some((_, gate))) => gate,
-            (None, None) => Gate::PUBLIC,
+        let guard = match (observe.endpoint, observe.grpc_method) {
+            (Some(endpoint), _) => endpoint.guard,
+            (None, Some((_, guard))) => guard,
+            (None, None) => Guard::PUBLIC,
         };
-        observe.public = gate.public();
+        observe.public = guard.public();
         let stream = observe.public && public_stream(request.uri().path());
         // A timeout too large to add is none at all (a year is as good as for ever here).
         let deadline =
             (start.checked_add(shared.timeout)).unwrap_or_else(|| start + Duration::from_secs(365 * 86_400));
-        let direct = Endpoint::at(observe.route_index).filter(|_| {
-            shared.direct && request.method() == Method::GET && observe.entry.is_some_and(|e| e.direct)
+        let direct = observe.endpoint.filter(|e| {
+            shared.direct && request.method() == Method::GET && e.serves_get() && e.answers_at_once()
         });
         let admitted = tracing::info_span!(target: crate::telemetry::trace::TRACE_TARGET, "admission")
-            .in_scope(|| shared.gates.admit(&shared.state, &request, gate, stream, start));
+            .in_scope(|| shared.gates.admit(&shared.state, &request, guard, stream, start));
         let (inner, slot, admission) = match admitted {
             // Refused at once, never queued: nothing below runs, no body is read.
             Err(denied) => (Inner::Refused { denied: Some(denied) }, None, None),
@@ -142,8 +141,7 @@ where
             Ok((slot, admission, class)) => match direct {
                 Some(endpoint) => {
                     let (parts, _body) = request.into_parts();
-                    let endpoints = shared.endpoints;
-                    (Inner::Direct { endpoints, endpoint, parts: Some(parts) }, Some(slot), admission)
+                    (Inner::Direct { endpoint, parts: Some(parts) }, Some(slot), admission)
                 }
                 None => {
                     let (request, slot) =
@@ -160,7 +158,7 @@ where
             observe.caller = Some(admission.caller.clone());
         }
         let lifetime = stream.then(|| start.checked_add(shared.stream_lifetime).unwrap_or(deadline));
-        FrontFuture { inner, observe: Some(observe), slot, admission, deadline, timer: None, lifetime }
+        PipelineFuture { inner, observe: Some(observe), slot, admission, deadline, timer: None, lifetime }
     }
 }
 
@@ -168,21 +166,21 @@ impl Shared {
     /// An admitted request made ready for the service below: its admission in its extensions
     /// (and on the beacon's rows, which bound each peer's requests waiting, its peer's key), the
     /// request id in a gRPC call's metadata, its body under its read deadline. Returned with the
-    /// place the front layer holds until the headers: none where the body holds it (a public
+    /// place the pipeline holds until the headers: none where the body holds it (a public
     /// request's, see [`super::admit::PUBLIC_CONCURRENCY`]).
     fn prepare<B>(
         &self,
         mut request: Request<B>,
-        (slot, class): (Slot, Class),
+        (slot, class): (Places, PlaceKind),
         admission: Option<&Admission>,
-        observe: &Observe,
+        observe: &InFlight,
         deadline: Clock,
-    ) -> (Request<ReadDeadline<B>>, Option<Slot>) {
+    ) -> (Request<ReadDeadline<B>>, Option<Places>) {
         if let Some(admission) = admission {
             request.extensions_mut().insert(admission.clone());
         }
         // The beacon bounds each peer's requests waiting for a round by this key.
-        let waiting = observe.entry.is_some_and(|e| e.limits == Limits::PeerWaiting);
+        let waiting = observe.endpoint.is_some_and(|e| e.charge == Charge::PeerWaiting);
         if let Some(key) = slot.peer_key().filter(|_| waiting) {
             request.extensions_mut().insert(key);
         }
@@ -194,11 +192,11 @@ impl Shared {
         // A public request's place goes with its body (see PUBLIC_CONCURRENCY); a public
         // stream's with its response, for its lifetime (PUBLIC_STREAMS).
         let (body_timeout, slot, body_slot) = match class {
-            Class::Caller => (self.body_timeout, Some(slot), None),
-            Class::Public | Class::Open | Class::Signed => {
+            PlaceKind::Caller => (self.body_timeout, Some(slot), None),
+            PlaceKind::Public | PlaceKind::Open | PlaceKind::Signed => {
                 (self.body_timeout.min(PUBLIC_BODY_TIMEOUT), None, Some(slot))
             }
-            Class::PublicStream => (self.stream_lifetime, Some(slot), None),
+            PlaceKind::PublicStream => (self.stream_lifetime, Some(slot), None),
         };
         let body_deadline = observe.start.checked_add(body_timeout).unwrap_or(deadline);
         (request.map(|body| ReadDeadline::new(body, body_deadline, body_slot)), slot)
@@ -207,11 +205,11 @@ impl Shared {
 
 pin_project! {
     /// The response future of [`Front`].
-    pub struct FrontFuture<F> {
+    pub struct PipelineFuture<F> {
         #[pin]
         inner: Inner<F>,
-        observe: Option<Observe>,
-        slot: Option<Slot>,
+        observe: Option<InFlight>,
+        slot: Option<Places>,
         // The caller's admission, held (with its in-flight place) until the headers are ready.
         admission: Option<Admission>,
         deadline: Clock,
@@ -228,12 +226,12 @@ pin_project! {
     enum Inner<F> {
         // Boxed: the router's future is larger than the rest, and the direct GETs never hold it.
         Called { future: Pin<Box<F>> },
-        Direct { endpoints: &'static dyn Endpoints, endpoint: Endpoint, parts: Option<Parts> },
+        Direct { endpoint: &'static Endpoint, parts: Option<Parts> },
         Refused { denied: Option<Denied> },
     }
 }
 
-impl<F> Future for FrontFuture<F>
+impl<F> Future for PipelineFuture<F>
 where
     F: Future<Output = Result<Response, Infallible>>,
 {
@@ -253,7 +251,7 @@ where
             InnerProj::Called { future } => match poll_called(future, *this.deadline, &mut *this.timer, cx) {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(Called::Answered(mut response)) => {
-                    let outcome = response.extensions_mut().remove::<Record>().unwrap_or_default();
+                    let outcome = response.extensions_mut().remove::<Outcome>().unwrap_or_default();
                     (response, false, outcome)
                 }
                 Poll::Ready(Called::Panicked) => own_answer(panicked(), render),
@@ -264,10 +262,9 @@ where
                     own_answer(error, render)
                 }
             },
-            InnerProj::Direct { endpoints, endpoint, parts } => {
+            InnerProj::Direct { endpoint, parts } => {
                 let state = this.observe.as_ref().map(|o| &o.state);
-                let call = (*endpoints, *endpoint, parts.take());
-                answer_directly(call, state, this.admission.as_ref(), render)
+                answer_directly((endpoint, parts.take()), state, this.admission.as_ref(), render)
             }
             InnerProj::Refused { denied } => refused(denied.take(), this.observe.as_mut(), render),
         };
@@ -329,20 +326,20 @@ where
     }
 }
 
-/// Step 5 for an endpoint called directly (the registry, the endpoint, the request's head):
-/// its answer, a panic in it answered 500.
+/// Step 5 for an endpoint called directly (its row, the request's head): its answer, a panic
+/// in it answered 500. The pipeline's one hand-over to the endpoint.
 fn answer_directly(
-    (endpoints, endpoint, parts): (&'static dyn Endpoints, Endpoint, Option<Parts>),
+    (endpoint, parts): (&'static Endpoint, Option<Parts>),
     state: Option<&AppState>,
     admission: Option<&Admission>,
     render: Render,
-) -> (Response, bool, Record) {
+) -> (Response, bool, Outcome) {
     let (Some(parts), Some(state)) = (parts, state) else {
         // Polled again after its end (a contract breach): an error, not a panic.
         return own_answer(ApiError::Internal, render);
     };
-    match catch_unwind(AssertUnwindSafe(|| endpoints.answer(endpoint, state, admission, &parts))) {
-        Ok(RecordedResponse { response, record }) => (response, false, record),
+    match catch_unwind(AssertUnwindSafe(|| endpoint.answer(state, admission, &parts))) {
+        Ok(Answer { response, outcome }) => (response, false, outcome),
         Err(_) => own_answer(panicked(), render),
     }
 }
@@ -350,9 +347,9 @@ fn answer_directly(
 /// A refusal of steps 2 to 4, answered; the caller it names goes to the records.
 fn refused(
     denied: Option<Denied>,
-    observe: Option<&mut Observe>,
+    observe: Option<&mut InFlight>,
     render: Render,
-) -> (Response, bool, Record) {
+) -> (Response, bool, Outcome) {
     let Some(Denied { caller, error, at }) = denied else {
         return own_answer(ApiError::Internal, render);
     };
@@ -369,13 +366,13 @@ fn unnamed(error: ApiError, at: Instant) -> Denied {
     Denied { caller: None, error, at }
 }
 
-/// An answer of the front layer's own, written by `render` (the request's, see
-/// [`Observe::render`]): problem+json, for a gRPC call its status (so a client sees
+/// An answer of the pipeline's own, written by `render` (the request's, see
+/// [`InFlight::render`]): problem+json, for a gRPC call its status (so a client sees
 /// `UNAUTHENTICATED`, `RESOURCE_EXHAUSTED` or `DEADLINE_EXCEEDED` with `retry-after`, not an
 /// HTTP status it cannot read), on a drop-in front-end's route the error as its service writes
 /// it; with the error's code for the records.
-fn own_answer(error: ApiError, render: Render) -> (Response, bool, Record) {
-    let outcome = Record { code: Some(error.code()), ..Record::default() };
+fn own_answer(error: ApiError, render: Render) -> (Response, bool, Outcome) {
+    let outcome = Outcome { code: Some(error.code()), ..Outcome::default() };
     (render(&error), true, outcome)
 }
 

@@ -1,6 +1,6 @@
-//! What the pipeline records of a response ([`Record`]: what was served, the error's code, the
+//! What the pipeline records of a response ([`Outcome`]: what was served, the error's code, the
 //! caller an endpoint named, a receipt's serial), and an endpoint's response with its record
-//! beside it ([`RecordedResponse`]). Both transports hand it over: REST endpoints beside their
+//! beside it ([`Answer`]). Both transports hand it over: REST endpoints beside their
 //! response, the gRPC service in its response's extensions. An [`ApiError`] answered below the
 //! pipeline records its code the same way.
 
@@ -15,25 +15,25 @@ use crate::error::ApiError;
 
 /// What a response served, for the metrics and the access log.
 #[derive(Debug, Clone, Copy)]
-pub struct ServedOutput {
+pub struct Served {
     /// The generator.
     pub alg: Algorithm,
     /// Random bits served (0 where the count is not a number of bits, as for `/int`).
     pub n_bits: u64,
 }
 
-/// What the front layer records of a response (metrics, access and audit lines): what was
+/// What the pipeline records of a response (metrics, access and audit lines): what was
 /// served, the error's code. Endpoints hand it over beside their response
-/// ([`RecordedResponse`]); anything else that answers
+/// ([`Answer`]); anything else that answers
 /// (the router's HEAD and POST routes and its fallbacks, an error rendered below the front
-/// layer, the front layer's own refusals, the gRPC service) leaves it in the response's
+/// layer, the pipeline's own refusals, the gRPC service) leaves it in the response's
 /// extensions. Never read back from the headers.
 #[derive(Debug, Clone, Default)]
-pub struct Record {
+pub struct Outcome {
     /// What was served (`None`: nothing generated).
-    pub served: Option<ServedOutput>,
+    pub served: Option<Served>,
     /// The response's owner writes its access and audit lines when it ends (a gRPC stream,
-    /// whose status is known only then), not the front layer at its headers.
+    /// whose status is known only then), not the pipeline at its headers.
     pub recorded_at_end: bool,
     /// The error's machine code.
     pub code: Option<&'static str>,
@@ -48,54 +48,54 @@ pub struct Record {
     pub cache_control: Option<HeaderValue>,
 }
 
-impl Record {
+impl Outcome {
     /// The record of `response`, added if it has none yet.
-    pub fn of<B>(response: &mut axum::http::Response<B>) -> &mut Record {
+    pub fn of<B>(response: &mut axum::http::Response<B>) -> &mut Outcome {
         response.extensions_mut().get_or_insert_default()
     }
 }
 
-/// An endpoint's response and its [`Record`], side by side: the front layer takes the record
+/// An endpoint's response and its [`Outcome`], side by side: the pipeline takes the record
 /// of an endpoint it calls directly as it is, without a type map for it in the response
 /// (measured: about 700 instructions a request); through the router, it goes into the
 /// response's extensions.
 #[derive(Debug)]
-pub struct RecordedResponse {
+pub struct Answer {
     /// The response.
     pub response: Response,
     /// What it records.
-    pub record: Record,
+    pub outcome: Outcome,
 }
 
-impl From<Response> for RecordedResponse {
+impl From<Response> for Answer {
     fn from(response: Response) -> Self {
-        RecordedResponse { response, record: Record::default() }
+        Answer { response, outcome: Outcome::default() }
     }
 }
 
-impl From<ApiError> for RecordedResponse {
+impl From<ApiError> for Answer {
     fn from(error: ApiError) -> Self {
-        RecordedResponse {
-            record: Record { code: Some(error.code()), ..Record::default() },
+        Answer {
+            outcome: Outcome { code: Some(error.code()), ..Outcome::default() },
             response: error.render(),
         }
     }
 }
 
 /// An error as the router answers it (a handler's, an extractor's, the fallbacks'): rendered
-/// as problem+json ([`ApiError::render`]), its code recorded for the front layer.
+/// as problem+json ([`ApiError::render`]), its code recorded for the pipeline.
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let mut response = self.render();
-        Record::of(&mut response).code = Some(self.code());
+        Outcome::of(&mut response).code = Some(self.code());
         response
     }
 }
 
-impl IntoResponse for RecordedResponse {
+impl IntoResponse for Answer {
     fn into_response(self) -> Response {
         let mut response = self.response;
-        response.extensions_mut().insert(self.record);
+        response.extensions_mut().insert(self.outcome);
         response
     }
 }
