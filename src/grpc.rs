@@ -394,7 +394,7 @@ impl Randomness for RandomnessAdapter {
             Response::new(Box::pin(futures_util::stream::unfold(stream, ChunkStreamState::next)));
         let served = crate::pipeline::Served { alg, n_bits: n };
         let outcome =
-            crate::pipeline::Outcome { served: Some(served), recorded_at_end: true, ..Default::default() };
+            crate::pipeline::Report { served: Some(served), recorded_at_end: true, ..Default::default() };
         response.extensions_mut().insert(outcome);
         Ok(response)
     }
@@ -533,7 +533,7 @@ fn admission<T>(request: &Request<T>) -> Result<Admission, Status> {
 fn served<T>(mut response: Response<T>, alg: Algorithm, n_bits: u64, serial: Option<String>) -> Response<T> {
     let served = crate::pipeline::Served { alg, n_bits };
     let outcome =
-        crate::pipeline::Outcome { served: Some(served), serial, ..crate::pipeline::Outcome::default() };
+        crate::pipeline::Report { served: Some(served), serial, ..crate::pipeline::Report::default() };
     response.extensions_mut().insert(outcome);
     response
 }

@@ -37,8 +37,8 @@
 //!    the draw by the service before anything is generated.
 //! 6. **Record** (`pipeline/observe.rs`): metrics, one access line and (with `log.audit`) one
 //!    audit line for every request, refused, shed, timed out, panicked and abandoned ones
-//!    included, for gRPC as for REST, from the [`Outcome`] the endpoint hands over
-//!    (`pipeline/outcome.rs`); `no-store` (but on the beacon's public rounds and chain info,
+//!    included, for gRPC as for REST, from the [`Report`] the endpoint hands over
+//!    (`pipeline/report.rs`); `no-store` (but on the beacon's public rounds and chain info,
 //!    which name their own `Cache-Control`), the request id and the caller's rate-limit fields
 //!    (`pipeline/ratelimit.rs`) on every response.
 //!
@@ -54,10 +54,10 @@ mod deadline;
 mod endpoint;
 mod layer;
 mod observe;
-mod outcome;
 pub mod params;
 mod problem;
 mod ratelimit;
+mod report;
 mod response;
 
 pub use deadline::BodyTimeout;
@@ -67,7 +67,7 @@ pub use endpoint::{
 };
 pub use layer::{Pipeline, PipelineFuture, PipelineLayer};
 pub use observe::X_REQUEST_ID;
-pub use outcome::{Answer, Outcome, Served};
 pub use problem::grpc_error;
 pub use ratelimit::{RATELIMIT, RATELIMIT_POLICY, current_field, policy_field};
+pub use report::{Answer, Report, Served};
 pub use response::{response, response_with};

@@ -35,7 +35,7 @@ use axum::routing::MethodRouter;
 use crate::beacon::{Beacon, Refusal, UnixTime};
 use crate::callers::peer::PeerKey;
 use crate::error::ApiError;
-use crate::pipeline::{self, Answer, Outcome};
+use crate::pipeline::{self, Answer, Report};
 use crate::state::AppState;
 
 /// A past round's (and a named chain's info): a week, as drand's relays, and never revalidated.
@@ -251,7 +251,7 @@ fn retry_secs(wait: Duration) -> u64 {
 /// `Access-Control-Allow-Origin`).
 fn json(body: bytes::Bytes, cache_control: Option<HeaderValue>) -> Answer {
     let response = pipeline::response_with(axum::body::Body::from(body), "application/json", 1);
-    Answer { response, outcome: Outcome { cache_control, ..Outcome::default() } }
+    Answer { response, report: Report { cache_control, ..Report::default() } }
 }
 
 /// The OpenAPI operations of the beacon's routes (drand's HTTP API, public as `/keys` and `/verify` are: no security requirement): each row's `doc` column (`http.rs`), built from the

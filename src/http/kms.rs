@@ -76,7 +76,7 @@ pub async fn post(State(state): State<AppState>, request: Request) -> Response {
     };
     let body = respond::wiped_joined(&[br#"{"Plaintext":""#, &rendered.body, br#""}"#]);
     let mut answer: Answer = served(pipeline::response(body, CONTENT_TYPE), req.alg(), req.n_bits());
-    answer.outcome.named = named;
+    answer.report.named = named;
     answer.into_response()
 }
 
@@ -195,7 +195,7 @@ fn answer_error(
     named: Option<(std::sync::Arc<crate::callers::Caller>, tokio::time::Instant)>,
 ) -> Response {
     let mut response = error_response(error);
-    let outcome = pipeline::Outcome::of(&mut response);
+    let outcome = pipeline::Report::of(&mut response);
     outcome.code = Some(error.code());
     outcome.named = named;
     response

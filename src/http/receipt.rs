@@ -78,7 +78,7 @@ pub fn respond(
         b"\"}",
     ]);
     let mut answer = served(pipeline::response(body, "application/json"), alg, n_bits);
-    answer.outcome.serial = Some(receipt.serial().to_owned());
+    answer.report.serial = Some(receipt.serial().to_owned());
     Ok(answer)
 }
 

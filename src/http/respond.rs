@@ -1,5 +1,5 @@
 //! What the handlers' answers share: the headers naming what was served (`X-Drbg-Alg`,
-//! `X-Drbg-Bits`) with the [`Outcome`] the pipeline writes its lines from, bodies of random
+//! `X-Drbg-Bits`) with the [`Report`] the pipeline writes its lines from, bodies of random
 //! output wiped once sent, the plain-text content type. The responses themselves are built on
 //! the pipeline's ([`crate::pipeline::response`]).
 
@@ -7,7 +7,7 @@ use axum::http::{HeaderName, HeaderValue};
 use axum::response::Response;
 
 use crate::drbg::Algorithm;
-use crate::pipeline::{Answer, Outcome, Served};
+use crate::pipeline::{Answer, Report, Served};
 
 /// Response header naming the algorithm that produced the output.
 pub const X_DRBG_ALG: HeaderName = HeaderName::from_static("x-drbg-alg");
@@ -57,7 +57,7 @@ pub fn served(mut response: Response, alg: Algorithm, n_bits: u64) -> Answer {
     if n_bits > 0 {
         h.insert(X_DRBG_BITS, bits_value(n_bits));
     }
-    Answer { response, outcome: Outcome { served: Some(Served { alg, n_bits }), ..Outcome::default() } }
+    Answer { response, report: Report { served: Some(Served { alg, n_bits }), ..Report::default() } }
 }
 
 #[cfg(test)]

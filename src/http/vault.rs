@@ -210,7 +210,7 @@ pub fn error_response(error: &ApiError) -> Response {
 /// [`error_response`] with its code recorded for the pipeline.
 fn answer_error(error: &ApiError) -> Response {
     let mut response = error_response(error);
-    pipeline::Outcome::of(&mut response).code = Some(error.code());
+    pipeline::Report::of(&mut response).code = Some(error.code());
     response
 }
 

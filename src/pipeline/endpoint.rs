@@ -13,8 +13,8 @@ use axum::response::Response;
 use axum::routing::MethodRouter;
 use utoipa::openapi::{Components, PathItem};
 
-use super::outcome::Answer;
 use super::params::{Accept, Param, Params};
+use super::report::Answer;
 use crate::callers::{Admission, Callers, Denied, Key};
 use crate::error::ApiError;
 use crate::route::Route;

@@ -25,8 +25,8 @@ use tower::{Layer, Service};
 use super::admit::{Caps, PUBLIC_BODY_TIMEOUT, PUBLIC_STREAM_LIFETIME, PlaceKind, Places, public_stream};
 use super::deadline::{Lifetime, ReadDeadline};
 use super::endpoint::{Charge, Endpoint, Endpoints, Guard, Render};
-use super::observe::{Clock, InFlight, X_REQUEST_ID, record};
-use super::outcome::{Answer, Outcome};
+use super::observe::{Clock, Observation, X_REQUEST_ID, record};
+use super::report::{Answer, Report};
 use crate::callers::{Admission, Denied};
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -113,7 +113,7 @@ where
             Some(id) => id.clone(),
             None => shared.state.request_ids.next_value(),
         };
-        let mut observe = InFlight::start(&shared.state, &shared.endpoints, &request, id);
+        let mut observe = Observation::start(&shared.state, &shared.endpoints, &request, id);
         let span = observe.span.clone();
         let _in_request = span.enter();
         let start = observe.start;
@@ -173,7 +173,7 @@ impl Shared {
         mut request: Request<B>,
         (slot, class): (Places, PlaceKind),
         admission: Option<&Admission>,
-        observe: &InFlight,
+        observe: &Observation,
         deadline: Clock,
     ) -> (Request<ReadDeadline<B>>, Option<Places>) {
         if let Some(admission) = admission {
@@ -208,7 +208,7 @@ pin_project! {
     pub struct PipelineFuture<F> {
         #[pin]
         inner: Inner<F>,
-        observe: Option<InFlight>,
+        observe: Option<Observation>,
         slot: Option<Places>,
         // The caller's admission, held (with its in-flight place) until the headers are ready.
         admission: Option<Admission>,
@@ -246,13 +246,13 @@ where
             None => ApiError::render as Render,
         };
         // An answer of this layer's own (refused, shed, timed out, a panic below), or the
-        // service's; an endpoint's comes with its outcome, the router's in its extensions.
-        let (mut response, own, outcome) = match this.inner.as_mut().project() {
+        // service's; an endpoint's comes with its report, the router's in its extensions.
+        let (mut response, own, report) = match this.inner.as_mut().project() {
             InnerProj::Called { future } => match poll_called(future, *this.deadline, &mut *this.timer, cx) {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(Called::Answered(mut response)) => {
-                    let outcome = response.extensions_mut().remove::<Outcome>().unwrap_or_default();
-                    (response, false, outcome)
+                    let report = response.extensions_mut().remove::<Report>().unwrap_or_default();
+                    (response, false, report)
                 }
                 Poll::Ready(Called::Panicked) => own_answer(panicked(), render),
                 Poll::Ready(Called::Expired(error)) => {
@@ -277,7 +277,7 @@ where
         }
         let admitted_at = this.admission.take().map(|a| a.at);
         let response = match this.observe.take() {
-            Some(observe) => record(observe, response, own, outcome, admitted_at),
+            Some(observe) => record(observe, response, own, report, admitted_at),
             None => response,
         };
         Poll::Ready(Ok(response))
@@ -333,13 +333,13 @@ fn answer_directly(
     state: Option<&AppState>,
     admission: Option<&Admission>,
     render: Render,
-) -> (Response, bool, Outcome) {
+) -> (Response, bool, Report) {
     let (Some(parts), Some(state)) = (parts, state) else {
         // Polled again after its end (a contract breach): an error, not a panic.
         return own_answer(ApiError::Internal, render);
     };
     match catch_unwind(AssertUnwindSafe(|| endpoint.answer(state, admission, &parts))) {
-        Ok(Answer { response, outcome }) => (response, false, outcome),
+        Ok(Answer { response, report }) => (response, false, report),
         Err(_) => own_answer(panicked(), render),
     }
 }
@@ -347,9 +347,9 @@ fn answer_directly(
 /// A refusal of steps 2 to 4, answered; the caller it names goes to the records.
 fn refused(
     denied: Option<Denied>,
-    observe: Option<&mut InFlight>,
+    observe: Option<&mut Observation>,
     render: Render,
-) -> (Response, bool, Outcome) {
+) -> (Response, bool, Report) {
     let Some(Denied { caller, error, at }) = denied else {
         return own_answer(ApiError::Internal, render);
     };
@@ -367,13 +367,13 @@ fn unnamed(error: ApiError, at: Instant) -> Denied {
 }
 
 /// An answer of the pipeline's own, written by `render` (the request's, see
-/// [`InFlight::render`]): problem+json, for a gRPC call its status (so a client sees
+/// [`Observation::render`]): problem+json, for a gRPC call its status (so a client sees
 /// `UNAUTHENTICATED`, `RESOURCE_EXHAUSTED` or `DEADLINE_EXCEEDED` with `retry-after`, not an
 /// HTTP status it cannot read), on a drop-in front-end's route the error as its service writes
 /// it; with the error's code for the records.
-fn own_answer(error: ApiError, render: Render) -> (Response, bool, Outcome) {
-    let outcome = Outcome { code: Some(error.code()), ..Outcome::default() };
-    (render(&error), true, outcome)
+fn own_answer(error: ApiError, render: Render) -> (Response, bool, Report) {
+    let report = Report { code: Some(error.code()), ..Report::default() };
+    (render(&error), true, report)
 }
 
 /// The error of a panic below: logged (without its message, which could hold anything) and

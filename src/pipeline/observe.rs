@@ -15,9 +15,9 @@ use axum::response::Response;
 use tokio::time::Instant;
 
 use super::endpoint::{Endpoint, Endpoints, Guard, Render};
-use super::outcome::Outcome;
 use super::problem::grpc_error;
 use super::ratelimit::{RATELIMIT, RATELIMIT_POLICY, current_field, policy_field};
+use super::report::Report;
 use crate::callers::Caller;
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -33,13 +33,13 @@ pub const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 /// the pipeline's headers (the caller's rate-limit fields, `Cache-Control`, the request id,
 /// `traceresponse`). `own`: an answer of the pipeline's own.
 pub(super) fn record(
-    mut observe: InFlight,
+    mut observe: Observation,
     mut response: Response,
     own: bool,
-    outcome: Outcome,
+    report: Report,
     mut admitted_at: Option<Instant>,
 ) -> Response {
-    if let Some((caller, at)) = &outcome.named {
+    if let Some((caller, at)) = &report.named {
         observe.caller = Some(caller.clone());
         admitted_at = Some(*at);
     }
@@ -47,14 +47,14 @@ pub(super) fn record(
         rate_limit_fields(&mut response, caller, admitted_at.unwrap_or(observe.caller_at));
     }
     // A panic while recording (it would be a bug of ours) costs the line, not the response.
-    if catch_unwind(AssertUnwindSafe(|| observe.finish(&response, &outcome, own))).is_err() {
+    if catch_unwind(AssertUnwindSafe(|| observe.finish(&response, &report, own))).is_err() {
         tracing::error!("panic while recording a response");
     }
     let headers = response.headers_mut();
     // Random output must never be cached by any proxy: on every response, errors included,
     // but the beacon's rounds and chain info, public and the same for everyone, which say
-    // how long they keep (see `Outcome::cache_control`).
-    match outcome.cache_control {
+    // how long they keep (see `Report::cache_control`).
+    match report.cache_control {
         Some(value) if !own => {
             headers.insert(header::CACHE_CONTROL, value);
         }
@@ -86,7 +86,7 @@ fn rate_limit_fields(response: &mut Response, caller: &Caller, at: Instant) {
 /// One request being observed. Dropped before it finishes (the client went away before the
 /// response was ready), it still leaves its access line (status 499, gRPC `CANCELLED`) and
 /// the in-flight gauge as it found it.
-pub(super) struct InFlight {
+pub(super) struct Observation {
     pub(super) state: AppState,
     /// The index of the route's row in the table ([`UNMATCHED`] for none).
     pub(super) route_index: usize,
@@ -119,7 +119,7 @@ pub(super) struct InFlight {
     pub(super) span: tracing::Span,
 }
 
-impl InFlight {
+impl Observation {
     /// A gRPC call: answered with gRPC statuses, observed per method.
     pub(super) fn grpc(&self) -> bool {
         self.grpc_call
@@ -134,7 +134,7 @@ impl InFlight {
         endpoints: &Endpoints,
         request: &Request<B>,
         id: HeaderValue,
-    ) -> InFlight {
+    ) -> Observation {
         let path = request.uri().path();
         // A route the configuration does not serve is none at all.
         let index = endpoints.served(path, state);
@@ -174,7 +174,7 @@ impl InFlight {
         };
         let span =
             crate::telemetry::trace::server_span(request.headers(), span_name, method.as_str(), grpc_call);
-        InFlight {
+        Observation {
             state: state.clone(),
             route_index,
             endpoint,
@@ -195,18 +195,18 @@ impl InFlight {
 
     /// Records the response: metrics, the access line, the audit line. Never logs output
     /// bytes, keys, certificates or the query string's values beyond n/alg.
-    pub(super) fn finish(&mut self, response: &Response, outcome: &Outcome, own: bool) {
+    pub(super) fn finish(&mut self, response: &Response, report: &Report, own: bool) {
         self.done = true;
         let metrics = &self.state.metrics;
-        let served = outcome.served;
+        let served = report.served;
         let alg = served.map_or("none", |s| s.alg.name());
         let elapsed = self.start.elapsed();
         let (status, code) = if self.grpc() {
             let status = grpc_status(response);
-            let code = outcome.code.or_else(|| grpc_error_code(response, status));
+            let code = report.code.or_else(|| grpc_error_code(response, status));
             (status, code)
         } else {
-            (response.status().as_u16(), outcome.code)
+            (response.status().as_u16(), report.code)
         };
         // Errors the gRPC service answered are counted there, with their latency.
         if let Some(code) = code
@@ -231,9 +231,9 @@ impl InFlight {
                 elapsed.as_secs_f64(),
             );
         }
-        if !outcome.recorded_at_end {
+        if !report.recorded_at_end {
             let (n, code, serial) =
-                (served.map_or(0, |s| s.n_bits), code.unwrap_or(""), outcome.serial.as_deref().unwrap_or(""));
+                (served.map_or(0, |s| s.n_bits), code.unwrap_or(""), report.serial.as_deref().unwrap_or(""));
             self.line(alg, n, status, code, serial, elapsed);
         }
     }
@@ -279,7 +279,7 @@ impl InFlight {
     }
 }
 
-impl Drop for InFlight {
+impl Drop for Observation {
     fn drop(&mut self) {
         if !self.grpc() {
             self.state.metrics.in_flight.dec();

@@ -1,4 +1,4 @@
-//! What the pipeline records of a response ([`Outcome`]: what was served, the error's code, the
+//! What the pipeline records of a response ([`Report`]: what was served, the error's code, the
 //! caller an endpoint named, a receipt's serial), and an endpoint's response with its record
 //! beside it ([`Answer`]). Both transports hand it over: REST endpoints beside their
 //! response, the gRPC service in its response's extensions. An [`ApiError`] answered below the
@@ -29,7 +29,7 @@ pub struct Served {
 /// layer, the pipeline's own refusals, the gRPC service) leaves it in the response's
 /// extensions. Never read back from the headers.
 #[derive(Debug, Clone, Default)]
-pub struct Outcome {
+pub struct Report {
     /// What was served (`None`: nothing generated).
     pub served: Option<Served>,
     /// The response's owner writes its access and audit lines when it ends (a gRPC stream,
@@ -48,14 +48,14 @@ pub struct Outcome {
     pub cache_control: Option<HeaderValue>,
 }
 
-impl Outcome {
+impl Report {
     /// The record of `response`, added if it has none yet.
-    pub fn of<B>(response: &mut axum::http::Response<B>) -> &mut Outcome {
+    pub fn of<B>(response: &mut axum::http::Response<B>) -> &mut Report {
         response.extensions_mut().get_or_insert_default()
     }
 }
 
-/// An endpoint's response and its [`Outcome`], side by side: the pipeline takes the record
+/// An endpoint's response and its [`Report`], side by side: the pipeline takes the record
 /// of an endpoint it calls directly as it is, without a type map for it in the response
 /// (measured: about 700 instructions a request); through the router, it goes into the
 /// response's extensions.
@@ -64,21 +64,18 @@ pub struct Answer {
     /// The response.
     pub response: Response,
     /// What it records.
-    pub outcome: Outcome,
+    pub report: Report,
 }
 
 impl From<Response> for Answer {
     fn from(response: Response) -> Self {
-        Answer { response, outcome: Outcome::default() }
+        Answer { response, report: Report::default() }
     }
 }
 
 impl From<ApiError> for Answer {
     fn from(error: ApiError) -> Self {
-        Answer {
-            outcome: Outcome { code: Some(error.code()), ..Outcome::default() },
-            response: error.render(),
-        }
+        Answer { report: Report { code: Some(error.code()), ..Report::default() }, response: error.render() }
     }
 }
 
@@ -87,7 +84,7 @@ impl From<ApiError> for Answer {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let mut response = self.render();
-        Outcome::of(&mut response).code = Some(self.code());
+        Report::of(&mut response).code = Some(self.code());
         response
     }
 }
@@ -95,7 +92,7 @@ impl IntoResponse for ApiError {
 impl IntoResponse for Answer {
     fn into_response(self) -> Response {
         let mut response = self.response;
-        response.extensions_mut().insert(self.outcome);
+        response.extensions_mut().insert(self.report);
         response
     }
 }
