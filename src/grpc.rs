@@ -21,6 +21,7 @@ use tonic_health::ServingStatus;
 use crate::callers::{Admission, Caller, Route};
 use crate::drbg::Algorithm;
 use crate::error::ApiError;
+use crate::http::sequence::{self, SequenceRequest};
 use crate::receipts::{Ask, Random};
 use crate::service::{
     BitsRequest, BytesRequest, Chunks, IntRequest, Secret, SecretFormat, SecretKind, SecretRequest,
@@ -479,6 +480,29 @@ impl Randomness for RandomnessAdapter {
                 receipt_signature: signed.signature,
             };
             Ok(Unary { reply, alg, n_bits: 0, serial: signed.serial })
+        })
+    }
+
+    async fn get_sequence(&self, request: Request<pb::GetSequenceRequest>) -> Reply<pb::GetSequenceResponse> {
+        self.unary(request, "GetSequence", |caller, r| {
+            let alg = alg_name(r.alg)?;
+            let ask = self.ask(r.receipt, &r.user_data)?;
+            let rules = self.state.service.rules();
+            let req =
+                SequenceRequest::new(rules, Some(r.min), Some(r.max), nonzero(r.count), alg.as_deref())?
+                    .with_receipt(ask.is_some());
+            if let Some(ask) = &ask {
+                ask.check_size(req.count() as u64 * 8)?;
+            }
+            let out = sequence::draw(&self.state.service, caller, &req)?;
+            let signed = self.sign(caller, ask.as_ref(), || out.receipt())?;
+            let reply = pb::GetSequenceResponse {
+                values: out.values,
+                alg: wire_alg(out.alg),
+                receipt_json: signed.json,
+                receipt_signature: signed.signature,
+            };
+            Ok(Unary { reply, alg: out.alg, n_bits: 0, serial: signed.serial })
         })
     }
 

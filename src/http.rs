@@ -15,6 +15,7 @@ mod pollen;
 mod random;
 mod receipt;
 mod respond;
+pub(crate) mod sequence;
 mod values;
 mod vault;
 
@@ -60,6 +61,8 @@ pub static ENDPOINTS: &[Endpoint] = &[
     random_output(&["/uuid"], Route::Uuid, values::uuid, values::doc::uuid, &["GetUuids"]),
     // `/int`: uniform integers in `[min, max]`.
     random_output(&["/int"], Route::Int, values::int, values::doc::int, &["GetInts"]),
+    // `/sequence`: distinct integers of `[min, max]` in random order.
+    random_output(&["/sequence"], Route::Sequence, sequence::answer, sequence::doc, &["GetSequence"]),
     // `POST /pollen`: the Pollen protocol's seed for a booting VM (with `[pollen] enabled`).
     Endpoint {
         label: "/pollen",

@@ -21,6 +21,8 @@ pub enum Route {
     Uuid,
     /// `/int`, `GetInts`.
     Int,
+    /// `/sequence`, `GetSequence`.
+    Sequence,
     /// `POST /pollen`: the Pollen protocol's seed for a booting VM (with `[pollen] enabled`).
     Pollen,
     /// Vault's `sys/tools/random` and `transit/random` (with `[vault] enabled`).
@@ -31,13 +33,14 @@ pub enum Route {
 
 impl Route {
     /// Every route, in their order.
-    pub const ALL: [Route; 9] = [
+    pub const ALL: [Route; 10] = [
         Route::Bits,
         Route::Bytes,
         Route::Token,
         Route::Nonce,
         Route::Uuid,
         Route::Int,
+        Route::Sequence,
         Route::Pollen,
         Route::Vault,
         Route::Kms,
@@ -53,6 +56,7 @@ impl Route {
             Route::Nonce => "/nonce",
             Route::Uuid => "/uuid",
             Route::Int => "/int",
+            Route::Sequence => "/sequence",
             Route::Pollen => "/pollen",
             Route::Vault => "/v1/sys/tools/random",
             Route::Kms => "kms",

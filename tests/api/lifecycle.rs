@@ -21,6 +21,7 @@ const ROUTES: &[(&str, &str, bool)] = &[
     ("GET", "/nonce", false),
     ("GET", "/uuid?count=3", false),
     ("GET", "/int?min=1&max=6&count=10", false),
+    ("GET", "/sequence?min=1&max=52", false),
     ("GET", "/algorithms", false),
     ("GET", "/openapi.json", false),
 ];
@@ -54,6 +55,10 @@ async fn every_route_answers_during_an_entropy_outage() {
     let r = tokio::time::timeout(Duration::from_secs(5), app.get("/int?min=1&max=6&count=1000"))
         .await
         .expect("/int must answer, not loop");
+    assert_problem(r, 503, "entropy_unavailable").await;
+    let r = tokio::time::timeout(Duration::from_secs(5), app.get("/sequence?min=1&max=1000"))
+        .await
+        .expect("/sequence must answer, not loop");
     assert_problem(r, 503, "entropy_unavailable").await;
     let readyz = app.client.get(format!("{}/readyz", app.admin)).send().await.unwrap();
     assert_eq!(readyz.status(), 503);

@@ -17,6 +17,7 @@ mod pollen;
 mod random;
 mod receipts;
 mod reload;
+mod sequence;
 mod traces;
 mod values;
 mod vault;
