@@ -1,8 +1,10 @@
 //! The HTTP API: the table of its endpoints ([`ENDPOINTS`], one row each, plain data of the
 //! pipeline's types) and the router built from it. Each row names its handler and its OpenAPI
-//! operation, written side by side in the handler's module (`http/*`, grouped by resource;
-//! handlers only translate between HTTP and [`crate::service`]); the router, the guards, the
-//! call pipeline in front of the router ([`crate::pipeline`], which reads the rows) and the
+//! operation, written side by side in the handler's module (`http/*`, grouped by resource).
+//! Handlers translate between HTTP and [`crate::service`]; an endpoint that is not one of the
+//! service's own operations holds its typed request and its draw beside them, over the
+//! service's primitives, for its gRPC method too (`http/sequence.rs`). The router, the guards,
+//! the call pipeline in front of the router ([`crate::pipeline`], which reads the rows) and the
 //! OpenAPI document are derived from the rows. docs/extending.md walks through adding one.
 
 mod beacon;

@@ -259,6 +259,15 @@ impl Receipts {
         ask: &Ask,
         random: Random,
     ) -> Result<Receipt, ApiError> {
+        // The caller's policy was applied to the draw before anything was generated
+        // (`Policy::check`, with the request's receipt). A caller it refuses receipts reaching
+        // here is a handler that did not mark its request as receipted: refused, not signed.
+        if !caller.policy.receipts {
+            tracing::error!(
+                "a receipt asked for a caller whose policy refuses them; refused (a wiring fault)"
+            );
+            return Err(ApiError::Internal);
+        }
         let ring = self.keys();
         let mut serial_random = [0u8; sign::SERIAL_RANDOM_BYTES];
         service.fill_own(&mut serial_random)?;

@@ -182,7 +182,7 @@ impl Service {
 
     /// A withheld algorithm (failed self-test) refused before the caller's quota is charged,
     /// then the caller's policy and byte quota ([`Caller::permit`]).
-    pub fn admit(&self, caller: &Caller, draw: &Draw, bytes: u64) -> Result<(), ApiError> {
+    fn admit(&self, caller: &Caller, draw: &Draw, bytes: u64) -> Result<(), ApiError> {
         self.0.pool.serves(draw.alg)?;
         caller.permit(draw, bytes)
     }

@@ -137,6 +137,10 @@ impl Sequence {
 pub fn draw(service: &Service, caller: &Caller, req: &SequenceRequest) -> Result<Sequence, ApiError> {
     let values = service
         .draw_words(caller, &req.draw(), |words| shuffle(req.min, req.max, req.count, || words.next_u64()))?;
+    // `count` is at most the range's size (the request's constructor): never fewer values.
+    if values.len() != req.count {
+        return Err(ApiError::Internal);
+    }
     Ok(Sequence { values, min: req.min, max: req.max, alg: req.alg })
 }
 

@@ -97,7 +97,7 @@ impl Caps {
 
     /// Steps 2 to 4 of the pipeline: the caller authorized from the head, a place under the
     /// cap, the caller's quota. `None` admission: a public route, under its own cap. Also the
-    /// class of the place taken, which says how the body is read.
+    /// kind of the place taken, which says how the body is read.
     pub(super) fn admit<B>(
         &self,
         state: &AppState,
@@ -113,7 +113,7 @@ impl Caps {
             return Err(Denied { caller: None, error: ApiError::AuditUnavailable, at: now });
         }
         let callers = &state.callers;
-        let (authorized, class) = match guard.credentials {
+        let (authorized, kind) = match guard.credentials {
             Credentials::Public => (None, if stream { PlaceKind::PublicStream } else { PlaceKind::Public }),
             // Only a POST is a signed call: the rest goes to the router's 405 as a public request.
             Credentials::Signature(_) if request.method() != Method::POST => (None, PlaceKind::Public),
@@ -140,7 +140,7 @@ impl Caps {
         let (caller, at) = authorized.as_ref().map_or((None, now), |a| (Some(a.caller.clone()), a.at));
         let deny = |error| Denied { caller: caller.clone(), error, at };
         let peer = request.extensions().get::<Arc<Peer>>();
-        let cap = match class {
+        let cap = match kind {
             PlaceKind::Caller => &self.cap,
             // Its proof is in its body: it takes no place that verified callers share, only its
             // connection's one place for a signed body (so it holds at most that body's bytes,
@@ -148,18 +148,18 @@ impl Caps {
             // no one but itself). The endpoint then admits the caller the signature names.
             PlaceKind::Signed => {
                 let signed = peer.and_then(Peer::signed).ok_or_else(|| deny(ApiError::Overloaded))?;
-                return Ok((Places { _signed: Some(signed), ..Places::default() }, None, class));
+                return Ok((Places { _signed: Some(signed), ..Places::default() }, None, kind));
             }
             PlaceKind::Public => &self.public_cap,
             PlaceKind::Open => &self.open_cap,
             PlaceKind::PublicStream => &self.public_stream_cap,
         };
         // Without credentials, a peer takes at most its share before any shared place.
-        let peer_place = match class {
+        let peer_place = match kind {
             PlaceKind::Caller | PlaceKind::Signed => None,
             PlaceKind::Public | PlaceKind::Open | PlaceKind::PublicStream => {
                 let addr = client_addr(peer.and_then(|p| p.addr), request.headers(), &self.trusted_proxies);
-                let key = if class == PlaceKind::PublicStream {
+                let key = if kind == PlaceKind::PublicStream {
                     PeerKey::streams_of(addr)
                 } else {
                     PeerKey::of(addr)
@@ -172,7 +172,7 @@ impl Caps {
         };
         let admission = authorized.map(Authorized::enter).transpose()?;
         let admission = admission.map(|a| self.with_peer(a, request, peer_place.as_ref()));
-        Ok((Places { _cap: Some(place), _peer: peer_place, _signed: None }, admission, class))
+        Ok((Places { _cap: Some(place), _peer: peer_place, _signed: None }, admission, kind))
     }
 
     /// `admission` with its peer when its caller is `anonymous` (every request with auth off),

@@ -39,14 +39,14 @@ pin_project! {
         #[pin]
         timer: Option<Sleep>,
         // A place under a cap, held as long as the body (a public request's).
-        slot: Option<Places>,
+        places: Option<Places>,
     }
 }
 
 impl<B> ReadDeadline<B> {
-    /// `body`, to be read in full by `deadline`, holding `slot` until dropped.
-    pub(super) fn new(body: B, deadline: Instant, slot: Option<Places>) -> Self {
-        ReadDeadline { body, deadline, timer: None, slot }
+    /// `body`, to be read in full by `deadline`, holding `places` until dropped.
+    pub(super) fn new(body: B, deadline: Instant, places: Option<Places>) -> Self {
+        ReadDeadline { body, deadline, timer: None, places }
     }
 }
 
@@ -92,14 +92,14 @@ pin_project! {
         body: B,
         #[pin]
         timer: Sleep,
-        slot: Option<Places>,
+        places: Option<Places>,
     }
 }
 
 impl<B> Lifetime<B> {
-    /// `body`, cut at `deadline`, holding `slot`.
-    pub(super) fn new(body: B, deadline: Instant, slot: Option<Places>) -> Self {
-        Lifetime { body, timer: tokio::time::sleep_until(deadline), slot }
+    /// `body`, cut at `deadline`, holding `places`.
+    pub(super) fn new(body: B, deadline: Instant, places: Option<Places>) -> Self {
+        Lifetime { body, timer: tokio::time::sleep_until(deadline), places }
     }
 }
 
@@ -122,12 +122,12 @@ where
     ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
         let this = self.project();
         if this.timer.poll(cx).is_ready() {
-            this.slot.take();
+            this.places.take();
             return Poll::Ready(Some(Err(Box::new(LifetimeOver))));
         }
         let frame = this.body.poll_frame(cx).map(|f| f.map(|f| f.map_err(Into::into)));
         if matches!(frame, Poll::Ready(None)) {
-            this.slot.take();
+            this.places.take();
         }
         frame
     }

@@ -44,7 +44,7 @@ struct Shared {
     /// handler.
     endpoints: Endpoints,
     /// The caps and per-peer limits requests are admitted under.
-    gates: Caps,
+    caps: Caps,
     /// Time from the call to the response's headers.
     timeout: Duration,
     /// Time from the call to the request body's end.
@@ -69,7 +69,7 @@ impl PipelineLayer {
             ms => Duration::from_millis(ms),
         };
         PipelineLayer(Arc::new(Shared {
-            gates: Caps::new(server),
+            caps: Caps::new(server),
             timeout: Duration::from_millis(server.request_timeout_ms),
             body_timeout: Duration::from_millis(server.body_read_timeout_ms),
             stream_lifetime,
@@ -131,26 +131,26 @@ where
             shared.direct && request.method() == Method::GET && e.serves_get() && e.answers_at_once()
         });
         let admitted = tracing::info_span!(target: crate::telemetry::trace::TRACE_TARGET, "admission")
-            .in_scope(|| shared.gates.admit(&shared.state, &request, guard, stream, start));
-        let (inner, slot, admission) = match admitted {
+            .in_scope(|| shared.caps.admit(&shared.state, &request, guard, stream, start));
+        let (inner, places, admission) = match admitted {
             // Refused at once, never queued: nothing below runs, no body is read.
             Err(denied) => (Inner::Refused { denied: Some(denied) }, None, None),
             // Answered on the first poll, without the router (a GET's body, if any, is not
             // read). Not here: HTTP/2 calls the service on the connection's task and spawns
             // only the future, and the connection must not wait for a request's work.
-            Ok((slot, admission, class)) => match direct {
+            Ok((places, admission, kind)) => match direct {
                 Some(endpoint) => {
                     let (parts, _body) = request.into_parts();
-                    (Inner::Direct { endpoint, parts: Some(parts) }, Some(slot), admission)
+                    (Inner::Direct { endpoint, parts: Some(parts) }, Some(places), admission)
                 }
                 None => {
-                    let (request, slot) =
-                        shared.prepare(request, (slot, class), admission.as_ref(), &observe, deadline);
+                    let (request, places) =
+                        shared.prepare(request, (places, kind), admission.as_ref(), &observe, deadline);
                     let inner = match catch_unwind(AssertUnwindSafe(|| self.inner.call(request))) {
                         Ok(future) => Inner::Called { future: Box::pin(future) },
                         Err(_) => Inner::Refused { denied: Some(unnamed(panicked(), start)) },
                     };
-                    (inner, slot, admission)
+                    (inner, places, admission)
                 }
             },
         };
@@ -158,7 +158,7 @@ where
             observe.caller = Some(admission.caller.clone());
         }
         let lifetime = stream.then(|| start.checked_add(shared.stream_lifetime).unwrap_or(deadline));
-        PipelineFuture { inner, observe: Some(observe), slot, admission, deadline, timer: None, lifetime }
+        PipelineFuture { inner, observe: Some(observe), places, admission, deadline, timer: None, lifetime }
     }
 }
 
@@ -171,7 +171,7 @@ impl Shared {
     fn prepare<B>(
         &self,
         mut request: Request<B>,
-        (slot, class): (Places, PlaceKind),
+        (places, kind): (Places, PlaceKind),
         admission: Option<&Admission>,
         observe: &Observation,
         deadline: Clock,
@@ -181,7 +181,7 @@ impl Shared {
         }
         // The beacon bounds each peer's requests waiting for a round by this key.
         let waiting = observe.endpoint.is_some_and(|e| e.charge == Charge::PeerWaiting);
-        if let Some(key) = slot.peer_key().filter(|_| waiting) {
+        if let Some(key) = places.peer_key().filter(|_| waiting) {
             request.extensions_mut().insert(key);
         }
         // gRPC reads the id from the metadata for its records; REST handlers never do, and the
@@ -191,15 +191,15 @@ impl Shared {
         }
         // A public request's place goes with its body (see PUBLIC_CONCURRENCY); a public
         // stream's with its response, for its lifetime (PUBLIC_STREAMS).
-        let (body_timeout, slot, body_slot) = match class {
-            PlaceKind::Caller => (self.body_timeout, Some(slot), None),
+        let (body_timeout, places, body_places) = match kind {
+            PlaceKind::Caller => (self.body_timeout, Some(places), None),
             PlaceKind::Public | PlaceKind::Open | PlaceKind::Signed => {
-                (self.body_timeout.min(PUBLIC_BODY_TIMEOUT), None, Some(slot))
+                (self.body_timeout.min(PUBLIC_BODY_TIMEOUT), None, Some(places))
             }
-            PlaceKind::PublicStream => (self.stream_lifetime, Some(slot), None),
+            PlaceKind::PublicStream => (self.stream_lifetime, Some(places), None),
         };
         let body_deadline = observe.start.checked_add(body_timeout).unwrap_or(deadline);
-        (request.map(|body| ReadDeadline::new(body, body_deadline, body_slot)), slot)
+        (request.map(|body| ReadDeadline::new(body, body_deadline, body_places)), places)
     }
 }
 
@@ -209,7 +209,7 @@ pin_project! {
         #[pin]
         inner: Inner<F>,
         observe: Option<Observation>,
-        slot: Option<Places>,
+        places: Option<Places>,
         // The caller's admission, held (with its in-flight place) until the headers are ready.
         admission: Option<Admission>,
         deadline: Clock,
@@ -271,9 +271,9 @@ where
         // The headers are ready: the places under the cap and in the caller's count are free
         // for the next request (a streamed body holds its own clone of the admission), but
         // for a public stream's, which its body holds to its end.
-        let slot = this.slot.take();
+        let places = this.places.take();
         if let (Some(end), false) = (*this.lifetime, own) {
-            response = response.map(|body| axum::body::Body::new(Lifetime::new(body, end, slot)));
+            response = response.map(|body| axum::body::Body::new(Lifetime::new(body, end, places)));
         }
         let admitted_at = this.admission.take().map(|a| a.at);
         let response = match this.observe.take() {

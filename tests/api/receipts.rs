@@ -323,13 +323,58 @@ async fn keys_and_verify_are_public_and_a_policy_may_refuse_receipts() {
     let keys = published_keys(&app).await;
     assert!(verifies(&receipt, &keys));
     assert_eq!(verify(&app, &receipt).await["valid"], true);
-    // A caller whose policy refuses receipts: 403, counted; its plain requests are served.
-    let r = as_caller("batch-key", "/token?receipt=true").await.unwrap();
-    assert_problem(r, 403, "receipts_not_allowed").await;
-    assert_eq!(as_caller("batch-key", "/token").await.unwrap().status(), 200);
+    // A caller whose policy refuses receipts: 403 on every random endpoint, REST and gRPC,
+    // counted; its plain requests are served.
+    let paths = [
+        "/bits?n=8",
+        "/bytes?n=1",
+        "/token?",
+        "/nonce?",
+        "/uuid?",
+        "/int?min=1&max=6",
+        "/sequence?min=1&max=6",
+    ];
+    for path in paths {
+        let r = as_caller("batch-key", &format!("{path}&receipt=true")).await.unwrap();
+        assert_problem(r, 403, "receipts_not_allowed").await;
+        assert_eq!(as_caller("batch-key", path).await.unwrap().status(), 200, "{path}");
+    }
+    let denied = refused_receipts_over_grpc(&app, "batch-key").await;
     let usage: Value = as_caller("batch-key", "/usage").await.unwrap().json().await.unwrap();
     assert_eq!(usage["policy"]["receipts"], false);
-    assert_eq!(usage["counters"]["denied"]["receipts_not_allowed"], 1);
+    assert_eq!(usage["counters"]["denied"]["receipts_not_allowed"], (paths.len() + denied) as u64);
+}
+
+/// Every unary gRPC method asked for a receipt by `key`'s caller, whose policy refuses them:
+/// each is `PERMISSION_DENIED`. How many were asked.
+async fn refused_receipts_over_grpc(app: &TestApp, key: &str) -> usize {
+    use drbgd::grpc::pb::randomness_service_client::RandomnessServiceClient;
+    use drbgd::grpc::pb::*;
+    use tonic::Code;
+    let mut c = RandomnessServiceClient::connect(app.api.clone()).await.unwrap();
+    use crate::callers::with_key;
+    let codes = [
+        c.get_bits(with_key(key, GetBitsRequest { n: 8, receipt: true, ..Default::default() }))
+            .await
+            .map(drop),
+        c.get_bytes(with_key(key, GetBytesRequest { n: 1, receipt: true, ..Default::default() }))
+            .await
+            .map(drop),
+        c.get_token(with_key(key, GetTokenRequest { receipt: true, ..Default::default() })).await.map(drop),
+        c.get_nonce(with_key(key, GetNonceRequest { receipt: true, ..Default::default() })).await.map(drop),
+        c.get_uuids(with_key(key, GetUuidsRequest { receipt: true, ..Default::default() })).await.map(drop),
+        c.get_ints(with_key(key, GetIntsRequest { max: 6, receipt: true, ..Default::default() }))
+            .await
+            .map(drop),
+        c.get_sequence(with_key(key, GetSequenceRequest { max: 6, receipt: true, ..Default::default() }))
+            .await
+            .map(drop),
+    ];
+    for (i, result) in codes.iter().enumerate() {
+        let status = result.as_ref().unwrap_err();
+        assert_eq!(status.code(), Code::PermissionDenied, "method {i}: {status:?}");
+    }
+    codes.len()
 }
 
 #[tokio::test]
