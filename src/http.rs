@@ -80,33 +80,15 @@ pub static ENDPOINTS: &[Endpoint] = &[
         doc: pollen::doc::pollen,
     },
     // `/v1/sys/tools/random[/…]`: Vault's random bytes, `POST` and `PUT` (with `[vault] enabled`).
-    Endpoint {
-        label: vault::SYS_PATH,
-        paths: &[vault::SYS_PATH, "/v1/sys/tools/random/{a}", "/v1/sys/tools/random/{a}/{b}"],
-        methods: &[Verb::Post, Verb::Put],
-        guard: VAULT,
-        charge: Charge::Quota,
-        availability: Availability::Section,
-        errors: vault::error_response,
-        handler: Handler::Router(vault::router),
-        grpc: &[],
-        receipt: false,
-        doc: vault::doc::vault_sys,
-    },
+    vault_route(
+        &[vault::SYS_PATH, "/v1/sys/tools/random/{a}", "/v1/sys/tools/random/{a}/{b}"],
+        vault::doc::vault_sys,
+    ),
     // `/v1/transit/random[/…]`: Vault's other path to the same thing.
-    Endpoint {
-        label: vault::TRANSIT_PATH,
-        paths: &[vault::TRANSIT_PATH, "/v1/transit/random/{a}", "/v1/transit/random/{a}/{b}"],
-        methods: &[Verb::Post, Verb::Put],
-        guard: VAULT,
-        charge: Charge::Quota,
-        availability: Availability::Section,
-        errors: vault::error_response,
-        handler: Handler::Router(vault::router),
-        grpc: &[],
-        receipt: false,
-        doc: vault::doc::vault_transit,
-    },
+    vault_route(
+        &[vault::TRANSIT_PATH, "/v1/transit/random/{a}", "/v1/transit/random/{a}/{b}"],
+        vault::doc::vault_transit,
+    ),
     // `POST /` with `X-Amz-Target`: AWS KMS `GenerateRandom` (with `[kms] enabled`).
     Endpoint {
         label: "kms",
@@ -223,6 +205,24 @@ const fn public(
         availability: Availability::Always,
         errors: ApiError::render,
         handler,
+        grpc: &[],
+        receipt: false,
+        doc,
+    }
+}
+
+/// A row of Vault's at `paths` (its label the first): `POST` and `PUT`, its token header read
+/// first, its errors in Vault's shape, with `[vault] enabled`.
+const fn vault_route(paths: &'static [&'static str], doc: crate::pipeline::Doc) -> Endpoint {
+    Endpoint {
+        label: paths[0],
+        paths,
+        methods: &[Verb::Post, Verb::Put],
+        guard: VAULT,
+        charge: Charge::Quota,
+        availability: Availability::Section,
+        errors: vault::error_response,
+        handler: Handler::Router(vault::router),
         grpc: &[],
         receipt: false,
         doc,

@@ -211,11 +211,7 @@ pub(crate) mod doc {
     use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityRequirement, SecurityScheme};
     use utoipa::openapi::{Components, PathItem, Required};
 
-    use crate::http::openapi::describe::{content, json_response};
-
-    fn string(description: &str) -> ObjectBuilder {
-        ObjectBuilder::new().schema_type(Type::String).description(Some(description))
-    }
+    use crate::http::openapi::describe::{content, described_string, json_response};
 
     /// KMS's `POST /`.
     pub(crate) fn kms(_: &Describe<'_>, components: &mut Components) -> PathItem {
@@ -234,7 +230,9 @@ pub(crate) mod doc {
             .name("X-Amz-Target")
             .parameter_in(ParameterIn::Header)
             .required(Required::True)
-            .schema(Some(string("The operation").enum_values(Some(["TrentService.GenerateRandom"]))))
+            .schema(Some(
+                described_string("The operation").enum_values(Some(["TrentService.GenerateRandom"])),
+            ))
             .build();
         let op = OperationBuilder::new()
             .operation_id(Some("kmsGenerateRandom"))
@@ -262,12 +260,12 @@ pub(crate) mod doc {
     fn kms_components(components: &mut Components) {
         let random = ObjectBuilder::new()
             .schema_type(Type::Object)
-            .property("Plaintext", string("base64"))
+            .property("Plaintext", described_string("base64"))
             .required("Plaintext");
         let error = ObjectBuilder::new()
             .schema_type(Type::Object)
-            .property("__type", string("The exception"))
-            .property("message", string(""))
+            .property("__type", described_string("The exception"))
+            .property("message", described_string(""))
             .required("__type");
         components.schemas.insert("KmsGenerateRandom".to_owned(), random.into());
         components.schemas.insert("KmsError".to_owned(), error.into());

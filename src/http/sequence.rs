@@ -29,7 +29,6 @@ use crate::error::ApiError;
 use crate::pipeline::params::{Accept, Param, Params, wants_json};
 use crate::pipeline::{Answer, Describe};
 use crate::receipts::Random;
-use crate::receipts::random::{Field, integer, integer_u64};
 use crate::route::Route;
 use crate::service::{Rules, Service};
 use crate::state::AppState;
@@ -63,11 +62,7 @@ impl SequenceRequest {
         count: Option<u64>,
         alg: Option<&str>,
     ) -> Result<Self, ApiError> {
-        let min = min.ok_or_else(|| ApiError::invalid("invalid_integer", "min", "min is required"))?;
-        let max = max.ok_or_else(|| ApiError::invalid("invalid_integer", "max", "max is required"))?;
-        if min > max {
-            return Err(ApiError::invalid("invalid_range", "min", "min must not exceed max"));
-        }
+        let (min, max) = Rules::bounds(min, max)?;
         // Up to 2^64 values: counted in i128, where it cannot overflow.
         let size = i128::from(max) - i128::from(min) + 1;
         let count = match count {
@@ -121,12 +116,7 @@ impl Sequence {
     /// Its receipt's `random` object: `min`, `max`, `count` and the values as decimal strings
     /// (as `/int`'s).
     pub fn receipt(&self) -> Random {
-        let data: Vec<String> = self.values.iter().map(ToString::to_string).collect();
-        Random::new(Route::Sequence, self.alg)
-            .with("min", integer(self.min))
-            .with("max", integer(self.max))
-            .with("count", integer_u64(self.values.len() as u64))
-            .with("data", Field::Texts(data))
+        Random::integers(Route::Sequence, self.alg, (self.min, self.max), &self.values)
     }
 }
 

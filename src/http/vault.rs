@@ -224,11 +224,7 @@ pub(crate) mod doc {
     use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityRequirement, SecurityScheme};
     use utoipa::openapi::{Components, PathItem};
 
-    use crate::http::openapi::describe::{content, json_response};
-
-    fn string(description: &str) -> ObjectBuilder {
-        ObjectBuilder::new().schema_type(Type::String).description(Some(description))
-    }
+    use crate::http::openapi::describe::{content, described_string, json_response};
 
     /// `/v1/sys/tools/random`: `POST` and `PUT`.
     pub(crate) fn vault_sys(_: &Describe<'_>, components: &mut Components) -> PathItem {
@@ -258,7 +254,7 @@ pub(crate) mod doc {
                 )
                 .property(
                     "format",
-                    string("Encoding of random_bytes")
+                    described_string("Encoding of random_bytes")
                         .enum_values(Some(["base64", "hex"]))
                         .default(Some("base64".into())),
                 )
@@ -294,8 +290,9 @@ pub(crate) mod doc {
 
     /// The schemas and security scheme Vault's operations name.
     fn vault_components(components: &mut Components) {
-        let data =
-            ObjectBuilder::new().schema_type(Type::Object).property("random_bytes", string("hex or base64"));
+        let data = ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .property("random_bytes", described_string("hex or base64"));
         let random = ObjectBuilder::new()
             .schema_type(Type::Object)
             .property("data", data)
@@ -303,14 +300,14 @@ pub(crate) mod doc {
                 "warnings",
                 utoipa::openapi::schema::ArrayBuilder::new()
                     .schema_type(utoipa::openapi::schema::SchemaType::from_iter([Type::Array, Type::Null]))
-                    .items(string("")),
+                    .items(described_string("")),
             )
-            .property("request_id", string(""))
-            .property("lease_id", string(""))
+            .property("request_id", described_string(""))
+            .property("lease_id", described_string(""))
             .required("data");
         let errors = ObjectBuilder::new()
             .schema_type(Type::Object)
-            .property("errors", utoipa::openapi::schema::ArrayBuilder::new().items(string("")))
+            .property("errors", utoipa::openapi::schema::ArrayBuilder::new().items(described_string("")))
             .required("errors");
         components.schemas.insert("VaultRandom".to_owned(), random.into());
         components.schemas.insert("VaultErrors".to_owned(), errors.into());

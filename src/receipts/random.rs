@@ -158,11 +158,23 @@ impl Random {
 
     /// `/int`: `min`, `max`, `count`, and the values as decimal strings.
     pub fn ints(out: &Ints) -> Self {
-        let data: Vec<String> = out.values.iter().map(ToString::to_string).collect();
-        Random::new(Route::Int, out.alg)
-            .with("min", integer(out.min))
-            .with("max", integer(out.max))
-            .with("count", integer_u64(out.values.len() as u64))
+        Random::integers(Route::Int, out.alg, (out.min, out.max), &out.values)
+    }
+
+    /// Integers of `[min, max]` from `alg` served on `route` (`/int`, `/sequence`): `min`,
+    /// `max`, `count`, and the values as decimal strings (one type for the list, exact in any
+    /// JSON reader).
+    pub fn integers(
+        route: Route,
+        alg: crate::drbg::Algorithm,
+        (min, max): (i64, i64),
+        values: &[i64],
+    ) -> Self {
+        let data: Vec<String> = values.iter().map(ToString::to_string).collect();
+        Random::new(route, alg)
+            .with("min", integer(min))
+            .with("max", integer(max))
+            .with("count", integer_u64(values.len() as u64))
             .with("data", Field::Texts(data))
     }
 

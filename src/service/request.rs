@@ -82,6 +82,19 @@ impl Rules {
         Ok(alg)
     }
 
+    /// An integer range's bounds, both required, `min` at most `max`.
+    ///
+    /// # Errors
+    /// `invalid_integer` (min or max absent), `invalid_range` (min > max).
+    pub fn bounds(min: Option<i64>, max: Option<i64>) -> Result<(i64, i64), ApiError> {
+        let min = min.ok_or_else(|| ApiError::invalid("invalid_integer", "min", "min is required"))?;
+        let max = max.ok_or_else(|| ApiError::invalid("invalid_integer", "max", "max is required"))?;
+        if min > max {
+            return Err(ApiError::invalid("invalid_range", "min", "min must not exceed max"));
+        }
+        Ok((min, max))
+    }
+
     /// A count of UUIDs or integers: 1..=`max_count`, [`DEFAULT_COUNT`] when absent.
     ///
     /// # Errors
@@ -416,8 +429,7 @@ impl IntRequest {
         count: Option<u64>,
         alg: Option<&str>,
     ) -> Result<Self, ApiError> {
-        let min = min.ok_or_else(|| ApiError::invalid("invalid_integer", "min", "min is required"))?;
-        let max = max.ok_or_else(|| ApiError::invalid("invalid_integer", "max", "max is required"))?;
+        let (min, max) = Rules::bounds(min, max)?;
         let dist = UniformI64::new_inclusive(min, max)
             .ok_or_else(|| ApiError::invalid("invalid_range", "min", "min must not exceed max"))?;
         let (count, alg) = (rules.count(count)?, rules.algorithm(alg)?);

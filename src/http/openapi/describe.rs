@@ -367,3 +367,8 @@ pub(crate) fn json_ok(
 ) -> utoipa::openapi::Response {
     ResponseBuilder::new().description("OK").content("application/json", content(schema.into())).build()
 }
+
+/// A string schema described by `description`.
+pub(crate) fn described_string(description: &str) -> ObjectBuilder {
+    ObjectBuilder::new().schema_type(Type::String).description(Some(description))
+}
