@@ -41,6 +41,7 @@ HTTP_ROUTES = [
     ("GET /nonce", "GET", "/nonce", None, False),
     ("GET /uuid", "GET", "/uuid?count=3", None, False),
     ("GET /int", "GET", "/int?min=1&max=6&count=10", None, False),
+    ("GET /sequence", "GET", "/sequence?min=1&max=52", None, False),
     ("GET /algorithms", "GET", "/algorithms", None, False),
     ("GET /openapi.json", "GET", "/openapi.json", None, False),
     ("GET /nope (404)", "GET", "/nope", None, False),
@@ -54,6 +55,7 @@ GRPC_METHODS = [
     ("GetNonce", "drbgd.v1.RandomnessService/GetNonce", {}, None),
     ("GetUuids", "drbgd.v1.RandomnessService/GetUuids", {"count": 3}, None),
     ("GetInts", "drbgd.v1.RandomnessService/GetInts", {"min": 1, "max": 6, "count": 10}, None),
+    ("GetSequence", "drbgd.v1.RandomnessService/GetSequence", {"min": 1, "max": 52}, None),
     ("Health/Check", "grpc.health.v1.Health/Check", {}, None),
 ]
 

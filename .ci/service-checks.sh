@@ -56,12 +56,19 @@ r = call("GetBytes", {"n": 1 << 21})
 assert len(base64.b64decode(r["data"])) == 1 << 21, "GetBytes max"
 assert len(call("GetUuids", {"count": 1000})["uuids"]) == 1000
 assert len(call("GetInts", {"min": "-9223372036854775808", "max": "9223372036854775807", "count": 1000})["values"]) == 1000
+seq = [int(v) for v in call("GetSequence", {"min": "-9223372036854775808", "max": "9223372036854775807", "count": 1000})["values"]]
+assert len(set(seq)) == 1000, "GetSequence: 1000 distinct values"
+deck = [int(v) for v in call("GetSequence", {"min": 1, "max": 52})["values"]]
+assert sorted(deck) == list(range(1, 53)), "GetSequence without count: the whole range, shuffled"
 assert len(call("GetToken", {"bytes": 1024, "format": "FORMAT_HEX"})["token"]) == 2048
 assert len(call("GetNonce", {"bytes": 1024})["nonce"]) == 2048
 over = subprocess.run(["grpcurl", "-plaintext", "-d", json.dumps({"n": (1 << 24) + 1}), api, "drbgd.v1.RandomnessService/GetBits"],
                       capture_output=True, text=True)
 assert "InvalidArgument" in over.stderr and "n_too_large" in over.stderr, over.stderr
-print("unary maxima: GetBits 2^24 bits, GetBytes 2 MiB, 1000 UUIDs, 1000 ints, 1024-byte token and nonce: all fit")
+over = subprocess.run(["grpcurl", "-plaintext", "-d", json.dumps({"min": 1, "max": 6, "count": 7}), api,
+                       "drbgd.v1.RandomnessService/GetSequence"], capture_output=True, text=True)
+assert "InvalidArgument" in over.stderr and "count_exceeds_range" in over.stderr, over.stderr
+print("unary maxima: GetBits 2^24 bits, GetBytes 2 MiB, 1000 UUIDs, 1000 ints, 1000 distinct sequence values, 1024-byte token and nonce: all fit")
 PY
 
 echo "--- buf lint (STANDARD) of the proto"

@@ -177,6 +177,9 @@ def main():
         assert receipt["random"]["min"] == "-9223372036854775808" and receipt["random"]["max"] == "9223372036854775807"
         assert all(isinstance(v, str) for v in receipt["random"]["data"]), receipt
         c.check("GET /int beyond 2^53", receipt)
+        receipt = served_receipt(*http("GET", f"http://{api}/sequence?min=1&max=52&receipt=true"))
+        assert sorted(int(v) for v in receipt["random"]["data"]) == list(range(1, 53)), receipt
+        c.check("GET /sequence (a shuffled deck)", receipt)
         if shutil.which("grpcurl"):
             out = subprocess.run(["grpcurl", "-plaintext", "-d", json.dumps({"n": 256, "receipt": True}), api,
                                   "drbgd.v1.RandomnessService/GetBits"], capture_output=True, text=True, check=True)

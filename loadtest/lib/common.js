@@ -141,6 +141,17 @@ export function getInts(min, max, count) {
   return res;
 }
 
+export function getSequence(min, max, count) {
+  const res = http.get(`${BASE_URL}/sequence?min=${min}&max=${max}&count=${count}`, { tags: { endpoint: 'sequence' } });
+  const values = res.status === 200 ? res.body.trim().split('\n').map(Number) : [];
+  check(res, {
+    ...commonChecks(res, null),
+    'count distinct integers in [min, max]': () =>
+      values.length === count && new Set(values).size === count && values.every((v) => v >= min && v <= max),
+  }, { endpoint: 'sequence' });
+  return res;
+}
+
 export function getNonce(bytes = 12) {
   const res = http.get(`${BASE_URL}/nonce?bytes=${bytes}`, { tags: { endpoint: 'nonce' } });
   check(res, {

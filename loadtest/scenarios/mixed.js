@@ -1,5 +1,5 @@
 // mixed: a realistic mix: mostly tokens and nonces, some UUIDs and integers, a little bulk.
-import { ALGS, baseThresholds, getBits, getInts, getNonce, getToken, getUuids, pick } from '../lib/common.js';
+import { ALGS, baseThresholds, getBits, getInts, getNonce, getSequence, getToken, getUuids, pick } from '../lib/common.js';
 
 export const options = {
   scenarios: {
@@ -18,6 +18,7 @@ export default function () {
   if (r < 0.45) getToken();
   else if (r < 0.7) getNonce(12);
   else if (r < 0.85) getUuids(5, 4);
-  else if (r < 0.95) getInts(1, 100, 10);
+  else if (r < 0.92) getInts(1, 100, 10);
+  else if (r < 0.95) getSequence(1, 52, 52);
   else getBits(pick([10_000, 100_000, 1_000_000]), pick(ALGS), 'binary');
 }

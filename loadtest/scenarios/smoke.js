@@ -1,7 +1,7 @@
 // smoke: a few VUs for seconds; every endpoint and format once, with content checks.
 import http from 'k6/http';
 import { check, sleep } from 'k6';
-import { ALGS, BASE_URL, baseThresholds, getBits, getInts, getNonce, getToken, getUuids } from '../lib/common.js';
+import { ALGS, BASE_URL, baseThresholds, getBits, getInts, getNonce, getSequence, getToken, getUuids } from '../lib/common.js';
 
 export const options = {
   // Seconds long on purpose: the web dashboard report needs at least one 1 s period.
@@ -24,6 +24,8 @@ export default function () {
   getUuids(10, 4);
   getUuids(3, 7);
   getInts(0, 99, 100);
+  getSequence(1, 52, 52);
+  getSequence(1, 1_000_000, 6);
   for (const format of ['base64', 'base64url', 'json']) {
     const res = http.get(`${BASE_URL}/bits?n=256&format=${format}`, { tags: { endpoint: 'bits' } });
     check(res, { [`${format} 200`]: (r) => r.status === 200 && r.headers['Cache-Control'] === 'no-store' }, { endpoint: 'bits' });
