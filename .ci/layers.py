@@ -40,6 +40,7 @@ LAYERS = [
     ["callers"],  # who asks, what they may ask, how much
     ["service"],  # typed request -> output
     ["receipts"],  # signed receipts of output: keys, canonical JSON, signatures
+    ["tickets"],  # single-use tickets and the results kept for them, in their SQLite store
     ["state", "memory", "vmgenid"],  # the shared handle; heap trimming; VM generation listener
     ["pipeline"],  # the call pipeline both transports share (reads the endpoints through a trait)
     ["http"],  # the registry's rows, endpoints, REST, the drop-in front-ends

@@ -118,6 +118,13 @@ impl App {
         ))
         .context("render the OpenAPI document")?;
         let service = Service::new(pool.clone(), metrics.clone(), rules);
+        let tickets = match settings.tickets.enabled {
+            true => Some(Arc::new(
+                crate::tickets::Tickets::open(&settings.tickets, &service)
+                    .with_context(|| format!("cannot open the tickets' store {}", settings.tickets.path))?,
+            )),
+            false => None,
+        };
         let state = AppState::new(Inner {
             callers: Callers::from_settings(&settings, metrics.clone())?,
             receipts,
@@ -129,6 +136,7 @@ impl App {
             request_ids,
             openapi: openapi.into(),
             beacon,
+            tickets,
         });
         let passed = state.readiness.self_test_failures.is_empty();
         state.readiness.self_tests_passed.store(passed, Ordering::Release);

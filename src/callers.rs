@@ -360,6 +360,24 @@ impl Caller {
         self.store.take(self.owner(), kind, rate, cost, now)
     }
 
+    /// Takes `n` request tokens more from the caller's rate, for a request that counts as
+    /// more than one (`POST /tickets`: one a ticket; its first was taken at admission).
+    ///
+    /// # Errors
+    /// 429 `rate_limited` (nothing taken); 503 when the quota store is down. Counted.
+    pub fn take_requests(&self, n: u64) -> Result<(), ApiError> {
+        let Some(rate) = self.quota.requests.filter(|_| n > 0) else { return Ok(()) };
+        let result = self.take(Kind::Requests, rate, n as f64, Instant::now()).map_err(|refusal| {
+            refusal_error(refusal, || {
+                format!("this caller may make {} requests per second (burst {})", rate.per_second, rate.burst)
+            })
+        });
+        if let Err(e) = &result {
+            self.count_denial(e);
+        }
+        result
+    }
+
     /// What is left in the caller's `kind` bucket at `now`, as this replica knows it
     /// ([`QuotaStore::remaining`]).
     pub fn remaining(&self, kind: Kind, rate: Rate, now: Instant) -> f64 {

@@ -5,6 +5,7 @@ pub mod beacon;
 pub mod callers;
 pub mod error;
 pub mod quota;
+pub mod tickets;
 pub mod tracing;
 
 use std::fmt;
@@ -58,6 +59,9 @@ pub struct Settings {
     /// Signed receipts (off by default).
     #[serde(default)]
     pub receipts: ReceiptsSettings,
+    /// Single-use tickets and the results kept for them (off by default).
+    #[serde(default)]
+    pub tickets: tickets::TicketsSettings,
     /// Named callers: `[callers.<name>]` with credentials, policy and quota ([`callers`]).
     /// None by default.
     #[serde(default)]
@@ -622,6 +626,7 @@ impl Settings {
         self.validate_drbg()?;
         self.validate_front_ends()?;
         self.validate_receipts()?;
+        self.tickets.validate(self.receipts.enabled, self.auth.enabled)?;
         self.tracing.validate()?;
         self.beacon.validate()?;
         self.quota.validate()
@@ -804,6 +809,7 @@ impl Settings {
             Route::Pollen => self.pollen.enabled,
             Route::Vault => self.vault.enabled,
             Route::Kms => self.kms.enabled,
+            Route::Tickets => self.tickets.enabled,
             _ => true,
         }
     }

@@ -120,6 +120,34 @@ pub enum ApiError {
     /// 404: no such route.
     #[error("no such resource")]
     NotFound,
+    /// 404 with a code of its own: no such ticket, no such kept result (the route exists).
+    #[error("{detail}")]
+    Missing {
+        /// The stable machine code.
+        code: &'static str,
+        /// A human sentence.
+        detail: String,
+    },
+    /// 409: the request conflicts with what is stored (a ticket used by another request, a
+    /// reveal of a ticket not used yet).
+    #[error("{detail}")]
+    Conflict {
+        /// The stable machine code.
+        code: &'static str,
+        /// A human sentence.
+        detail: String,
+    },
+    /// 410: it existed and is gone for good (a ticket past its expiry).
+    #[error("{detail}")]
+    Gone {
+        /// The stable machine code.
+        code: &'static str,
+        /// A human sentence.
+        detail: String,
+    },
+    /// 503: the store that must hold a result (the tickets') could not; nothing was kept.
+    #[error("the store that keeps tickets and results is unavailable; nothing was kept")]
+    StoreUnavailable,
     /// 405: the route exists but not with this method.
     #[error("method not allowed on this resource")]
     MethodNotAllowed,
@@ -148,6 +176,9 @@ impl ApiError {
     pub fn code(&self) -> &'static str {
         match self {
             ApiError::InvalidParameter { code, .. }
+            | ApiError::Missing { code, .. }
+            | ApiError::Conflict { code, .. }
+            | ApiError::Gone { code, .. }
             | ApiError::Forbidden { code, .. }
             | ApiError::BadSignature { code, .. }
             | ApiError::RateLimited { code, .. } => code,
@@ -158,6 +189,7 @@ impl ApiError {
             ApiError::Timeout => "timeout",
             ApiError::AuditUnavailable => "audit_unavailable",
             ApiError::QuotaStoreUnavailable => "quota_store_unavailable",
+            ApiError::StoreUnavailable => "store_unavailable",
             ApiError::EntropyUnavailable => "entropy_unavailable",
             ApiError::GeneratorFailed => "generator_failed",
             ApiError::NotReady => "not_ready",
@@ -179,7 +211,9 @@ impl ApiError {
             ApiError::Unauthorized | ApiError::BadSignature { .. } => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden { .. } => StatusCode::FORBIDDEN,
             ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
-            ApiError::NotFound => StatusCode::NOT_FOUND,
+            ApiError::NotFound | ApiError::Missing { .. } => StatusCode::NOT_FOUND,
+            ApiError::Conflict { .. } => StatusCode::CONFLICT,
+            ApiError::Gone { .. } => StatusCode::GONE,
             ApiError::TooEarly { .. } => StatusCode::TOO_EARLY,
             ApiError::ClientClosed => StatusCode::from_u16(499).unwrap_or(StatusCode::BAD_REQUEST),
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
@@ -187,6 +221,7 @@ impl ApiError {
             ApiError::Overloaded
             | ApiError::AuditUnavailable
             | ApiError::QuotaStoreUnavailable
+            | ApiError::StoreUnavailable
             | ApiError::Timeout
             | ApiError::EntropyUnavailable
             | ApiError::GeneratorFailed
@@ -204,8 +239,9 @@ impl ApiError {
             ApiError::Overloaded | ApiError::RateLimited { .. } => tonic::Code::ResourceExhausted,
             ApiError::Unauthorized | ApiError::BadSignature { .. } => tonic::Code::Unauthenticated,
             ApiError::Forbidden { .. } => tonic::Code::PermissionDenied,
-            ApiError::NotFound => tonic::Code::NotFound,
-            ApiError::TooEarly { .. } => tonic::Code::FailedPrecondition,
+            ApiError::NotFound | ApiError::Missing { .. } => tonic::Code::NotFound,
+            ApiError::Conflict { .. } => tonic::Code::AlreadyExists,
+            ApiError::TooEarly { .. } | ApiError::Gone { .. } => tonic::Code::FailedPrecondition,
             ApiError::ClientClosed => tonic::Code::Cancelled,
             ApiError::MethodNotAllowed => tonic::Code::Unimplemented,
             ApiError::Internal => tonic::Code::Internal,
@@ -215,6 +251,7 @@ impl ApiError {
             | ApiError::NotReady
             | ApiError::SelfTestFailed { .. }
             | ApiError::AuditUnavailable
+            | ApiError::StoreUnavailable
             | ApiError::QuotaStoreUnavailable => tonic::Code::Unavailable,
         }
     }

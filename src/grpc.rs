@@ -215,7 +215,7 @@ impl RandomnessAdapter {
     /// # Errors
     /// As [`crate::receipts::Receipts::ask`].
     fn ask(&self, receipt: bool, user_data: &str) -> Result<Option<Ask>, ApiError> {
-        self.state.receipts.ask(receipt, Some(user_data))
+        self.state.receipts.ask(receipt, Some(user_data), None)
     }
 
     /// The receipt of `random` when `ask` is one (else empty fields).

@@ -18,6 +18,7 @@ mod random;
 mod receipt;
 mod respond;
 pub(crate) mod sequence;
+mod tickets;
 mod values;
 mod vault;
 
@@ -29,7 +30,7 @@ use tower::Layer;
 
 use crate::callers::Admission;
 use crate::error::ApiError;
-use crate::pipeline::params::Accept;
+use crate::pipeline::params::{Accept, Param};
 use crate::pipeline::{
     Answer, Availability, Charge, Credentials, Endpoint, Endpoints, GET, GET_POST, Guard, Handler, Pipeline,
     PipelineLayer, RandomFn, Verb,
@@ -121,6 +122,21 @@ pub static ENDPOINTS: &[Endpoint] = &[
         Handler::Router(receipt::verify_router),
         receipt::doc::verify,
     ),
+    // Tickets (with `[tickets] enabled`): created, listed and revealed by their caller, a
+    // ticketed draw's kept answer given back to it, a ticket shown to anyone.
+    tickets_route(
+        &["/tickets"],
+        &[Verb::Get, Verb::Head, Verb::Post],
+        tickets::router,
+        tickets::doc::tickets,
+    ),
+    Endpoint {
+        guard: Guard::PUBLIC,
+        charge: Charge::Peer,
+        ..tickets_route(&["/tickets/{id}"], GET, tickets::ticket_router, tickets::doc::ticket)
+    },
+    tickets_route(&["/tickets/{id}/reveal"], &[Verb::Post], tickets::reveal_router, tickets::doc::reveal),
+    tickets_route(&["/results/{serial}"], GET, tickets::result_router, tickets::doc::result),
     // The beacon (with `[beacon] enabled`): drand's HTTP API, public, each peer's requests
     // waiting for the next round bounded; each route but `/chains` also under
     // `/beacon/{chainhash}/`.
@@ -229,6 +245,29 @@ const fn vault_route(paths: &'static [&'static str], doc: crate::pipeline::Doc) 
     }
 }
 
+/// A row of the tickets' at `paths` (its label the first), guarded by their policy route, with
+/// `[tickets] enabled`.
+const fn tickets_route(
+    paths: &'static [&'static str],
+    methods: &'static [Verb],
+    router: fn() -> MethodRouter<AppState>,
+    doc: crate::pipeline::Doc,
+) -> Endpoint {
+    Endpoint {
+        label: paths[0],
+        paths,
+        methods,
+        guard: Guard::bearer(Route::Tickets),
+        charge: Charge::Quota,
+        availability: Availability::Tickets,
+        errors: ApiError::render,
+        handler: Handler::Router(router),
+        grpc: &[],
+        receipt: false,
+        doc,
+    }
+}
+
 /// A row of the beacon: public, a GET of `beacon::router`'s, with `[beacon] enabled`.
 const fn beacon_route(
     label: &'static str,
@@ -291,23 +330,33 @@ fn method_router(endpoint: &'static Endpoint) -> MethodRouter<AppState> {
         std::future::ready(endpoint.answer(&state, admission, &parts).into_response())
     });
     match handler {
-        Handler::Random(respond) => {
-            method.post(move |State(state): State<AppState>, request: Request| post(respond, state, request))
-        }
+        Handler::Random(respond) => method.post(move |State(state): State<AppState>, request: Request| {
+            post(endpoint, respond, state, request)
+        }),
         Handler::State(_) | Handler::Caller(_) | Handler::Router(_) => method,
     }
 }
 
 /// A POST of a random-output endpoint: its parameters as a JSON body (`{"n": 256, ...}`),
 /// read once the caller was admitted from the head (the pipeline), under the server's body
-/// deadline, at most [`body::MAX_JSON_BODY`] bytes of it.
-async fn post(respond: RandomFn, state: AppState, request: Request) -> axum::response::Response {
+/// deadline, at most [`body::MAX_JSON_BODY`] bytes of it. One that names a ticket is drawn
+/// under it ([`tickets::draw`]).
+async fn post(
+    endpoint: &'static Endpoint,
+    respond: RandomFn,
+    state: AppState,
+    request: Request,
+) -> axum::response::Response {
     let (parts, body) = request.into_parts();
     let Some(admission) = parts.extensions.get::<Admission>().cloned() else {
         return Answer::from(ApiError::Internal).into_response();
     };
+    let accept = Accept::of(&parts.headers);
     let answer = match body::json_params(body).await {
-        Ok(params) => respond(&state, &admission, Accept::of(&parts.headers), &params),
+        Ok(params) if params.get(Param::Ticket).is_some() => {
+            Ok(tickets::draw(endpoint, respond, &state, &admission, accept, params).await)
+        }
+        Ok(params) => respond(&state, &admission, accept, &params),
         Err(e) => Err(e),
     };
     answer.unwrap_or_else(Answer::from).into_response()

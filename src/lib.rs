@@ -57,5 +57,6 @@ pub mod service;
 pub mod shutdown;
 pub mod state;
 pub mod telemetry;
+pub mod tickets;
 pub mod tls;
 pub mod vmgenid;

@@ -31,7 +31,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 pub use keys::{KeyRing, PublicKey};
 pub use random::Random;
-pub use sign::Receipt;
+pub use sign::{Receipt, TicketStamp};
 
 use crate::callers::Caller;
 use crate::config::ReceiptsSettings;
@@ -70,11 +70,12 @@ impl std::fmt::Debug for Receipts {
     }
 }
 
-/// A request's receipt, allowed: the caller's string to put in it and the largest output it
-/// may cover.
+/// A request's receipt, allowed: the caller's string to put in it, the ticket it names (a
+/// ticketed draw's), and the largest output it may cover.
 #[derive(Debug, Clone)]
 pub struct Ask {
     user_data: Option<String>,
+    ticket: Option<TicketStamp>,
     max_output_bytes: u64,
 }
 
@@ -100,6 +101,11 @@ impl Ask {
     /// The caller's string, if it gave one.
     pub fn user_data(&self) -> Option<&str> {
         self.user_data.as_deref()
+    }
+
+    /// The ticket the receipt names, for a ticketed draw.
+    pub fn ticket(&self) -> Option<&TicketStamp> {
+        self.ticket.as_ref()
     }
 }
 
@@ -206,16 +212,22 @@ impl Receipts {
             .saturating_add(16 * 1024)
     }
 
-    /// The receipt a request asks for: `None` without `receipt=true`. An empty `user_data` is
-    /// none.
+    /// The receipt a request asks for: `None` without `receipt=true` or a `ticket` (a
+    /// ticketed draw's receipt names it). An empty `user_data` is none.
     ///
     /// Whether the caller's policy allows receipts is its policy's to say, with the rest of
     /// the draw ([`crate::callers::Policy::check`]).
     ///
     /// # Errors
     /// 400 `user_data_without_receipt`, `receipts_disabled`, `user_data_too_large`.
-    pub fn ask(&self, receipt: bool, user_data: Option<&str>) -> Result<Option<Ask>, ApiError> {
+    pub fn ask(
+        &self,
+        receipt: bool,
+        user_data: Option<&str>,
+        ticket: Option<&TicketStamp>,
+    ) -> Result<Option<Ask>, ApiError> {
         let user_data = user_data.filter(|d| !d.is_empty());
+        let receipt = receipt || ticket.is_some();
         if !receipt {
             return match user_data {
                 Some(_) => Err(ApiError::invalid(
@@ -242,7 +254,11 @@ impl Receipts {
                 format!("user_data must be at most {USER_DATA_MAX} bytes (UTF-8), not {}", data.len()),
             ));
         }
-        Ok(Some(Ask { user_data: user_data.map(str::to_owned), max_output_bytes: self.max_output_bytes }))
+        Ok(Some(Ask {
+            user_data: user_data.map(str::to_owned),
+            ticket: ticket.cloned(),
+            max_output_bytes: self.max_output_bytes,
+        }))
     }
 
     /// Signs `random` for `caller`: a serial (its random part drawn from `service`'s
@@ -275,7 +291,7 @@ impl Receipts {
             let mut last = self.last_serial.lock().unwrap_or_else(PoisonError::into_inner);
             sign::Stamp::new(std::time::SystemTime::now(), &serial_random).after(&mut last)
         };
-        sign::sign(&ring, random, &stamp, caller.name(), ask.user_data())
+        sign::sign(&ring, random, &stamp, caller.name(), (ask.user_data(), ask.ticket()))
     }
 }
 
@@ -308,13 +324,13 @@ mod tests {
     fn each_refusal_has_its_code() {
         let code = |r: Result<Option<Ask>, ApiError>| r.unwrap_err().code();
         let on = receipts(true);
-        assert!(on.ask(false, None).unwrap().is_none());
-        assert!(on.ask(false, Some("")).unwrap().is_none(), "an empty user_data is none");
-        assert_eq!(code(on.ask(false, Some("x"))), "user_data_without_receipt");
-        assert_eq!(code(receipts(false).ask(true, None)), "receipts_disabled");
+        assert!(on.ask(false, None, None).unwrap().is_none());
+        assert!(on.ask(false, Some(""), None).unwrap().is_none(), "an empty user_data is none");
+        assert_eq!(code(on.ask(false, Some("x"), None)), "user_data_without_receipt");
+        assert_eq!(code(receipts(false).ask(true, None, None)), "receipts_disabled");
         let long = "é".repeat(USER_DATA_MAX / 2 + 1);
-        assert_eq!(code(on.ask(true, Some(&long))), "user_data_too_large");
-        let ask = on.ask(true, Some(&"x".repeat(USER_DATA_MAX))).unwrap().unwrap();
+        assert_eq!(code(on.ask(true, Some(&long), None)), "user_data_too_large");
+        let ask = on.ask(true, Some(&"x".repeat(USER_DATA_MAX)), None).unwrap().unwrap();
         assert_eq!(ask.user_data().map(str::len), Some(USER_DATA_MAX));
         assert!(ask.check_size(64).is_ok());
         assert_eq!(ask.check_size(65).unwrap_err().code(), "receipt_too_large");

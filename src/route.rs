@@ -29,11 +29,13 @@ pub enum Route {
     Vault,
     /// AWS KMS `GenerateRandom` (with `[kms] enabled`).
     Kms,
+    /// `/tickets` (create, list, reveal) and `/results` (with `[tickets] enabled`).
+    Tickets,
 }
 
 impl Route {
     /// Every route, in their order.
-    pub const ALL: [Route; 10] = [
+    pub const ALL: [Route; 11] = [
         Route::Bits,
         Route::Bytes,
         Route::Token,
@@ -44,6 +46,7 @@ impl Route {
         Route::Pollen,
         Route::Vault,
         Route::Kms,
+        Route::Tickets,
     ];
 
     /// The route's name in the configuration: the path of its first endpoint (`kms` for the
@@ -60,12 +63,19 @@ impl Route {
             Route::Pollen => "/pollen",
             Route::Vault => "/v1/sys/tools/random",
             Route::Kms => "kms",
+            Route::Tickets => "/tickets",
         }
     }
 
     /// The route named `name`, if any.
     pub fn named(name: &str) -> Option<Route> {
         Route::ALL.into_iter().find(|r| r.name() == name)
+    }
+
+    /// Whether a draw on it may use a ticket (`[tickets]`): the routes whose output may be
+    /// shown to others (a ticket's result can be), not a token's or a nonce's, which are secrets.
+    pub fn takes_tickets(self) -> bool {
+        matches!(self, Route::Bits | Route::Bytes | Route::Uuid | Route::Int | Route::Sequence)
     }
 
     /// The route's bit in a set of routes.

@@ -41,6 +41,8 @@ pub struct Inner {
     pub openapi: bytes::Bytes,
     /// The randomness beacon, with `[beacon] enabled`.
     pub beacon: Option<Arc<crate::beacon::Beacon>>,
+    /// Single-use tickets and their kept results, with `[tickets] enabled`.
+    pub tickets: Option<Arc<crate::tickets::Tickets>>,
 }
 
 impl AppState {

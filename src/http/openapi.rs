@@ -179,6 +179,7 @@ pub fn document(
             Availability::Always => true,
             Availability::Section => row.guard.route.is_some_and(&serves),
             Availability::Beacon => beacon,
+            Availability::Tickets => serves(Route::Tickets),
         };
         if !documented {
             continue;
@@ -189,6 +190,9 @@ pub fn document(
             rules,
             auth: auth && matches!(row.guard.credentials, Credentials::Bearer),
             receipts: receipts.filter(|_| row.receipt),
+            tickets: receipts.is_some()
+                && serves(Route::Tickets)
+                && row.guard.route.is_some_and(Route::takes_tickets),
         };
         let mut item = (row.doc)(&describe, &mut components);
         // A caller's answers carry its rate-limit fields, successes included.

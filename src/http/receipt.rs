@@ -27,7 +27,17 @@ use crate::state::AppState;
 /// `user_data_too_large`.
 pub fn ask(state: &AppState, params: &Params<'_>) -> Result<Option<Ask>, ApiError> {
     let receipt = params.flag(Param::Receipt)?;
-    state.receipts.ask(receipt, params.get(Param::UserData))
+    // A ticket is used by the draw that holds it (`http/tickets.rs`), which resolves it first:
+    // one named in the request but not resolved came by GET (a draw that uses a ticket
+    // changes what is stored, so it is a POST).
+    if params.get(Param::Ticket).is_some() && params.stamp().is_none() {
+        return Err(ApiError::invalid(
+            "ticket_needs_post",
+            "ticket",
+            "a draw that uses a ticket is a POST, with the ticket in its JSON body",
+        ));
+    }
+    state.receipts.ask(receipt, params.get(Param::UserData), params.stamp())
 }
 
 /// The `Accept` header bits are encoded by: none with a receipt, whose answer is JSON

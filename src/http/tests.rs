@@ -41,9 +41,12 @@ fn every_row_is_complete_and_consistent() {
         assert_eq!(public, matches!(e.charge, Charge::Peer | Charge::PeerWaiting), "{label}");
         assert!(!public || e.guard.route.is_none(), "{label}: a public row with a policy route");
         assert!(!matches!(e.guard.credentials, Credentials::Signature(_)) || e.guard.route.is_some());
-        // A drop-in section serves exactly the routes it is off for by default.
-        let by_section = e.guard.route.is_some_and(|r| !defaults.serves(r));
+        // A drop-in section serves exactly the routes it is off for by default; `[tickets]`
+        // serves its own rows (its policy route's and its public one).
+        let tickets = label.starts_with("/tickets") || label.starts_with("/results");
+        let by_section = e.guard.route.is_some_and(|r| !defaults.serves(r)) && !tickets;
         assert_eq!(e.availability == Availability::Section, by_section, "{label}");
+        assert_eq!(e.availability == Availability::Tickets, tickets, "{label}");
         // The handler answers the methods listed.
         let answers: &[Verb] = match e.handler {
             Handler::Random(_) => GET_POST,

@@ -167,6 +167,8 @@ pub enum Availability {
     Section,
     /// With `[beacon] enabled`.
     Beacon,
+    /// With `[tickets] enabled`.
+    Tickets,
 }
 
 /// A random-output handler: the parameters (a GET's query or a POST's JSON body) of an
@@ -204,6 +206,8 @@ pub struct Describe<'a> {
     /// With receipts served, on an endpoint that can answer one: the most output bytes one
     /// covers.
     pub receipts: Option<u64>,
+    /// With tickets served, on an endpoint whose draws may use one: its POST body's `ticket`.
+    pub tickets: bool,
 }
 
 impl Endpoint {
@@ -226,6 +230,7 @@ impl Endpoint {
             Availability::Always => true,
             Availability::Section => self.guard.route.is_some_and(|route| state.settings.serves(route)),
             Availability::Beacon => state.beacon.is_some(),
+            Availability::Tickets => state.tickets.is_some(),
         }
     }
 

@@ -38,6 +38,16 @@ pub enum Param {
     Receipt,
     /// The caller's own string in the receipt.
     UserData,
+    /// The ticket a draw uses (a POST's body member only; implies a receipt).
+    Ticket,
+    /// Whether anyone may see new tickets' results (`POST /tickets`).
+    ShowResult,
+    /// A kind of ticket (`GET /tickets`: singleton, head, tail).
+    Type,
+    /// The id a page of tickets starts after (`GET /tickets`).
+    After,
+    /// Most items on a page (`GET /tickets`).
+    Limit,
 }
 
 impl Param {
@@ -55,12 +65,17 @@ impl Param {
             Param::Max => "max",
             Param::Receipt => "receipt",
             Param::UserData => "user_data",
+            Param::Ticket => "ticket",
+            Param::ShowResult => "show_result",
+            Param::Type => "type",
+            Param::After => "after",
+            Param::Limit => "limit",
         }
     }
 
     /// The parameter named `name`.
     fn named(name: &str) -> Option<Param> {
-        [BITS, SECRET, UUID, INT, RECEIPT].into_iter().flatten().copied().find(|p| p.name() == name)
+        [BITS, SECRET, UUID, INT, RECEIPT, TICKETS].into_iter().flatten().copied().find(|p| p.name() == name)
     }
 
     /// The error code of a value that is not a number of the right kind.
@@ -72,7 +87,9 @@ impl Param {
             Param::Version => "invalid_version",
             Param::Pr | Param::Receipt => "invalid_boolean",
             Param::Min | Param::Max | Param::Alg | Param::Format => "invalid_integer",
-            Param::UserData => "invalid_body",
+            Param::UserData | Param::Ticket | Param::Type | Param::After => "invalid_body",
+            Param::ShowResult => "invalid_boolean",
+            Param::Limit => "invalid_limit",
         }
     }
 }
@@ -86,8 +103,12 @@ pub const UUID: &[Param] = &[Param::Count, Param::Version, Param::Alg];
 /// The parameters of `/int`.
 pub const INT: &[Param] = &[Param::Min, Param::Max, Param::Count, Param::Alg];
 /// The parameters every random-output route takes besides its own: a signed receipt
-/// (`receipt=true`) and the caller's string in it.
-pub const RECEIPT: &[Param] = &[Param::Receipt, Param::UserData];
+/// (`receipt=true`), the caller's string in it, and the ticket a draw uses (which the routes
+/// whose values are secret refuse: their results would be shown to others).
+pub const RECEIPT: &[Param] = &[Param::Receipt, Param::UserData, Param::Ticket];
+
+/// The members of `POST /tickets`'s body.
+pub const TICKETS: &[Param] = &[Param::N, Param::ShowResult];
 
 /// The most query parameters a request may give.
 pub const MAX_PARAMS: usize = 16;
@@ -96,7 +117,12 @@ pub const MAX_PARAMS: usize = 16;
 /// to be decoded (a handful at most: a list, not a map, held inline up to [`INLINE_PARAMS`]
 /// so the usual query costs no allocation).
 #[derive(Debug)]
-pub struct Params<'a>(SmallVec<[(Cow<'a, str>, Cow<'a, str>); INLINE_PARAMS]>);
+pub struct Params<'a> {
+    pairs: SmallVec<[(Cow<'a, str>, Cow<'a, str>); INLINE_PARAMS]>,
+    /// The ticket of a ticketed draw as its store resolved it (its id and predecessor): set
+    /// by the draw that holds it, for the receipt to sign.
+    stamp: Option<Box<crate::receipts::TicketStamp>>,
+}
 
 /// Parameters held without an allocation: the most any route takes.
 const INLINE_PARAMS: usize = 4;
@@ -114,7 +140,7 @@ impl<'a> Params<'a> {
     /// `duplicate_parameter`, `too_many_parameters` (more than [`MAX_PARAMS`]).
     pub fn of(parts: &'a Parts) -> Result<Self, ApiError> {
         let query = parts.uri.query().unwrap_or("");
-        let mut params = Params(SmallVec::new());
+        let mut params = Params { pairs: SmallVec::new(), stamp: None };
         if query.bytes().any(|b| b == b'%' || b == b'+') {
             // Escapes that decode to no UTF-8 text are refused, not replaced by U+FFFD (a
             // receipt's user_data would sign what the caller never sent).
@@ -141,7 +167,7 @@ impl<'a> Params<'a> {
     fn add(&mut self, key: Cow<'a, str>, value: Cow<'a, str>) -> Result<(), ApiError> {
         // No route takes more than a few; the bound keeps the duplicate check (a scan of the
         // list) from costing the square of a 64 KiB query's thousands of keys.
-        if self.0.len() == MAX_PARAMS {
+        if self.pairs.len() == MAX_PARAMS {
             return Err(ApiError::invalid(
                 "too_many_parameters",
                 "query",
@@ -155,7 +181,7 @@ impl<'a> Params<'a> {
                 format!("{key} is given more than once"),
             ));
         }
-        self.0.push((key, value));
+        self.pairs.push((key, value));
         Ok(())
     }
 }
@@ -189,7 +215,7 @@ impl Params<'_> {
             let text = json_member(key, value)?;
             params.push((Cow::Owned(key.clone()), Cow::Owned(text)));
         }
-        Ok(Params(params))
+        Ok(Params { pairs: params, stamp: None })
     }
 
     /// Rejects any parameter not in `allowed` or [`RECEIPT`] (every random-output route's).
@@ -199,9 +225,45 @@ impl Params<'_> {
     /// for a query and a JSON body).
     pub fn allow(&self, allowed: &[Param]) -> Result<&Self, ApiError> {
         let known = |k: &str| allowed.iter().chain(RECEIPT).any(|p| p.name() == k);
-        match self.0.iter().map(|(k, _)| k).filter(|k| !known(k)).min() {
+        match self.pairs.iter().map(|(k, _)| k).filter(|k| !known(k)).min() {
             Some(k) => {
                 let names: Vec<&str> = allowed.iter().chain(RECEIPT).map(|p| p.name()).collect();
+                Err(ApiError::invalid(
+                    "unknown_parameter",
+                    k,
+                    format!("unknown parameter {k:?}; expected one of {}", names.join(", ")),
+                ))
+            }
+            None => Ok(self),
+        }
+    }
+
+    /// Every parameter as sent, name and value, in the order given.
+    pub fn pairs(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.pairs.iter().map(|(k, v)| (k.as_ref(), v.as_ref()))
+    }
+
+    /// The ticket of a ticketed draw, resolved by its store ([`Params::with_stamp`]).
+    pub fn stamp(&self) -> Option<&crate::receipts::TicketStamp> {
+        self.stamp.as_deref()
+    }
+
+    /// These parameters with the ticket `stamp` resolved: what the draw that holds the ticket
+    /// hands the endpoint, whose receipt then names it.
+    #[must_use]
+    pub fn with_stamp(mut self, stamp: crate::receipts::TicketStamp) -> Self {
+        self.stamp = Some(Box::new(stamp));
+        self
+    }
+
+    /// Rejects any parameter not in `allowed` (and no other: a route that is no draw's).
+    ///
+    /// # Errors
+    /// `unknown_parameter`, naming the first unknown one in alphabetical order.
+    pub fn allow_only(&self, allowed: &[Param]) -> Result<&Self, ApiError> {
+        match self.pairs.iter().map(|(k, _)| k).filter(|k| !allowed.iter().any(|p| p.name() == *k)).min() {
+            Some(k) => {
+                let names: Vec<&str> = allowed.iter().map(|p| p.name()).collect();
                 Err(ApiError::invalid(
                     "unknown_parameter",
                     k,
@@ -218,7 +280,7 @@ impl Params<'_> {
     }
 
     fn value(&self, key: &str) -> Option<&str> {
-        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_ref())
+        self.pairs.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_ref())
     }
 
     /// An unsigned integer, if present.
@@ -298,7 +360,7 @@ fn json_member(key: &str, value: &serde_json::Value) -> Result<String, ApiError>
             Some(n) => Ok(n.to_string()),
             None => wrong(p, "an integer (a number, or a string of decimal digits)"),
         },
-        (Some(p @ (Param::Pr | Param::Receipt)), value) => match value {
+        (Some(p @ (Param::Pr | Param::Receipt | Param::ShowResult)), value) => match value {
             Value::Bool(b) => Ok(b.to_string()),
             _ => wrong(p, "true or false"),
         },

@@ -67,7 +67,7 @@ impl Stamp {
 
 /// Milliseconds since the Unix epoch as RFC 3339 UTC with milliseconds, written digit by digit
 /// into a buffer of its length (every receipt has one; no formatting machinery).
-fn rfc3339_millis(ms: u64) -> String {
+pub fn rfc3339_millis(ms: u64) -> String {
     let nanos = i128::from(ms) * 1_000_000;
     let t =
         time::OffsetDateTime::from_unix_timestamp_nanos(nanos).unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
@@ -89,6 +89,16 @@ fn rfc3339_millis(ms: u64) -> String {
         out.push(after);
     }
     out
+}
+
+/// The ticket a receipt names: its id, and the ticket whose use created it (fixed since then;
+/// its successor, made when it is used, is not signed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TicketStamp {
+    /// The ticket's id.
+    pub id: String,
+    /// Its predecessor's id (none: created by `POST /tickets`).
+    pub previous: Option<String>,
 }
 
 /// A signed receipt: the canonical JSON of `random` and its signature.
@@ -128,7 +138,8 @@ impl Receipt {
     }
 }
 
-/// `random` stamped and signed by `ring`'s signing key for `caller` (with its `user_data`).
+/// `random` stamped and signed by `ring`'s signing key for `caller`, with the request's
+/// `user_data` and the ticket a ticketed draw uses (`ticket`, `previous_ticket`).
 ///
 /// # Errors
 /// 500 `internal` when no key signs (receipts on with no key: refused at start-up and on
@@ -138,7 +149,7 @@ pub fn sign(
     random: Random,
     stamp: &Stamp,
     caller: &str,
-    user_data: Option<&str>,
+    (user_data, ticket): (Option<&str>, Option<&TicketStamp>),
 ) -> Result<Receipt, ApiError> {
     let key_id = ring.signing_key_id().ok_or(ApiError::Internal)?;
     let serial = stamp.serial();
@@ -149,6 +160,16 @@ pub fn sign(
         .with("key_id", key_id);
     let random = match user_data {
         Some(data) => random.with("user_data", data),
+        None => random,
+    };
+    let random = match ticket {
+        Some(ticket) => {
+            let random = random.with("ticket", ticket.id.as_str());
+            match &ticket.previous {
+                Some(previous) => random.with("previous_ticket", previous.as_str()),
+                None => random,
+            }
+        }
         None => random,
     };
     let json = random.canonical_json().ok_or(ApiError::Internal)?;
@@ -201,7 +222,7 @@ mod tests {
     #[test]
     fn an_unsigned_ring_signs_nothing() {
         let stamp = Stamp::new(SystemTime::now(), &[0; SERIAL_RANDOM_BYTES]);
-        let e = sign(&KeyRing::default(), Random::default(), &stamp, "anonymous", None).unwrap_err();
+        let e = sign(&KeyRing::default(), Random::default(), &stamp, "anonymous", (None, None)).unwrap_err();
         assert_eq!(e, ApiError::Internal);
     }
 }

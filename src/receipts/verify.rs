@@ -238,7 +238,7 @@ mod tests {
         std::fs::write(&path, pem.as_bytes()).unwrap();
         let (ring, _) = KeyRing::load(&[path.display().to_string()]).unwrap();
         let stamp = Stamp::new(std::time::SystemTime::now(), &[7; SERIAL_RANDOM_BYTES]);
-        let receipt = sign(&ring, Random::default(), &stamp, "web", Some("draw \"7\" — é")).unwrap();
+        let receipt = sign(&ring, Random::default(), &stamp, "web", (Some("draw \"7\" — é"), None)).unwrap();
         let text = format!("{{\"random\":{},\"signature\":\"{}\"}}", receipt.json(), receipt.signature());
         (serde_json::from_str(&text).unwrap(), public)
     }

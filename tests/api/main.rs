@@ -18,6 +18,7 @@ mod random;
 mod receipts;
 mod reload;
 mod sequence;
+mod tickets;
 mod traces;
 mod values;
 mod vault;

@@ -128,9 +128,10 @@ impl Describe<'_> {
     }
 
     /// The query parameters of a route, `list` (its handler's own) and the receipt's,
-    /// described for `context`.
+    /// described for `context` (a ticket is a POST's: not in a query).
     pub(crate) fn query(&self, list: &[Param], context: &Context) -> Vec<utoipa::openapi::path::Parameter> {
-        list.iter().chain(self.receipt_params()).map(|&p| self.describe(p, context)).collect()
+        let receipt = self.receipt_params().iter().filter(|p| **p != Param::Ticket);
+        list.iter().chain(receipt).map(|&p| self.describe(p, context)).collect()
     }
 
     /// A route's POST body: the members of `list` (and the receipt's), each of its JSON type;
@@ -141,7 +142,8 @@ impl Describe<'_> {
         context: &Context,
     ) -> utoipa::openapi::request_body::RequestBody {
         let mut body = ObjectBuilder::new().schema_type(Type::Object);
-        for &param in list.iter().chain(self.receipt_params()) {
+        let receipt = self.receipt_params().iter().filter(|p| **p != Param::Ticket || self.tickets);
+        for &param in list.iter().chain(receipt) {
             body = body.property(param.name(), self.member(param, context));
         }
         for &param in list.iter().filter(|p| matches!(p, Param::N | Param::Min | Param::Max)) {
@@ -186,6 +188,41 @@ impl Describe<'_> {
                 .into(),
             None => Ref::from_schema_name(schema).into(),
         }
+    }
+
+    /// A parameter of the tickets' own routes (`/tickets`).
+    fn describe_tickets_param(&self, param: Param) -> utoipa::openapi::path::Parameter {
+        let name = param.name();
+        match param {
+            Param::ShowResult => {
+                self.bool_param(name, "Whether anyone may see the tickets' results once used.")
+            }
+            Param::Type => self.enum_param(
+                name,
+                "The tickets' place in their chains.",
+                vec!["singleton", "head", "tail"],
+            ),
+            Param::After => self.param(
+                name,
+                false,
+                "The id this page starts after.",
+                ObjectBuilder::new().schema_type(Type::String).into(),
+            ),
+            Param::Limit => self.integer_param(
+                name,
+                false,
+                "Most tickets on the page.",
+                1,
+                u64::from(crate::tickets::MAX_PER_PAGE),
+                Some(100),
+            ),
+            _ => self.param(name, false, "", ObjectBuilder::new().into()),
+        }
+    }
+
+    /// `param` as a query parameter, with no route's context.
+    pub(crate) fn describe_param(&self, param: Param) -> utoipa::openapi::path::Parameter {
+        self.describe(param, &Context::default())
     }
 
     fn describe(&self, param: Param, context: &Context) -> utoipa::openapi::path::Parameter {
@@ -256,6 +293,13 @@ impl Describe<'_> {
                     .schema_type(Type::String)
                     .max_length(Some(crate::receipts::USER_DATA_MAX))
                     .into(),
+            ),
+            (Param::ShowResult | Param::Type | Param::After | Param::Limit, _) => self.describe_tickets_param(param),
+            (Param::Ticket, _) => self.param(
+                name,
+                false,
+                "A ticket of yours (POST /tickets), used once by this draw: its receipt names it, and the same request again answers the same receipt (a POST's body member only).",
+                ObjectBuilder::new().schema_type(Type::String).pattern(Some("^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")).into(),
             ),
         }
     }

@@ -1,0 +1,349 @@
+//! The tickets' embedded store: one SQLite file (rusqlite, its library bundled) on one writer
+//! thread. WAL, `synchronous=FULL`: a commit is on disk when it returns. Work arrives on a
+//! bounded channel; the thread takes what is waiting (up to [`GROUP`] jobs) into one
+//! transaction, each job under a savepoint of its own (a job that fails is rolled back alone),
+//! and answers each job only once the transaction is committed: a caller never reads a result
+//! that is not on disk, and a group of concurrent draws costs one fsync, not one each.
+//!
+//! A full channel, a thread that is gone or a commit that fails is [`StoreError`]: the caller
+//! answers 503 and nothing of the job is kept (SQLite's commit either happened or not; there is
+//! no acknowledgement to lose between this thread and the file).
+
+use std::path::Path;
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
+
+use rusqlite::{Connection, OptionalExtension, params};
+use tokio::sync::oneshot;
+
+use super::ticket::{Ticket, TicketKind};
+
+/// Jobs committed together at most.
+const GROUP: usize = 64;
+/// Jobs waiting for the thread at most (past it: [`StoreError`] at once, never a queue that
+/// grows while the disk is slow).
+const QUEUE: usize = 1024;
+
+/// The store could not do the job (full, gone, or its transaction not committed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the tickets' store is unavailable")]
+pub struct StoreError;
+
+/// A job: run against the connection inside the group's transaction, saying whether it
+/// succeeded (else its savepoint is rolled back), then told whether the transaction was
+/// committed.
+type Job = Box<dyn FnOnce(&Connection) -> (bool, Reply) + Send>;
+
+/// A job's reply, given whether its transaction was committed.
+type Reply = Box<dyn FnOnce(bool) + Send>;
+
+/// The store's handle: the sending end of the writer thread's channel.
+#[derive(Debug, Clone)]
+pub struct Sqlite {
+    jobs: SyncSender<Job>,
+}
+
+impl Sqlite {
+    /// Opens (or creates, mode 0600) the file at `path`, with its schema, and starts the writer
+    /// thread. Also the store's secret ([`secret`]), made from `fresh` the first time.
+    ///
+    /// # Errors
+    /// The file cannot be opened or created, or its schema not made.
+    pub fn open(path: &Path, fresh: &[u8]) -> anyhow::Result<(Sqlite, Vec<u8>)> {
+        create_private(path)?;
+        let connection = Connection::open(path)?;
+        let mode: String = connection.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+        anyhow::ensure!(mode.eq_ignore_ascii_case("wal"), "{}: journal_mode stays {mode}", path.display());
+        connection.execute_batch(SCHEMA)?;
+        let secret = secret(&connection, fresh)?;
+        let (jobs, queue) = sync_channel::<Job>(QUEUE);
+        std::thread::Builder::new()
+            .name("drbgd-tickets".into())
+            .spawn(move || writer(&connection, &queue))?;
+        Ok((Sqlite { jobs }, secret))
+    }
+
+    /// `job`'s answer, once the transaction it ran in is committed.
+    ///
+    /// # Errors
+    /// [`StoreError`]: the queue full, the thread gone, the job's SQL or the commit failed.
+    pub async fn call<T: Send + 'static>(
+        &self,
+        job: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        let run: Job = Box::new(move |connection| {
+            let done = job(connection);
+            let ok = done.is_ok();
+            let reply: Reply = Box::new(move |committed| {
+                let _ = reply.send(done.ok().filter(|_| committed));
+            });
+            (ok, reply)
+        });
+        self.jobs.try_send(run).map_err(|e| match e {
+            TrySendError::Full(_) | TrySendError::Disconnected(_) => StoreError,
+        })?;
+        answer.await.ok().flatten().ok_or(StoreError)
+    }
+}
+
+/// Creates `path` empty with mode 0600 if it does not exist (SQLite would make it 0644).
+fn create_private(path: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    match std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(anyhow::anyhow!("{}: {e}", path.display())),
+    }
+}
+
+/// The writer thread: groups of jobs, one transaction each, until every handle is dropped.
+fn writer(connection: &Connection, queue: &Receiver<Job>) {
+    while let Ok(first) = queue.recv() {
+        let mut group = vec![first];
+        while group.len() < GROUP {
+            match queue.try_recv() {
+                Ok(job) => group.push(job),
+                Err(_) => break,
+            }
+        }
+        if connection.execute_batch("BEGIN IMMEDIATE").is_err() {
+            tracing::error!(
+                "the tickets' store could not begin a transaction; the group's jobs are answered 503"
+            );
+            // Not run: a job runs inside a transaction or not at all (dropped, its caller sees
+            // the store unavailable).
+            drop(group);
+            continue;
+        }
+        let mut replies = Vec::with_capacity(group.len());
+        let mut whole = true;
+        for job in group {
+            match savepoint(connection, job) {
+                Some(reply) => replies.push(reply),
+                // The transaction is no longer whole (a rollback that failed, or one SQLite
+                // made itself: a full disk, an I/O error): nothing of the group is kept.
+                None => {
+                    whole = false;
+                    break;
+                }
+            }
+        }
+        let committed = whole && connection.execute_batch("COMMIT").is_ok();
+        if !committed {
+            tracing::error!("the tickets' store did not commit; the group's jobs are answered 503");
+            if !connection.is_autocommit() {
+                let _ = connection.execute_batch("ROLLBACK");
+            }
+        }
+        for reply in replies {
+            reply(committed);
+        }
+    }
+}
+
+/// `job` under a savepoint of its own: kept when it succeeds, rolled back alone when it fails
+/// or panics (its reply then says so whatever the commit). `None` when the group's transaction
+/// is no longer whole after it: every job of the group is then refused.
+fn savepoint(connection: &Connection, job: Job) -> Option<Reply> {
+    connection.execute_batch("SAVEPOINT job").ok()?;
+    let (ok, reply) = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(connection))) {
+        Ok(done) => done,
+        Err(_) => {
+            tracing::error!("panic in a job of the tickets' store; the group is answered 503");
+            (false, Box::new(|_| {}) as Reply)
+        }
+    };
+    // SQLite rolls a whole transaction back itself on some errors (SQLITE_FULL, IOERR, NOMEM):
+    // the connection is then in autocommit, and nothing more may run as part of this group.
+    if connection.is_autocommit() {
+        reply(false);
+        return None;
+    }
+    if ok && connection.execute_batch("RELEASE job").is_ok() {
+        return Some(reply);
+    }
+    if connection.execute_batch("ROLLBACK TO job; RELEASE job").is_err() || connection.is_autocommit() {
+        reply(false);
+        return None;
+    }
+    Some(Box::new(move |_| reply(false)))
+}
+
+/// Tickets and the results kept for them.
+const SCHEMA: &str = "
+PRAGMA synchronous = FULL;
+PRAGMA busy_timeout = 5000;
+CREATE TABLE IF NOT EXISTS tickets (
+    id TEXT PRIMARY KEY,
+    caller TEXT NOT NULL,
+    show_result INTEGER NOT NULL,
+    created_ms INTEGER NOT NULL,
+    expires_ms INTEGER,
+    previous_id TEXT,
+    next_id TEXT,
+    used_ms INTEGER,
+    digest BLOB,
+    serial TEXT,
+    revealed INTEGER NOT NULL DEFAULT 0
+) STRICT;
+CREATE INDEX IF NOT EXISTS tickets_by_caller ON tickets (caller, id);
+CREATE TABLE IF NOT EXISTS results (
+    serial TEXT PRIMARY KEY,
+    caller TEXT NOT NULL,
+    ticket_id TEXT UNIQUE,
+    created_ms INTEGER NOT NULL,
+    body BLOB NOT NULL
+) STRICT;
+CREATE TABLE IF NOT EXISTS meta (
+    name TEXT PRIMARY KEY,
+    value BLOB NOT NULL
+) STRICT;
+";
+
+/// The columns of a ticket, in [`ticket_of`]'s order.
+pub(super) const TICKET_COLUMNS: &str = "t.id, t.caller, t.show_result, t.created_ms, t.expires_ms, t.previous_id, \
+     t.next_id, t.used_ms, t.serial, t.revealed, r.body";
+
+/// The ticket with id `id`, its kept result joined.
+pub(super) fn ticket(connection: &Connection, id: &str) -> rusqlite::Result<Option<Ticket>> {
+    let sql = format!(
+        "SELECT {TICKET_COLUMNS} FROM tickets t LEFT JOIN results r ON r.serial = t.serial WHERE t.id = ?1"
+    );
+    connection.query_row(&sql, [id], ticket_of).optional()
+}
+
+/// A row of [`TICKET_COLUMNS`] as a ticket.
+pub(super) fn ticket_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<Ticket> {
+    Ok(Ticket {
+        id: row.get(0)?,
+        caller: row.get(1)?,
+        show_result: row.get::<_, i64>(2)? != 0,
+        created_ms: row.get(3)?,
+        expires_ms: row.get(4)?,
+        previous_id: row.get(5)?,
+        next_id: row.get(6)?,
+        used_ms: row.get(7)?,
+        serial: row.get(8)?,
+        revealed: row.get::<_, i64>(9)? != 0,
+        result: row.get(10)?,
+    })
+}
+
+/// The store's own secret, made from `fresh` the first time (what caller hashes are keyed with,
+/// the same across restarts).
+pub(super) fn secret(connection: &Connection, fresh: &[u8]) -> rusqlite::Result<Vec<u8>> {
+    connection.execute("INSERT OR IGNORE INTO meta (name, value) VALUES ('caller_hash_key', ?1)", [fresh])?;
+    connection.query_row("SELECT value FROM meta WHERE name = 'caller_hash_key'", [], |r| r.get(0))
+}
+
+/// The digest a used ticket was used with.
+pub(super) fn digest(connection: &Connection, id: &str) -> rusqlite::Result<Option<Vec<u8>>> {
+    connection
+        .query_row("SELECT digest FROM tickets WHERE id = ?1", [id], |r| r.get(0))
+        .optional()
+        .map(Option::flatten)
+}
+
+/// Unused, unexpired tickets `caller` holds at `now`.
+pub(super) fn unused(connection: &Connection, caller: &str, now: i64) -> rusqlite::Result<u64> {
+    connection
+        .query_row(
+            "SELECT count(*) FROM tickets WHERE caller = ?1 AND used_ms IS NULL \
+         AND (expires_ms IS NULL OR expires_ms > ?2)",
+            params![caller, now],
+            |r| r.get::<_, i64>(0),
+        )
+        .map(|n| u64::try_from(n).unwrap_or(0))
+}
+
+/// Inserts a new, unused ticket.
+pub(super) fn insert(connection: &Connection, t: &Ticket) -> rusqlite::Result<()> {
+    connection.execute(
+        "INSERT INTO tickets (id, caller, show_result, created_ms, expires_ms, previous_id) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        params![t.id, t.caller, i64::from(t.show_result), t.created_ms, t.expires_ms, t.previous_id],
+    )?;
+    Ok(())
+}
+
+/// The tickets of `caller` of `kind`, ids after `after`, `limit` of them at most, by id.
+pub(super) fn list(
+    connection: &Connection,
+    caller: &str,
+    kind: TicketKind,
+    after: &str,
+    limit: u32,
+) -> rusqlite::Result<Vec<Ticket>> {
+    let shape = match kind {
+        TicketKind::Singleton => "t.previous_id IS NULL AND t.next_id IS NULL",
+        TicketKind::Head => "t.previous_id IS NULL AND t.next_id IS NOT NULL",
+        TicketKind::Tail => "t.previous_id IS NOT NULL AND t.next_id IS NULL",
+    };
+    // A page shows no results (they are fetched one at a time): no answer is read for it.
+    let columns = TICKET_COLUMNS.replace("r.body", "NULL");
+    let sql = format!(
+        "SELECT {columns} FROM tickets t LEFT JOIN results r ON r.serial = t.serial \
+         WHERE t.caller = ?1 AND t.id > ?2 AND {shape} ORDER BY t.id LIMIT ?3"
+    );
+    let mut statement = connection.prepare(&sql)?;
+    statement.query_map(params![caller, after, limit], ticket_of)?.collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store(tag: &str) -> (Sqlite, std::path::PathBuf) {
+        let dir = std::env::temp_dir().join(format!("drbgd-sqlite-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("t.sqlite3");
+        (Sqlite::open(&path, &[7; 32]).unwrap().0, path)
+    }
+
+    fn new_ticket(id: &str) -> Ticket {
+        Ticket::new(id.into(), "alice", false, 1, None)
+    }
+
+    /// The file is its owner's alone, and its secret is made once.
+    #[tokio::test]
+    async fn the_file_is_private_and_its_secret_stays() {
+        use std::os::unix::fs::PermissionsExt;
+        let (store, path) = store("private");
+        drop(store);
+        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        let (_, secret) = Sqlite::open(&path, &[9; 32]).unwrap();
+        assert_eq!(secret, [7; 32], "the first secret is kept");
+    }
+
+    /// A job that fails keeps nothing of what it did before failing, and the jobs grouped with
+    /// it are kept; its caller gets the store's error.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_failing_job_is_rolled_back_alone() {
+        let (store, _) = store("rollback");
+        let mut calls = Vec::new();
+        for i in 0..20 {
+            let store = store.clone();
+            calls.push(tokio::spawn(async move {
+                store
+                    .call(move |c| {
+                        insert(c, &new_ticket(&format!("t{i}")))?;
+                        if i % 4 == 0 {
+                            // A second insert of the same id: the job fails after its first write.
+                            insert(c, &new_ticket(&format!("t{i}")))?;
+                        }
+                        Ok(i)
+                    })
+                    .await
+            }));
+        }
+        for (i, call) in calls.into_iter().enumerate() {
+            let answer = call.await.unwrap();
+            assert_eq!(answer.is_err(), i % 4 == 0, "job {i}");
+        }
+        let kept = store.call(|c| unused(c, "alice", 0)).await.unwrap();
+        assert_eq!(kept, 15, "the 15 jobs that succeeded, none of the 5 that failed");
+        let failed = store.call(|c| ticket(c, "t0").map(|t| t.is_some())).await.unwrap();
+        assert!(!failed, "a failed job's first write is rolled back");
+    }
+}

@@ -1,0 +1,81 @@
+//! A ticket as the store keeps it, and its place in its chain.
+
+/// A ticket as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ticket {
+    /// Its id, a UUIDv7.
+    pub id: String,
+    /// The caller it belongs to (never shown: [`caller_hash`] is).
+    pub caller: String,
+    /// Whether `GET /tickets/{id}` shows its result (else only once revealed).
+    pub show_result: bool,
+    /// Created, Unix milliseconds.
+    pub created_ms: i64,
+    /// Unusable after, Unix milliseconds (none: never).
+    pub expires_ms: Option<i64>,
+    /// The ticket whose use created it (none: created by `POST /tickets`).
+    pub previous_id: Option<String>,
+    /// The ticket its use created (none: not used yet).
+    pub next_id: Option<String>,
+    /// Used, Unix milliseconds.
+    pub used_ms: Option<i64>,
+    /// The serial of its receipt, once used.
+    pub serial: Option<String>,
+    /// Revealed by its caller (`POST /tickets/{id}/reveal`).
+    pub revealed: bool,
+    /// The answer its draw was given, byte for byte, once used.
+    pub result: Option<Vec<u8>>,
+}
+
+impl Ticket {
+    /// A new, unused ticket of `caller`'s, created at `created_ms`, first of its chain.
+    pub fn new(
+        id: String,
+        caller: &str,
+        show_result: bool,
+        created_ms: i64,
+        expires_ms: Option<i64>,
+    ) -> Ticket {
+        Ticket {
+            id,
+            caller: caller.to_owned(),
+            show_result,
+            created_ms,
+            expires_ms,
+            previous_id: None,
+            next_id: None,
+            used_ms: None,
+            serial: None,
+            revealed: false,
+            result: None,
+        }
+    }
+
+    /// Whether anyone may see its result: shown from creation, or revealed.
+    pub fn shows_result(&self) -> bool {
+        self.show_result || self.revealed
+    }
+}
+
+/// A ticket's place in its chain (RANDOM.ORG's `ticketType`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TicketKind {
+    /// Neither a predecessor nor a successor: created, not used.
+    Singleton,
+    /// No predecessor, a successor: a chain's first, used.
+    Head,
+    /// A predecessor, no successor: a chain's newest.
+    Tail,
+}
+
+impl TicketKind {
+    /// The kind named `name` (`singleton`, `head`, `tail`).
+    pub fn named(name: &str) -> Option<TicketKind> {
+        match name {
+            "singleton" => Some(TicketKind::Singleton),
+            "head" => Some(TicketKind::Head),
+            "tail" => Some(TicketKind::Tail),
+            _ => None,
+        }
+    }
+}

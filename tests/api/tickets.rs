@@ -1,0 +1,290 @@
+//! Tickets: a draw under a ticket is used once and kept; the same request again gets the
+//! stored answer byte for byte, any other use 409; concurrent uses leave exactly one result; a
+//! chain links each use to the one before; anyone sees a shown or revealed result, which
+//! verifies with nothing of drbgd's; each refusal has its code.
+
+use std::sync::Arc;
+
+use drbgd::config::Settings;
+use drbgd::drbg::entropy::OsEntropy;
+use ed25519_dalek::{Signature, VerifyingKey};
+use serde_json::{Value, json};
+use sha2::Digest;
+
+use crate::helpers::{TestApp, assert_problem, eventually, spawn_with, test_settings};
+
+/// A fresh directory for one test.
+fn dir(tag: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("drbgd-tickets-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Settings with receipts (a key of `seed`) and tickets on, their file in `dir`.
+fn ticket_settings(dir: &std::path::Path) -> Settings {
+    use std::os::unix::fs::PermissionsExt;
+    let (pem, _) = drbgd::receipts::keys::private_pem(&[5; 32]).unwrap();
+    let key = dir.join("signing.pem");
+    std::fs::write(&key, pem.as_bytes()).unwrap();
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let mut settings = test_settings();
+    settings.receipts.enabled = true;
+    settings.receipts.signing_keys = vec![key.display().to_string()];
+    // A ticket is its caller's: two callers, named by their keys.
+    settings.auth.enabled = true;
+    for (name, key) in [("alice", ALICE), ("bob", BOB)] {
+        let digest = data_encoding::HEXLOWER.encode(&sha2::Sha256::digest(key.as_bytes()));
+        let caller =
+            drbgd::config::callers::CallerSettings { key_sha256: vec![digest], ..Default::default() };
+        settings.callers.insert(name.into(), caller);
+    }
+    settings.tickets.enabled = true;
+    settings.tickets.path = dir.join("tickets.sqlite3").display().to_string();
+    settings
+}
+
+/// The callers' keys.
+const ALICE: &str = "alice-key";
+const BOB: &str = "bob-key";
+
+async fn spawn(tag: &str) -> TestApp {
+    spawn_with(ticket_settings(&dir(tag)), Arc::new(OsEntropy)).await
+}
+
+async fn create(app: &TestApp, body: Value) -> Vec<Value> {
+    let r = post(app, "/tickets", &body).await;
+    assert_eq!(r.status(), 201);
+    let page: Value = r.json().await.unwrap();
+    page["tickets"].as_array().unwrap().clone()
+}
+
+/// A POST of alice's.
+async fn post(app: &TestApp, path: &str, body: &Value) -> reqwest::Response {
+    post_as(app, ALICE, path, body).await
+}
+
+async fn post_as(app: &TestApp, key: &str, path: &str, body: &Value) -> reqwest::Response {
+    app.client.post(app.url(path)).bearer_auth(key).json(body).send().await.unwrap()
+}
+
+/// A GET of alice's.
+async fn get(app: &TestApp, path: &str) -> reqwest::Response {
+    app.client.get(app.url(path)).bearer_auth(ALICE).send().await.unwrap()
+}
+
+/// The receipt `answer` verifies with the key `GET /keys` publishes (RFC 8785 and Ed25519).
+async fn verifies(app: &TestApp, answer: &Value) -> bool {
+    let keys: Value = app.get("/keys").await.json().await.unwrap();
+    let x = data_encoding::BASE64URL_NOPAD.decode(keys["keys"][0]["x"].as_str().unwrap().as_bytes()).unwrap();
+    let key = VerifyingKey::from_bytes(&x.try_into().unwrap()).unwrap();
+    let canonical = serde_json_canonicalizer::to_vec(&answer["random"]).unwrap();
+    let sig =
+        data_encoding::BASE64URL_NOPAD.decode(answer["signature"].as_str().unwrap().as_bytes()).unwrap();
+    key.verify_strict(&canonical, &Signature::from_slice(&sig).unwrap()).is_ok()
+}
+
+#[tokio::test]
+async fn a_ticket_is_used_once_and_its_retry_is_the_same_answer() {
+    let app = spawn("once").await;
+    let ticket = create(&app, json!({"n": 1})).await.remove(0);
+    let id = ticket["ticket_id"].as_str().unwrap().to_owned();
+    assert!(ticket["used_at"].is_null() && ticket["previous_ticket"].is_null(), "{ticket}");
+    let draw = json!({"min": 1, "max": 49, "count": 6, "ticket": id});
+    let first = post(&app, "/sequence", &draw).await;
+    assert_eq!(first.status(), 200);
+    let next = first.headers()["drbgd-next-ticket"].to_str().unwrap().to_owned();
+    let body = first.bytes().await.unwrap();
+    let answer: Value = serde_json::from_slice(&body).unwrap();
+    assert!(verifies(&app, &answer).await, "{answer}");
+    assert_eq!(answer["random"]["ticket"], id.as_str());
+    assert!(answer["random"].get("previous_ticket").is_none(), "a first ticket has none");
+    // The same request again, its members in another order: the stored answer, byte for byte.
+    let again = post(&app, "/sequence", &json!({"ticket": id, "count": 6, "max": 49, "min": 1})).await;
+    assert_eq!(again.status(), 200);
+    assert_eq!(again.headers()["drbgd-next-ticket"], next.as_str());
+    assert_eq!(again.bytes().await.unwrap(), body);
+    // Any other use: 409, naming the serial.
+    let other = post(&app, "/sequence", &json!({"min": 1, "max": 49, "count": 7, "ticket": id})).await;
+    let problem = assert_problem(other, 409, "ticket_used").await;
+    let serial = answer["random"]["serial"].as_str().unwrap();
+    assert!(problem["detail"].as_str().unwrap().contains(serial), "{problem}");
+    let elsewhere = post(&app, "/int", &json!({"min": 1, "max": 49, "count": 6, "ticket": id})).await;
+    assert_problem(elsewhere, 409, "ticket_used").await;
+    // The kept result, by serial, is the answer sent.
+    let kept = get(&app, &format!("/results/{serial}")).await;
+    // Not bob's to read, nor his ticket to use.
+    assert_problem(
+        app.client.get(app.url(&format!("/results/{serial}"))).bearer_auth(BOB).send().await.unwrap(),
+        404,
+        "result_not_found",
+    )
+    .await;
+    assert_problem(post_as(&app, BOB, "/sequence", &draw).await, 403, "ticket_not_yours").await;
+    assert_eq!(kept.status(), 200);
+    assert_eq!(kept.bytes().await.unwrap(), body);
+    // The chain: the next ticket's draw names this one as its predecessor.
+    let second = post(&app, "/bits", &json!({"n": 256, "ticket": next})).await;
+    assert_eq!(second.status(), 200);
+    let second: Value = second.json().await.unwrap();
+    assert_eq!(second["random"]["previous_ticket"], id.as_str());
+    assert!(verifies(&app, &second).await);
+}
+
+#[tokio::test]
+async fn anyone_sees_a_shown_or_revealed_result_and_it_verifies() {
+    let app = spawn("reveal").await;
+    let hidden = create(&app, json!({"n": 1, "show_result": false})).await.remove(0);
+    let shown = create(&app, json!({"n": 1, "show_result": true})).await.remove(0);
+    let (hidden, shown) = (hidden["ticket_id"].as_str().unwrap(), shown["ticket_id"].as_str().unwrap());
+    // Unused and shown: `result` is null; hidden: no `result` at all.
+    let view: Value = app.get(&format!("/tickets/{shown}")).await.json().await.unwrap();
+    assert!(view["result"].is_null() && view.get("result").is_some(), "{view}");
+    // A chain of three uses of the hidden one, the last revealed.
+    let mut id = hidden.to_owned();
+    let mut chain = Vec::new();
+    for _ in 0..3 {
+        let r = post(&app, "/uuid", &json!({"count": 2, "ticket": id})).await;
+        assert_eq!(r.status(), 200);
+        let next = r.headers()["drbgd-next-ticket"].to_str().unwrap().to_owned();
+        chain.push(std::mem::replace(&mut id, next));
+    }
+    for used in &chain {
+        let view: Value = app.get(&format!("/tickets/{used}")).await.json().await.unwrap();
+        assert!(view.get("result").is_none(), "hidden until revealed: {view}");
+        assert!(view["used_at"].is_string() && view["serial"].is_string(), "{view}");
+        assert!(view.get("caller").is_none() && view["caller_hash"].is_string(), "{view}");
+    }
+    let revealed: Value =
+        post(&app, &format!("/tickets/{}/reveal", chain[2]), &json!({})).await.json().await.unwrap();
+    assert_eq!(revealed["revealed"], 3);
+    for (i, used) in chain.iter().enumerate() {
+        let view: Value = app.get(&format!("/tickets/{used}")).await.json().await.unwrap();
+        assert!(verifies(&app, &view["result"]).await, "{view}");
+        assert_eq!(view["result"]["random"]["ticket"], used.as_str());
+        let previous = if i == 0 { Value::Null } else { Value::from(chain[i - 1].as_str()) };
+        assert_eq!(view["previous_ticket"], previous);
+        assert_eq!(view["result"]["random"].get("previous_ticket").cloned().unwrap_or(Value::Null), previous);
+    }
+    // The newest is unused: nothing to reveal.
+    assert_problem(post(&app, &format!("/tickets/{id}/reveal"), &json!({})).await, 409, "ticket_unused")
+        .await;
+    // Listing: the first of the chain is a head, the newest a tail.
+    let heads: Value = get(&app, "/tickets?type=head").await.json().await.unwrap();
+    assert!(heads["tickets"].as_array().unwrap().iter().any(|t| t["ticket_id"] == chain[0].as_str()));
+    let tails: Value = get(&app, "/tickets?type=tail").await.json().await.unwrap();
+    let bobs: Value = app
+        .client
+        .get(app.url("/tickets?type=tail"))
+        .bearer_auth(BOB)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(bobs["tickets"], json!([]), "bob lists his own: none");
+    assert!(tails["tickets"].as_array().unwrap().iter().any(|t| t["ticket_id"] == id.as_str()));
+}
+
+/// 200 uses of one ticket at once, half of them the same request and half another: one result
+/// is kept; every identical request gets it, every other one 409.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_uses_keep_exactly_one_result() {
+    let app = spawn("race").await;
+    let id = create(&app, json!({"n": 1})).await.remove(0)["ticket_id"].as_str().unwrap().to_owned();
+    let mut tasks = Vec::new();
+    for i in 0..200 {
+        let (client, url) = (app.client.clone(), app.url("/int"));
+        let body = json!({"min": 1, "max": 1000, "count": if i % 2 == 0 { 5 } else { 6 }, "ticket": id});
+        tasks.push(tokio::spawn(async move {
+            let r = client.post(url).bearer_auth(ALICE).json(&body).send().await.unwrap();
+            (i % 2, r.status().as_u16(), r.bytes().await.unwrap())
+        }));
+    }
+    let mut answers = Vec::new();
+    for task in tasks {
+        answers.push(task.await.unwrap());
+    }
+    let winner =
+        answers.iter().find(|(_, status, _)| *status == 200).map(|(kind, _, body)| (*kind, body.clone()));
+    let (kind, body) = winner.expect("one use succeeded");
+    for (k, status, b) in &answers {
+        if *k == kind {
+            assert_eq!((*status, b), (200, &body), "the same request gets the stored answer");
+        } else {
+            assert_eq!(*status, 409, "another request is refused");
+        }
+    }
+    let serial =
+        serde_json::from_slice::<Value>(&body).unwrap()["random"]["serial"].as_str().unwrap().to_owned();
+    assert_eq!(get(&app, &format!("/results/{serial}")).await.bytes().await.unwrap(), body);
+}
+
+#[tokio::test]
+async fn each_refusal_has_its_code() {
+    let dir = dir("refusals");
+    let mut settings = ticket_settings(&dir);
+    settings.tickets.max_unused = 3;
+    settings.tickets.ttl_seconds = 1;
+    let app = spawn_with(settings, Arc::new(OsEntropy)).await;
+    let id = create(&app, json!({"n": 2})).await.remove(0)["ticket_id"].as_str().unwrap().to_owned();
+    let unknown = "018f0000-0000-7000-8000-000000000000";
+    for (path, body, status, code) in [
+        ("/int", json!({"min": 1, "max": 6, "ticket": unknown}), 404, "ticket_not_found"),
+        ("/int", json!({"min": 1, "max": 6, "ticket": "nope"}), 400, "invalid_ticket"),
+        ("/token", json!({"ticket": id}), 400, "ticket_not_allowed"),
+        ("/nonce", json!({"ticket": id}), 400, "ticket_not_allowed"),
+        ("/tickets", json!({"n": 0}), 400, "invalid_count"),
+        ("/tickets", json!({"n": 51}), 400, "invalid_count"),
+        ("/tickets", json!({"n": 2}), 409, "too_many_tickets"),
+        ("/tickets", json!({"n": 1, "x": "1"}), 400, "unknown_parameter"),
+    ] {
+        assert_problem(post(&app, path, &body).await, status, code).await;
+    }
+    let by_get = get(&app, &format!("/int?min=1&max=6&ticket={id}")).await;
+    assert_problem(by_get, 400, "ticket_needs_post").await;
+    assert_problem(app.get(&format!("/tickets/{unknown}")).await, 404, "ticket_not_found").await;
+    assert_problem(get(&app, "/results/nope").await, 404, "result_not_found").await;
+    assert_problem(get(&app, "/tickets?type=x").await, 400, "invalid_type").await;
+    assert_problem(app.get("/tickets/not-an-id").await, 404, "ticket_not_found").await;
+    // Without credentials: no caller to hold a ticket.
+    let anonymous = app.client.post(app.url("/tickets")).json(&json!({"n": 1})).send().await.unwrap();
+    assert_eq!(anonymous.status(), 401);
+    // An unused ticket past its ttl: 410 (its expiry is the wall clock's: polled until past).
+    let view: Value = app.get(&format!("/tickets/{id}")).await.json().await.unwrap();
+    let expires = view["expires_at"].as_str().unwrap().to_owned();
+    let at = time::OffsetDateTime::parse(&expires, &time::format_description::well_known::Rfc3339).unwrap();
+    let past =
+        eventually(std::time::Duration::from_secs(10), || async { time::OffsetDateTime::now_utc() > at })
+            .await;
+    assert!(past, "the clock passed {expires}");
+    assert_problem(
+        post(&app, "/int", &json!({"min": 1, "max": 6, "ticket": id})).await,
+        410,
+        "ticket_expired",
+    )
+    .await;
+}
+
+#[test]
+fn tickets_need_receipts_and_auth() {
+    let dir = dir("settings");
+    let mut settings = ticket_settings(&dir);
+    settings.auth.enabled = false;
+    let e = settings.validate().unwrap_err().to_string();
+    assert!(e.contains("tickets.enabled") && e.contains("auth.enabled"), "{e}");
+    let mut settings = ticket_settings(&dir);
+    settings.receipts.enabled = false;
+    assert!(settings.validate().unwrap_err().to_string().contains("receipts.enabled"));
+}
+
+#[tokio::test]
+async fn without_tickets_a_ticketed_draw_is_refused() {
+    let app = crate::helpers::spawn_app().await;
+    let r =
+        post(&app, "/int", &json!({"min": 1, "max": 6, "ticket": "018f0000-0000-7000-8000-000000000000"}))
+            .await;
+    assert_problem(r, 400, "tickets_disabled").await;
+    assert_eq!(app.get("/tickets/x").await.status(), 404);
+}
