@@ -8,11 +8,13 @@ SIGKILL mid-stream, then started again on the same file. Afterwards:
     GET /results/{serial}, and GET /tickets/{id} shows its ticket used with that serial;
   - every ticket no client got an answer for is either used with one result (the commit made
     it, its answer was lost with the connection) or unused; using it now works once;
-  - no ticket has two results (a retry after the restart answers the first one's bytes).
+  - a used ticket answers its request again with the first answer's bytes (a second draw would
+    differ), and refuses any other (409).
 
 usage: scripts/ticket-crash.py [BINARY]   (default: $DRBGD_BIN, else target/release/drbgd)
 """
 import hashlib
+from http.client import HTTPException
 import json
 import os
 import signal
@@ -99,6 +101,7 @@ def main():
         assert status == 201, body
         tickets += [t["ticket_id"] for t in json.loads(body)["tickets"]]
     received = {}  # ticket -> (request, answer bytes)
+    problems = []  # what a client saw that it should not have (a thread's assert would be lost)
     lock = threading.Lock()
     stop = threading.Event()
 
@@ -110,12 +113,14 @@ def main():
             for _attempt in range(2 if i % 5 == 0 else 1):  # every fifth: a retry, the same request
                 try:
                     status, _, body = http("POST", f"http://{api}/int", request)
-                except OSError:
+                except (OSError, HTTPException):
                     return  # the server is gone
-                if status == 200:
-                    with lock:
-                        if ticket in received:
-                            assert received[ticket][1] == body, "a retry got other bytes"
+                with lock:
+                    if status != 200:
+                        problems.append(f"{ticket}: {status} {body[:200]!r}")
+                    elif ticket in received and received[ticket][1] != body:
+                        problems.append(f"{ticket}: a retry got other bytes")
+                    else:
                         received[ticket] = (request, body)
 
     threads = [threading.Thread(target=client, args=(tickets[k::16],)) for k in range(16)]
@@ -133,6 +138,7 @@ def main():
     stop.set()
     for t in threads:
         t.join()
+    assert not problems, f"before the kill: {problems[:5]}"
     assert received, "no answer before the kill"
     server = start(binary, api, admin, path)
     try:
@@ -156,6 +162,9 @@ def check(api, tickets, received):
             assert status == 200 and kept == answer, f"the answer of {ticket} was not kept as sent"
             status, _, again = http("POST", f"http://{api}/int", request)
             assert status == 200 and again == answer, "a retry after the restart is the first answer"
+            other = dict(request, count=6)
+            status, _, _ = http("POST", f"http://{api}/int", other)
+            assert status == 409, f"another use of a used ticket: {status}"
             used += 1
         elif view["used_at"]:
             # Committed, its answer lost with the connection: kept all the same, once.
@@ -167,8 +176,8 @@ def check(api, tickets, received):
             status, _, body = http("POST", f"http://{api}/int", request)
             assert status == 200, f"an unused ticket is still usable: {status} {body[:200]}"
             unused += 1
-    print(f"ticket crash: {len(received)} answers received before SIGKILL, all kept byte for byte; "
-          f"{used} tickets used, {unused} unused and usable after the restart; no ticket used twice")
+    print(f"ticket crash: {len(received)} answers received before SIGKILL, all kept byte for byte and given "
+          f"again to their request; {used} tickets used once, {unused} unused and usable after the restart")
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ pub struct TicketsSettings {
     pub path: String,
     /// Seconds an unused ticket stays usable (410 `ticket_expired` after); 0: for ever.
     pub ttl_seconds: u64,
-    /// Most unused tickets one caller holds at once (`POST /tickets` beyond: 429
+    /// Most unused tickets one caller holds at once (`POST /tickets` beyond: 409
     /// `too_many_tickets`).
     pub max_unused: u32,
 }

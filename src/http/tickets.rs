@@ -416,6 +416,8 @@ pub(crate) mod doc {
             .op("postTickets", "New single-use tickets: each counts as one request of your quota")
             .request_body(Some(body.build()))
             .response("201", json("The tickets created"));
+        let create =
+            create.response("409", problem("Over the unused tickets a caller may hold (too_many_tickets)"));
         let create = d.errors(create, &["400", "403", "429", "503"]);
         let params = vec![
             d.describe_param(crate::pipeline::params::Param::Type),

@@ -51,10 +51,19 @@ impl Sqlite {
     pub fn open(path: &Path, fresh: &[u8]) -> anyhow::Result<(Sqlite, Vec<u8>)> {
         create_private(path)?;
         let connection = Connection::open(path)?;
+        // Another process that holds the file a moment (a backup, the replica being replaced)
+        // is waited for, not an error.
+        connection.busy_timeout(std::time::Duration::from_secs(5))?;
         let mode: String = connection.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
         anyhow::ensure!(mode.eq_ignore_ascii_case("wal"), "{}: journal_mode stays {mode}", path.display());
         connection.execute_batch(SCHEMA)?;
         let secret = secret(&connection, fresh)?;
+        anyhow::ensure!(
+            secret.len() >= 32,
+            "{}: its secret is {} bytes, not 32",
+            path.display(),
+            secret.len()
+        );
         let (jobs, queue) = sync_channel::<Job>(QUEUE);
         std::thread::Builder::new()
             .name("drbgd-tickets".into())
@@ -106,6 +115,10 @@ fn writer(connection: &Connection, queue: &Receiver<Job>) {
                 Err(_) => break,
             }
         }
+        // A transaction left open (a rollback that failed) would refuse every BEGIN from now on.
+        if !connection.is_autocommit() && connection.execute_batch("ROLLBACK").is_err() {
+            tracing::error!("the tickets' store is stuck in a transaction it cannot roll back");
+        }
         if connection.execute_batch("BEGIN IMMEDIATE").is_err() {
             tracing::error!(
                 "the tickets' store could not begin a transaction; the group's jobs are answered 503"
@@ -149,7 +162,7 @@ fn savepoint(connection: &Connection, job: Job) -> Option<Reply> {
     let (ok, reply) = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(connection))) {
         Ok(done) => done,
         Err(_) => {
-            tracing::error!("panic in a job of the tickets' store; the group is answered 503");
+            tracing::error!("panic in a job of the tickets' store; the job is answered 503");
             (false, Box::new(|_| {}) as Reply)
         }
     };
@@ -172,7 +185,6 @@ fn savepoint(connection: &Connection, job: Job) -> Option<Reply> {
 /// Tickets and the results kept for them.
 const SCHEMA: &str = "
 PRAGMA synchronous = FULL;
-PRAGMA busy_timeout = 5000;
 CREATE TABLE IF NOT EXISTS tickets (
     id TEXT PRIMARY KEY,
     caller TEXT NOT NULL,
