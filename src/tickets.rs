@@ -72,13 +72,16 @@ pub struct Use {
 }
 
 /// The tickets of this server: the store, the settings, the key of callers' hashes, and one
-/// lock a caller's chain.
+/// lock a ticket in use.
 pub struct Tickets {
     store: Sqlite,
     settings: TicketsSettings,
     /// The store's own secret: callers' hashes are keyed with it ([`Tickets::caller_hash`]).
     hash_key: zeroize::Zeroizing<Vec<u8>>,
-    chains: Mutex<HashMap<String, Weak<tokio::sync::Mutex<()>>>>,
+    /// The tickets in use, by id (entries no draw holds are swept as the map grows).
+    held: Mutex<HashMap<String, Weak<tokio::sync::Mutex<()>>>>,
+    /// The map's size that triggers the next sweep.
+    sweep_at: std::sync::atomic::AtomicUsize,
 }
 
 /// Shows the settings, never a ticket.
@@ -148,7 +151,8 @@ impl Tickets {
             store,
             settings: settings.clone(),
             hash_key: zeroize::Zeroizing::new(key),
-            chains: Mutex::new(HashMap::new()),
+            held: Mutex::new(HashMap::new()),
+            sweep_at: std::sync::atomic::AtomicUsize::new(1024),
         })
     }
 
@@ -163,20 +167,23 @@ impl Tickets {
         data_encoding::BASE64.encode(&mac.finalize().into_bytes())
     }
 
-    /// Holds `caller`'s chain: creating and using one caller's tickets is serialised, so that
-    /// two concurrent calls cannot fork a chain, and an identical request waits for the first
-    /// one's stored answer.
-    pub async fn chain(&self, caller: &str) -> tokio::sync::OwnedMutexGuard<()> {
+    /// Holds ticket `id` for a draw: concurrent uses of one ticket are taken one after the
+    /// other, so an identical request waits for the first one's stored answer instead of
+    /// drawing. (A chain cannot fork anyway: a ticket is used, and its one successor made, by
+    /// one conditional update; uses of different tickets go on side by side, and their commits
+    /// are grouped.)
+    pub async fn hold(&self, id: &str) -> tokio::sync::OwnedMutexGuard<()> {
         let lock = {
-            let mut chains = self.chains.lock().unwrap_or_else(PoisonError::into_inner);
-            if chains.len() > 1024 {
+            let mut chains = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+            if chains.len() >= self.sweep_at.load(std::sync::atomic::Ordering::Relaxed) {
                 chains.retain(|_, lock| lock.strong_count() > 0);
+                self.sweep_at.store((2 * chains.len()).max(1024), std::sync::atomic::Ordering::Relaxed);
             }
-            match chains.get(caller).and_then(Weak::upgrade) {
+            match chains.get(id).and_then(Weak::upgrade) {
                 Some(lock) => lock,
                 None => {
                     let lock = Arc::new(tokio::sync::Mutex::new(()));
-                    chains.insert(caller.to_owned(), Arc::downgrade(&lock));
+                    chains.insert(id.to_owned(), Arc::downgrade(&lock));
                     lock
                 }
             }
@@ -190,8 +197,8 @@ impl Tickets {
         (ttl > 0).then(|| now.saturating_add(ttl))
     }
 
-    /// `ids.len()` new tickets for `caller` (under its chain's lock), unless it would hold
-    /// more than `max_unused` unused ones.
+    /// `ids.len()` new tickets for `caller`, unless it would hold more than `max_unused`
+    /// unused ones (counted and inserted in one transaction).
     ///
     /// # Errors
     /// 409 `too_many_tickets`; 503 `store_unavailable`.

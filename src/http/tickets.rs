@@ -66,8 +66,8 @@ fn ticket_id(id: &str) -> Result<&str, ApiError> {
     }
 }
 
-/// The draw of a random endpoint's POST that names a ticket: the ticket resolved and held (its
-/// caller's chain locked), the endpoint's own answer drawn with a receipt naming it, kept with
+/// The draw of a random endpoint's POST that names a ticket: the ticket held (concurrent uses of
+/// it wait) and resolved, the endpoint's own answer drawn with a receipt naming it, kept with
 /// the ticket's use in one commit, then sent.
 pub async fn draw(
     endpoint: &'static Endpoint,
@@ -108,7 +108,7 @@ async fn ticketed(
     }
     let caller = holder(admission)?;
     let digest = tickets::request_digest(caller, endpoint.label, params.pairs());
-    let _chain = tickets.chain(caller).await;
+    let _held = tickets.hold(&id).await;
     let ticket = match tickets.lookup(caller, &id).await? {
         Lookup::Unused(ticket) => ticket,
         used @ Lookup::Used { .. } => return again(used, &digest, &id),
@@ -204,7 +204,6 @@ async fn create(
         let show_result = params.flag(Param::ShowResult)?;
         let caller = holder(&admission)?;
         admission.caller.take_requests(n - 1)?;
-        let _chain = tickets.chain(caller).await;
         let now = tickets::now_ms();
         let ids = (0..n).map(|_| tickets::new_id(&state.service, now)).collect::<Result<Vec<_>, _>>()?;
         let created = tickets.create(caller, ids, show_result).await?;
@@ -271,7 +270,6 @@ async fn reveal(
     let answer = async {
         let tickets = of(&state)?;
         let caller = holder(&admission)?;
-        let _chain = tickets.chain(caller).await;
         let revealed = tickets.reveal(caller, ticket_id(&id)?).await?;
         Ok::<_, ApiError>(Json(serde_json::json!({ "revealed": revealed })).into_response())
     };
