@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # loadtest/run.sh SCENARIO [BASE_URL]
-# Runs a k6 scenario (smoke, tokens, bulk, mixed, stress, soak, spike, grpc, baseline, quotas)
+# Runs a k6 scenario (smoke, tokens, bulk, mixed, stress, soak, spike, grpc, baseline, quotas;
+# tickets needs a server with [tickets] on: scripts/ticket-bench.sh starts one and runs it)
 # and writes the summary JSON and the web dashboard's HTML report under loadtest/results/.
 # Installs k6 if absent (pinned, built with Go: a few minutes the first time). Without BASE_URL it
 # builds and starts a local drbgd on free ports and stops it afterwards:
