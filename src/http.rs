@@ -68,17 +68,14 @@ pub static ENDPOINTS: &[Endpoint] = &[
     random_output(&["/sequence"], Route::Sequence, sequence::answer, sequence::doc, &["GetSequence"]),
     // `POST /pollen`: the Pollen protocol's seed for a booting VM (with `[pollen] enabled`).
     Endpoint {
-        label: "/pollen",
-        paths: &["/pollen"],
-        methods: &[Verb::Post],
-        guard: Guard::bearer(Route::Pollen),
-        charge: Charge::Quota,
         availability: Availability::Section,
-        errors: ApiError::render,
-        handler: Handler::Router(pollen::router),
-        grpc: &[],
-        receipt: false,
-        doc: pollen::doc::pollen,
+        ..row(
+            &["/pollen"],
+            &[Verb::Post],
+            Guard::bearer(Route::Pollen),
+            Handler::Router(pollen::router),
+            pollen::doc::pollen,
+        )
     },
     // `/v1/sys/tools/random[/…]`: Vault's random bytes, `POST` and `PUT` (with `[vault] enabled`).
     vault_route(
@@ -111,17 +108,11 @@ pub static ENDPOINTS: &[Endpoint] = &[
     // `/version`: the server's name and version.
     metadata(&["/version"], Handler::State(meta::version), meta::doc::version, &[]),
     // `/openapi.json`: the contract (public).
-    public("/openapi.json", &["/openapi.json"], GET, Handler::State(meta::openapi), meta::doc::openapi),
+    public(&["/openapi.json"], GET, Handler::State(meta::openapi), meta::doc::openapi),
     // `/keys`: the receipts' verification keys, a JWKS (public: they hold no secret).
-    public("/keys", &["/keys"], GET, Handler::State(receipt::keys), receipt::doc::keys),
+    public(&["/keys"], GET, Handler::State(receipt::keys), receipt::doc::keys),
     // `POST /verify`: checks a receipt (public).
-    public(
-        "/verify",
-        &["/verify"],
-        &[Verb::Post],
-        Handler::Router(receipt::verify_router),
-        receipt::doc::verify,
-    ),
+    public(&["/verify"], &[Verb::Post], Handler::Router(receipt::verify_router), receipt::doc::verify),
     // Tickets (with `[tickets] enabled`): created, listed and revealed by their caller, a
     // ticketed draw's kept answer given back to it, a ticket shown to anyone.
     tickets_route(
@@ -140,25 +131,41 @@ pub static ENDPOINTS: &[Endpoint] = &[
     // The beacon (with `[beacon] enabled`): drand's HTTP API, public, each peer's requests
     // waiting for the next round bounded; each route but `/chains` also under
     // `/beacon/{chainhash}/`.
-    beacon_route("/beacon/info", &["/beacon/info", "/beacon/{chain}/info"], beacon::doc::info),
-    beacon_route(
-        "/beacon/public/latest",
-        &["/beacon/public/latest", "/beacon/{chain}/public/latest"],
-        beacon::doc::latest,
-    ),
+    beacon_route(&["/beacon/info", "/beacon/{chain}/info"], beacon::doc::info),
+    beacon_route(&["/beacon/public/latest", "/beacon/{chain}/public/latest"], beacon::doc::latest),
     // A round once due (the next one is waited for).
-    beacon_route(
-        "/beacon/public/{round}",
-        &["/beacon/public/{round}", "/beacon/{chain}/public/{round}"],
-        beacon::doc::round,
-    ),
-    beacon_route("/beacon/chains", &["/beacon/chains"], beacon::doc::chains),
+    beacon_route(&["/beacon/public/{round}", "/beacon/{chain}/public/{round}"], beacon::doc::round),
+    beacon_route(&["/beacon/chains"], beacon::doc::chains),
     // The round served and the round due.
-    beacon_route("/beacon/health", &["/beacon/health", "/beacon/{chain}/health"], beacon::doc::health),
+    beacon_route(&["/beacon/health", "/beacon/{chain}/health"], beacon::doc::health),
 ];
 
-/// A random-output row at `paths` (its label the first): GET and POST, guarded by `route`,
-/// with a receipt on request.
+/// A row at `paths` (its label the first): `methods` answered by `handler`, guarded by `guard`,
+/// always served, under the caller's quota, errors as problem+json, no gRPC method, no receipt.
+/// The rows below are this with what sets them apart.
+const fn row(
+    paths: &'static [&'static str],
+    methods: &'static [Verb],
+    guard: Guard,
+    handler: Handler,
+    doc: crate::pipeline::Doc,
+) -> Endpoint {
+    Endpoint {
+        label: paths[0],
+        paths,
+        methods,
+        guard,
+        charge: Charge::Quota,
+        availability: Availability::Always,
+        errors: ApiError::render,
+        handler,
+        grpc: &[],
+        receipt: false,
+        doc,
+    }
+}
+
+/// A random-output row: GET and POST, guarded by `route`, with a receipt on request.
 const fn random_output(
     paths: &'static [&'static str],
     route: Route,
@@ -167,117 +174,63 @@ const fn random_output(
     grpc: &'static [&'static str],
 ) -> Endpoint {
     Endpoint {
-        label: paths[0],
-        paths,
-        methods: GET_POST,
-        guard: Guard::bearer(route),
-        charge: Charge::Quota,
-        availability: Availability::Always,
-        errors: ApiError::render,
-        handler: Handler::Random(handler),
         grpc,
         receipt: true,
-        doc,
+        ..row(paths, GET_POST, Guard::bearer(route), Handler::Random(handler), doc)
     }
 }
 
-/// A metadata row at `paths` (its label the first): a GET for any admitted caller, under its
-/// quota but no policy route.
+/// A metadata row: a GET for any admitted caller, under its quota but no policy route.
 const fn metadata(
     paths: &'static [&'static str],
     handler: Handler,
     doc: crate::pipeline::Doc,
     grpc: &'static [&'static str],
 ) -> Endpoint {
-    Endpoint {
-        label: paths[0],
-        paths,
-        methods: GET,
-        guard: Guard::METADATA,
-        charge: Charge::Quota,
-        availability: Availability::Always,
-        errors: ApiError::render,
-        handler,
-        grpc,
-        receipt: false,
-        doc,
-    }
+    Endpoint { grpc, ..row(paths, GET, Guard::METADATA, handler, doc) }
 }
 
 /// A public row: no caller, under the public cap and each peer's share of it.
 const fn public(
-    label: &'static str,
     paths: &'static [&'static str],
     methods: &'static [Verb],
     handler: Handler,
     doc: crate::pipeline::Doc,
 ) -> Endpoint {
-    Endpoint {
-        label,
-        paths,
-        methods,
-        guard: Guard::PUBLIC,
-        charge: Charge::Peer,
-        availability: Availability::Always,
-        errors: ApiError::render,
-        handler,
-        grpc: &[],
-        receipt: false,
-        doc,
-    }
+    Endpoint { charge: Charge::Peer, ..row(paths, methods, Guard::PUBLIC, handler, doc) }
 }
 
-/// A row of Vault's at `paths` (its label the first): `POST` and `PUT`, its token header read
-/// first, its errors in Vault's shape, with `[vault] enabled`.
+/// A row of Vault's: `POST` and `PUT`, its token header read first, its errors in Vault's
+/// shape, with `[vault] enabled`.
 const fn vault_route(paths: &'static [&'static str], doc: crate::pipeline::Doc) -> Endpoint {
+    let methods = &[Verb::Post, Verb::Put];
     Endpoint {
-        label: paths[0],
-        paths,
-        methods: &[Verb::Post, Verb::Put],
-        guard: VAULT,
-        charge: Charge::Quota,
         availability: Availability::Section,
         errors: vault::error_response,
-        handler: Handler::Router(vault::router),
-        grpc: &[],
-        receipt: false,
-        doc,
+        ..row(paths, methods, VAULT, Handler::Router(vault::router), doc)
     }
 }
 
-/// A row of the tickets' at `paths` (its label the first), guarded by their policy route, with
-/// `[tickets] enabled`.
+/// A row of the tickets', guarded by their policy route, with `[tickets] enabled`.
 const fn tickets_route(
     paths: &'static [&'static str],
     methods: &'static [Verb],
     router: fn() -> MethodRouter<AppState>,
     doc: crate::pipeline::Doc,
 ) -> Endpoint {
+    let guard = Guard::bearer(Route::Tickets);
     Endpoint {
-        label: paths[0],
-        paths,
-        methods,
-        guard: Guard::bearer(Route::Tickets),
-        charge: Charge::Quota,
         availability: Availability::Tickets,
-        errors: ApiError::render,
-        handler: Handler::Router(router),
-        grpc: &[],
-        receipt: false,
-        doc,
+        ..row(paths, methods, guard, Handler::Router(router), doc)
     }
 }
 
-/// A row of the beacon: public, a GET of `beacon::router`'s, with `[beacon] enabled`.
-const fn beacon_route(
-    label: &'static str,
-    paths: &'static [&'static str],
-    doc: crate::pipeline::Doc,
-) -> Endpoint {
+/// A row of the beacon's: public, a GET of `beacon::router`'s, with `[beacon] enabled`.
+const fn beacon_route(paths: &'static [&'static str], doc: crate::pipeline::Doc) -> Endpoint {
     Endpoint {
         charge: Charge::PeerWaiting,
         availability: BEACON,
-        ..public(label, paths, GET, Handler::Router(beacon::router), doc)
+        ..public(paths, GET, Handler::Router(beacon::router), doc)
     }
 }
 

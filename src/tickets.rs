@@ -378,6 +378,6 @@ impl Tickets {
 }
 
 /// 404 `ticket_not_found`.
-fn not_found(id: &str) -> ApiError {
+pub fn not_found(id: &str) -> ApiError {
     ApiError::Missing { code: "ticket_not_found", detail: format!("no ticket {id}") }
 }

@@ -56,13 +56,13 @@ fn holder(admission: &Admission) -> Result<&str, ApiError> {
 
 /// `id` from a path, if it is a ticket id.
 fn ticket_id(id: &str) -> Result<&str, ApiError> {
-    if tickets::valid_id(id) {
-        Ok(id)
-    } else {
-        Err(ApiError::Missing {
+    match tickets::valid_id(id) {
+        true => Ok(id),
+        // Not echoed: it is whatever the path held.
+        false => Err(ApiError::Missing {
             code: "ticket_not_found",
-            detail: "no such ticket (a ticket id is a UUIDv7)".into(),
-        })
+            detail: "no such ticket (an id is a UUIDv7)".into(),
+        }),
     }
 }
 
@@ -188,31 +188,22 @@ async fn create(
     State(state): State<AppState>,
     Extension(admission): Extension<Admission>,
     body: Body,
-) -> Response {
-    let answer = async {
-        let tickets = of(&state)?;
-        let params = json_params(body).await?;
-        params.allow_only(crate::pipeline::params::TICKETS)?;
-        let n = params.u64(Param::N)?.unwrap_or(1);
-        if !(1..=u64::from(MAX_PER_CREATE)).contains(&n) {
-            return Err(ApiError::invalid(
-                "invalid_count",
-                "n",
-                format!("n must be in 1..={MAX_PER_CREATE}"),
-            ));
-        }
-        let show_result = params.flag(Param::ShowResult)?;
-        let caller = holder(&admission)?;
-        admission.caller.take_requests(n - 1)?;
-        let now = tickets::now_ms();
-        let ids = (0..n).map(|_| tickets::new_id(&state.service, now)).collect::<Result<Vec<_>, _>>()?;
-        let created = tickets.create(caller, ids, show_result).await?;
-        let views: Vec<View> = created.iter().map(|t| View::of(tickets, t)).collect();
-        Ok::<_, ApiError>(
-            (StatusCode::CREATED, Json(Page { tickets: views, next_after: None })).into_response(),
-        )
-    };
-    answer.await.unwrap_or_else(IntoResponse::into_response)
+) -> Result<Response, ApiError> {
+    let tickets = of(&state)?;
+    let params = json_params(body).await?;
+    params.allow_only(crate::pipeline::params::TICKETS)?;
+    let n = params.u64(Param::N)?.unwrap_or(1);
+    if !(1..=u64::from(MAX_PER_CREATE)).contains(&n) {
+        return Err(ApiError::invalid("invalid_count", "n", format!("n must be in 1..={MAX_PER_CREATE}")));
+    }
+    let show_result = params.flag(Param::ShowResult)?;
+    let caller = holder(&admission)?;
+    admission.caller.take_requests(n - 1)?;
+    let now = tickets::now_ms();
+    let ids = (0..n).map(|_| tickets::new_id(&state.service, now)).collect::<Result<Vec<_>, _>>()?;
+    let created = tickets.create(caller, ids, show_result).await?;
+    let views: Vec<View> = created.iter().map(|t| View::of(tickets, t)).collect();
+    Ok((StatusCode::CREATED, Json(Page { tickets: views, next_after: None })).into_response())
 }
 
 /// `GET /tickets?type=&after=&limit=`: the caller's tickets of one kind, a page.
@@ -220,45 +211,35 @@ async fn list(
     State(state): State<AppState>,
     Extension(admission): Extension<Admission>,
     request: Request,
-) -> Response {
+) -> Result<Response, ApiError> {
     let (parts, _) = request.into_parts();
-    let answer = async {
-        let tickets = of(&state)?;
-        let params = Params::of(&parts)?;
-        params.allow_only(&[Param::Type, Param::After, Param::Limit])?;
-        let kind = params.get(Param::Type).unwrap_or("singleton");
-        let kind = TicketKind::named(kind).ok_or_else(|| {
-            ApiError::invalid("invalid_type", "type", "type must be singleton, head or tail")
-        })?;
-        let limit = params.u64(Param::Limit)?.unwrap_or(100);
-        if !(1..=u64::from(MAX_PER_PAGE)).contains(&limit) {
-            return Err(ApiError::invalid(
-                "invalid_limit",
-                "limit",
-                format!("limit must be in 1..={MAX_PER_PAGE}"),
-            ));
-        }
-        let after = params.get(Param::After).unwrap_or("");
-        let page = tickets.list(holder(&admission)?, kind, after, limit as u32).await?;
-        let next_after = (page.len() as u64 == limit).then(|| page.last().map(|t| t.id.clone())).flatten();
-        let views = page.iter().map(|t| View::of(tickets, t)).collect();
-        Ok::<_, ApiError>(Json(Page { tickets: views, next_after }).into_response())
-    };
-    answer.await.unwrap_or_else(IntoResponse::into_response)
+    let tickets = of(&state)?;
+    let params = Params::of(&parts)?;
+    params.allow_only(&[Param::Type, Param::After, Param::Limit])?;
+    let kind = params.get(Param::Type).unwrap_or("singleton");
+    let kind = TicketKind::named(kind)
+        .ok_or_else(|| ApiError::invalid("invalid_type", "type", "type must be singleton, head or tail"))?;
+    let limit = params.u64(Param::Limit)?.unwrap_or(100);
+    if !(1..=u64::from(MAX_PER_PAGE)).contains(&limit) {
+        return Err(ApiError::invalid(
+            "invalid_limit",
+            "limit",
+            format!("limit must be in 1..={MAX_PER_PAGE}"),
+        ));
+    }
+    let after = params.get(Param::After).unwrap_or("");
+    let page = tickets.list(holder(&admission)?, kind, after, limit as u32).await?;
+    let next_after = (page.len() as u64 == limit).then(|| page.last().map(|t| t.id.clone())).flatten();
+    let views = page.iter().map(|t| View::of(tickets, t)).collect();
+    Ok(Json(Page { tickets: views, next_after }).into_response())
 }
 
 /// `GET /tickets/{id}`: public. The ticket, and its answer (`result`: null while unused) when
 /// shown or revealed; no `result` member when hidden.
-async fn show(State(state): State<AppState>, Path(id): Path<String>) -> Response {
-    let answer = async {
-        let tickets = of(&state)?;
-        let ticket = tickets.get(ticket_id(&id)?).await?.ok_or_else(|| ApiError::Missing {
-            code: "ticket_not_found",
-            detail: format!("no ticket {id}"),
-        })?;
-        Ok::<_, ApiError>(json_with_result(&View::of(tickets, &ticket), &ticket))
-    };
-    answer.await.unwrap_or_else(IntoResponse::into_response)
+async fn show(State(state): State<AppState>, Path(id): Path<String>) -> Result<Response, ApiError> {
+    let tickets = of(&state)?;
+    let ticket = tickets.get(ticket_id(&id)?).await?.ok_or_else(|| tickets::not_found(&id))?;
+    Ok(json_with_result(&View::of(tickets, &ticket), &ticket))
 }
 
 /// `POST /tickets/{id}/reveal`: `{"revealed": n}`.
@@ -266,14 +247,11 @@ async fn reveal(
     State(state): State<AppState>,
     Extension(admission): Extension<Admission>,
     Path(id): Path<String>,
-) -> Response {
-    let answer = async {
-        let tickets = of(&state)?;
-        let caller = holder(&admission)?;
-        let revealed = tickets.reveal(caller, ticket_id(&id)?).await?;
-        Ok::<_, ApiError>(Json(serde_json::json!({ "revealed": revealed })).into_response())
-    };
-    answer.await.unwrap_or_else(IntoResponse::into_response)
+) -> Result<Response, ApiError> {
+    let tickets = of(&state)?;
+    let caller = holder(&admission)?;
+    let revealed = tickets.reveal(caller, ticket_id(&id)?).await?;
+    Ok(Json(serde_json::json!({ "revealed": revealed })).into_response())
 }
 
 /// `GET /results/{serial}`: the kept answer, byte for byte, to its caller.
@@ -281,20 +259,17 @@ async fn result(
     State(state): State<AppState>,
     Extension(admission): Extension<Admission>,
     Path(serial): Path<String>,
-) -> Response {
-    let answer = async {
-        let tickets = of(&state)?;
-        let missing = || ApiError::Missing {
-            code: "result_not_found",
-            detail: "no such kept result of this caller".into(),
-        };
-        if uuid::Uuid::try_parse(&serial).is_err() {
-            return Err(missing());
-        }
-        let body = tickets.result(holder(&admission)?, &serial).await?.ok_or_else(missing)?;
-        Ok::<_, ApiError>(pipeline::response(Body::from(body), "application/json"))
+) -> Result<Response, ApiError> {
+    let tickets = of(&state)?;
+    let missing = || ApiError::Missing {
+        code: "result_not_found",
+        detail: "no such kept result of this caller".into(),
     };
-    answer.await.unwrap_or_else(IntoResponse::into_response)
+    if uuid::Uuid::try_parse(&serial).is_err() {
+        return Err(missing());
+    }
+    let body = tickets.result(holder(&admission)?, &serial).await?.ok_or_else(missing)?;
+    Ok(pipeline::response(Body::from(body), "application/json"))
 }
 
 /// A page of tickets.
