@@ -34,13 +34,14 @@ LAYERS = [
     ["beacon"],  # the drand-compatible beacon: BLS rounds by the clock (no I/O, no HTTP)
     ["route"],  # routes as names
     ["config"],  # typed, layered settings
+    ["tls_client"],  # TLS as drbgd's clients speak it (roots, provider)
     ["telemetry"],  # logging, access and audit lines, request ids
     ["error"],  # the domain error and its codes
     ["metrics"],  # the Prometheus series
     ["callers"],  # who asks, what they may ask, how much
     ["service"],  # typed request -> output
     ["receipts"],  # signed receipts of output: keys, canonical JSON, signatures
-    ["tickets"],  # single-use tickets and the results kept for them, in their SQLite store
+    ["tickets"],  # single-use tickets and the results kept for them (SQLite, PostgreSQL)
     ["state", "memory", "vmgenid"],  # the shared handle; heap trimming; VM generation listener
     ["pipeline"],  # the call pipeline both transports share (reads the endpoints through a trait)
     ["http"],  # the registry's rows, endpoints, REST, the drop-in front-ends

@@ -119,10 +119,14 @@ impl App {
         .context("render the OpenAPI document")?;
         let service = Service::new(pool.clone(), metrics.clone(), rules);
         let tickets = match settings.tickets.enabled {
-            true => Some(Arc::new(
-                crate::tickets::Tickets::open(&settings.tickets, &service)
-                    .with_context(|| format!("cannot open the tickets' store {}", settings.tickets.path))?,
-            )),
+            true => {
+                metrics.register_tickets();
+                let series = metrics.tickets.clone();
+                let opened =
+                    crate::tickets::Tickets::open(&settings.tickets, &settings.results, &service, series)
+                        .await;
+                Some(Arc::new(opened.context("cannot open the tickets' store ([results])")?))
+            }
             false => None,
         };
         let state = AppState::new(Inner {
@@ -207,6 +211,10 @@ impl App {
         // A shared quota store is heard from once before serving (within its deadline: an
         // unreachable one is a fallback, not a reason not to start), then kept current.
         self.state.callers.join_store().await;
+        if let Some(tickets) = self.state.tickets.clone() {
+            tickets.measure().await;
+            tokio::spawn(async move { tickets.upkeep().await });
+        }
         let store_keeper = {
             let state = self.state.clone();
             tokio::spawn(async move { state.callers.keep_store().await })

@@ -5,6 +5,7 @@ pub mod beacon;
 pub mod callers;
 pub mod error;
 pub mod quota;
+pub mod results;
 pub mod tickets;
 pub mod tracing;
 
@@ -62,6 +63,9 @@ pub struct Settings {
     /// Single-use tickets and the results kept for them (off by default).
     #[serde(default)]
     pub tickets: tickets::TicketsSettings,
+    /// Where tickets and kept results live (SQLite by default), and how long results stay.
+    #[serde(default)]
+    pub results: results::ResultsSettings,
     /// Named callers: `[callers.<name>]` with credentials, policy and quota ([`callers`]).
     /// None by default.
     #[serde(default)]
@@ -627,6 +631,7 @@ impl Settings {
         self.validate_front_ends()?;
         self.validate_receipts()?;
         self.tickets.validate(self.receipts.enabled, self.auth.enabled)?;
+        self.results.validate()?;
         self.tracing.validate()?;
         self.beacon.validate()?;
         self.quota.validate()

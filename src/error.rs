@@ -148,6 +148,10 @@ pub enum ApiError {
     /// 503: the store that must hold a result (the tickets') could not; nothing was kept.
     #[error("the store that keeps tickets and results is unavailable; nothing was kept")]
     StoreUnavailable,
+    /// 503: the store that must hold a result holds `results.max_bytes` already; nothing was
+    /// kept.
+    #[error("the store that keeps tickets and results is full ([results] max_bytes); nothing was kept")]
+    StoreFull,
     /// 405: the route exists but not with this method.
     #[error("method not allowed on this resource")]
     MethodNotAllowed,
@@ -190,6 +194,7 @@ impl ApiError {
             ApiError::AuditUnavailable => "audit_unavailable",
             ApiError::QuotaStoreUnavailable => "quota_store_unavailable",
             ApiError::StoreUnavailable => "store_unavailable",
+            ApiError::StoreFull => "store_full",
             ApiError::EntropyUnavailable => "entropy_unavailable",
             ApiError::GeneratorFailed => "generator_failed",
             ApiError::NotReady => "not_ready",
@@ -222,6 +227,7 @@ impl ApiError {
             | ApiError::AuditUnavailable
             | ApiError::QuotaStoreUnavailable
             | ApiError::StoreUnavailable
+            | ApiError::StoreFull
             | ApiError::Timeout
             | ApiError::EntropyUnavailable
             | ApiError::GeneratorFailed
@@ -252,6 +258,7 @@ impl ApiError {
             | ApiError::SelfTestFailed { .. }
             | ApiError::AuditUnavailable
             | ApiError::StoreUnavailable
+            | ApiError::StoreFull
             | ApiError::QuotaStoreUnavailable => tonic::Code::Unavailable,
         }
     }

@@ -28,6 +28,7 @@
 //! - [`app`], [`server`], [`shutdown`], [`state`]: wiring, the connection loop, signals, shared
 //!   state.
 //! - [`tls`]: optional rustls for the API listener, with client certificates (reloadable).
+//! - [`tls_client`]: TLS as drbgd's clients speak it (`drbgd verify --jwks`, the PostgreSQL store).
 //! - [`reload`]: reloads callers and TLS on SIGHUP and when their files change.
 //! - [`vmgenid`]: reseeds every generator when the VM is cloned or restored from a snapshot.
 //! - [`cli`], [`telemetry`]: the command line and logging.
@@ -59,4 +60,5 @@ pub mod state;
 pub mod telemetry;
 pub mod tickets;
 pub mod tls;
+pub mod tls_client;
 pub mod vmgenid;

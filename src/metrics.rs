@@ -82,6 +82,8 @@ pub struct Metrics {
     pub caller_denials: IntCounterVec,
     /// The shared quota store's series (`[quota] store = "redis"`).
     pub quota_store: QuotaStoreSeries,
+    /// The tickets' and kept results' series (registered with `[tickets] enabled`).
+    pub tickets: TicketSeries,
     /// Each algorithm's series, resolved on first use (see [`AlgSeries`]).
     per_alg: [OnceLock<AlgSeries>; Algorithm::ALL.len()],
     /// `http_duration` of status 200 per (route, algorithm or none), resolved on first use.
@@ -102,6 +104,59 @@ pub struct QuotaStoreSeries {
     pub errors: IntCounterVec,
     /// `drbgd_quota_store_fallback_seconds_total`: time spent falling back.
     pub fallback_seconds: prometheus::Counter,
+}
+
+/// The tickets' and their store's series.
+#[derive(Debug, Clone)]
+pub struct TicketSeries {
+    /// `drbgd_tickets_total{event}`: created, used, replayed (a retry answered its stored answer).
+    pub events: IntCounterVec,
+    /// `drbgd_ticket_refusals_total{code}`: draws, creations and reveals refused, by code.
+    pub refusals: IntCounterVec,
+    /// `drbgd_results_store_duration_seconds{op}`: each store call, errors included.
+    pub duration: HistogramVec,
+    /// `drbgd_results_store_errors_total{op}`: store calls that failed or timed out.
+    pub errors: IntCounterVec,
+    /// `drbgd_results_swept_total`: kept results deleted past their retention.
+    pub swept: IntCounter,
+    /// `drbgd_results_store_bytes`: what the store holds, as last measured.
+    pub bytes: IntGauge,
+    /// `drbgd_results_store_full`: 1 while the store holds `results.max_bytes` or more.
+    pub full: IntGauge,
+}
+
+impl TicketSeries {
+    fn new() -> Self {
+        let single = |name: &str, help: &str| {
+            IntCounter::with_opts(Opts::new(name, help).namespace("drbgd")).expect("valid counter")
+        };
+        TicketSeries {
+            events: counter(
+                "tickets_total",
+                "Tickets by event: created, used (a draw kept under it), replayed (a retry answered the stored answer).",
+                &["event"],
+            ),
+            refusals: counter(
+                "ticket_refusals_total",
+                "Ticket calls refused, by code (ticket_used, ticket_not_yours, ticket_expired, too_many_tickets, store_unavailable, store_full, ...).",
+                &["code"],
+            ),
+            duration: histogram(
+                "results_store_duration_seconds",
+                "Calls to the tickets' store by operation, failures included.",
+                &["op"],
+                &[0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5],
+            ),
+            errors: counter(
+                "results_store_errors_total",
+                "Calls to the tickets' store that failed or passed results.timeout_ms, by operation.",
+                &["op"],
+            ),
+            swept: single("results_swept_total", "Kept results deleted past results.retention_days."),
+            bytes: gauge("results_store_bytes", "Bytes the tickets' store holds, as last measured."),
+            full: gauge("results_store_full", "1 while the tickets' store holds results.max_bytes or more."),
+        }
+    }
 }
 
 /// The series of one algorithm, kept once resolved: the request path does not hash label
@@ -261,6 +316,7 @@ impl Metrics {
             caller_output_bytes,
             caller_denials,
             quota_store: QuotaStoreSeries::new(),
+            tickets: TicketSeries::new(),
             per_alg: Default::default(),
             http_ok: (0..(MAX_ROUTE_LABELS + 1) * (Algorithm::ALL.len() + 1))
                 .map(|_| OnceLock::new())
@@ -303,6 +359,26 @@ impl Metrics {
         #[cfg(target_os = "linux")]
         r.register(Box::new(prometheus::process_collector::ProcessCollector::for_self()))
             .expect("unique metric names");
+    }
+
+    /// Registers the tickets' series: only with `[tickets] enabled`.
+    pub fn register_tickets(&self) {
+        let t = &self.tickets;
+        let collectors: [Box<dyn Collector>; 7] = [
+            Box::new(t.events.clone()),
+            Box::new(t.refusals.clone()),
+            Box::new(t.duration.clone()),
+            Box::new(t.errors.clone()),
+            Box::new(t.swept.clone()),
+            Box::new(t.bytes.clone()),
+            Box::new(t.full.clone()),
+        ];
+        for c in collectors {
+            let _ = self.registry.register(c);
+        }
+        for event in ["created", "used", "replayed"] {
+            t.events.with_label_values(&[event]);
+        }
     }
 
     /// Registers the quota store's series: only with a shared store, so a replica alone

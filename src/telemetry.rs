@@ -175,7 +175,7 @@ impl Access<'_> {
     /// The audit line of the same request (`transport`: `http`).
     pub fn audit(&self, transport: &'static str) -> Audit<'_> {
         let Access { request_id, trace_id, caller, route, alg, n, status, code, .. } = *self;
-        Audit { transport, request_id, trace_id, caller, route, alg, n, status, code, serial: "" }
+        Audit { transport, request_id, trace_id, caller, route, alg, n, status, code, serial: "", ticket: "" }
     }
 
     /// The line as a tracing event (JSON lines, a terminal, tests).
@@ -224,30 +224,35 @@ pub struct Audit<'a> {
     pub code: &'a str,
     /// The serial of the signed receipt served, empty for none (the field is then left out).
     pub serial: &'a str,
+    /// The ticket the draw used, empty for none (the field is then left out).
+    pub ticket: &'a str,
 }
 
 impl<'a> Audit<'a> {
-    /// The same line naming the serial of the receipt served (empty: none).
+    /// The same line naming the serial of the receipt served and the ticket it used (empty:
+    /// none).
     #[must_use]
-    pub fn with_serial(self, serial: &'a str) -> Self {
-        Audit { serial, ..self }
+    pub fn with_receipt(self, serial: &'a str, ticket: &'a str) -> Self {
+        Audit { serial, ticket, ..self }
     }
 
     /// Writes the line.
     pub fn log(&self) {
-        let Audit { transport, request_id, trace_id, caller, route, alg, n, status, code, serial } = *self;
-        // A field recorded only when there is a receipt.
+        let Audit { transport, request_id, trace_id, caller, route, alg, n, status, code, serial, ticket } =
+            *self;
+        // Fields recorded only when there is a receipt, a ticket.
         let serial = (!serial.is_empty()).then_some(serial);
+        let ticket = (!ticket.is_empty()).then_some(ticket);
         if trace_id.is_empty() {
             tracing::info!(
                 target: AUDIT_TARGET,
-                transport, request_id, caller, route, alg, n, status, code, serial,
+                transport, request_id, caller, route, alg, n, status, code, serial, ticket,
                 "audit"
             );
         } else {
             tracing::info!(
                 target: AUDIT_TARGET,
-                transport, request_id, trace_id, caller, route, alg, n, status, code, serial,
+                transport, request_id, trace_id, caller, route, alg, n, status, code, serial, ticket,
                 "audit"
             );
         }

@@ -11,13 +11,17 @@
 //! successor.
 //!
 //! This module owns the domain and its rules (who may use or reveal which ticket, expiry, the
-//! cap on unused tickets, the digest that tells a retry from another draw); the file it keeps
-//! them in is `tickets/sqlite.rs`'s. Ids are UUIDv7 (RFC 9562) with 74 random bits from
-//! drbgd's own generator, as receipt serials are: an id shows when its ticket was created.
+//! cap on unused tickets, the digest that tells a retry from another draw, retention and the
+//! store's size bound); where they are kept is a [`store::TicketStore`]'s (SQLite by default,
+//! PostgreSQL for a fleet). Ids are UUIDv7 (RFC 9562) with 74 random bits from drbgd's own
+//! generator, as receipt serials are: an id shows when its ticket was created.
 
+pub mod postgres;
 pub mod sqlite;
+pub mod store;
 mod ticket;
 
+pub use store::{StoreError, TicketStore, Use};
 pub use ticket::{Ticket, TicketKind};
 
 use std::collections::HashMap;
@@ -26,10 +30,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use sha2::{Digest, Sha256, Sha512};
 
+use crate::config::results::{ResultsSettings, ResultsStore};
 use crate::config::tickets::TicketsSettings;
 use crate::error::ApiError;
+use crate::metrics::TicketSeries;
 use crate::service::Service;
-use sqlite::{Sqlite, StoreError};
 
 /// Most tickets one `POST /tickets` creates (RANDOM.ORG's `n`: 1 to 50).
 pub const MAX_PER_CREATE: u32 = 50;
@@ -47,35 +52,29 @@ pub enum Lookup {
         digest: Vec<u8>,
         /// Its receipt's serial.
         serial: String,
-        /// Its answer, byte for byte.
-        result: Vec<u8>,
+        /// Its answer, byte for byte (none once swept past its retention).
+        result: Option<Vec<u8>>,
         /// The ticket its use created.
         next_id: Option<String>,
     },
 }
 
-/// A used ticket's draw, to keep with it.
-#[derive(Debug, Clone)]
-pub struct Use {
-    /// The ticket.
-    pub id: String,
-    /// Its caller.
-    pub caller: String,
-    /// The request's digest ([`request_digest`]).
-    pub digest: Vec<u8>,
-    /// The receipt's serial.
-    pub serial: String,
-    /// The answer, byte for byte.
-    pub result: Vec<u8>,
-    /// The successor's id.
-    pub next_id: String,
-}
+/// Kept results deleted by one sweep call at most (a sweep is a loop of them).
+const SWEEP_BATCH: u32 = 1000;
+/// How often the store's size is measured (and the sweep runs every [`SWEEP_EVERY`] of them).
+const MEASURE_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+/// Measurements between sweeps (a minute).
+const SWEEP_EVERY: u32 = 12;
 
 /// The tickets of this server: the store, the settings, the key of callers' hashes, and one
 /// lock a ticket in use.
 pub struct Tickets {
-    store: Sqlite,
+    store: Box<dyn TicketStore>,
     settings: TicketsSettings,
+    results: ResultsSettings,
+    series: TicketSeries,
+    /// The store held `results.max_bytes` or more when last measured.
+    full: std::sync::atomic::AtomicBool,
     /// The store's own secret: callers' hashes are keyed with it ([`Tickets::caller_hash`]).
     hash_key: zeroize::Zeroizing<Vec<u8>>,
     /// The tickets in use, by id (entries no draw holds are swept as the map grows).
@@ -87,7 +86,10 @@ pub struct Tickets {
 /// Shows the settings, never a ticket.
 impl std::fmt::Debug for Tickets {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Tickets").field("settings", &self.settings).finish_non_exhaustive()
+        f.debug_struct("Tickets")
+            .field("settings", &self.settings)
+            .field("store", &self.store)
+            .finish_non_exhaustive()
     }
 }
 
@@ -139,21 +141,68 @@ pub fn request_digest<'a>(
 }
 
 impl Tickets {
-    /// The tickets of `settings`, their file opened (created 0600 with its schema).
+    /// The tickets of `settings`, kept where `results` says (a SQLite file created 0600 with
+    /// its schema, or a PostgreSQL database whose schema is created or checked now).
     ///
     /// # Errors
-    /// The file cannot be opened or created.
-    pub fn open(settings: &TicketsSettings, service: &Service) -> anyhow::Result<Tickets> {
+    /// The store cannot be opened, reached within its deadline, or its schema made.
+    pub async fn open(
+        settings: &TicketsSettings,
+        results: &ResultsSettings,
+        service: &Service,
+        series: TicketSeries,
+    ) -> anyhow::Result<Tickets> {
         let mut fresh = zeroize::Zeroizing::new([0u8; 32]);
         service.fill_own(&mut *fresh).map_err(|e| anyhow::anyhow!("no key for callers' hashes: {e}"))?;
-        let (store, key) = Sqlite::open(std::path::Path::new(&settings.path), &*fresh)?;
+        let (store, key): (Box<dyn TicketStore>, Vec<u8>) = match results.store {
+            ResultsStore::Sqlite => {
+                let (store, key) = sqlite::Sqlite::open(std::path::Path::new(&results.path), &*fresh)?;
+                (Box::new(store), key)
+            }
+            ResultsStore::Postgres => {
+                let (store, key) = postgres::Postgres::open(results, &*fresh).await?;
+                (Box::new(store), key)
+            }
+        };
         Ok(Tickets {
             store,
             settings: settings.clone(),
+            results: results.clone(),
+            series,
+            full: std::sync::atomic::AtomicBool::new(false),
             hash_key: zeroize::Zeroizing::new(key),
             held: Mutex::new(HashMap::new()),
             sweep_at: std::sync::atomic::AtomicUsize::new(1024),
         })
+    }
+
+    /// The series this counts in.
+    pub fn series(&self) -> &TicketSeries {
+        &self.series
+    }
+
+    /// `call`, timed as store operation `op` and bounded by `results.timeout_ms`.
+    async fn timed<T>(
+        &self,
+        op: &'static str,
+        call: impl Future<Output = Result<T, StoreError>>,
+    ) -> Result<T, StoreError> {
+        let start = std::time::Instant::now();
+        let deadline = std::time::Duration::from_millis(self.results.timeout_ms);
+        let done = tokio::time::timeout(deadline, call).await.unwrap_or(Err(StoreError));
+        self.series.duration.with_label_values(&[op]).observe(start.elapsed().as_secs_f64());
+        if done.is_err() {
+            self.series.errors.with_label_values(&[op]).inc();
+        }
+        done
+    }
+
+    /// 503 `store_full` while the store holds `results.max_bytes` or more.
+    fn room(&self) -> Result<(), ApiError> {
+        match self.full.load(std::sync::atomic::Ordering::Relaxed) {
+            true => Err(ApiError::StoreFull),
+            false => Ok(()),
+        }
     }
 
     /// How a ticket shows its caller: base64 of the HMAC-SHA-512 of its name keyed with the
@@ -167,11 +216,11 @@ impl Tickets {
         data_encoding::BASE64.encode(&mac.finalize().into_bytes())
     }
 
-    /// Holds ticket `id` for a draw: concurrent uses of one ticket are taken one after the
-    /// other, so an identical request waits for the first one's stored answer instead of
-    /// drawing. (A chain cannot fork anyway: a ticket is used, and its one successor made, by
-    /// one conditional update; uses of different tickets go on side by side, and their commits
-    /// are grouped.)
+    /// Holds ticket `id` for a draw: concurrent uses of one ticket in this process are taken
+    /// one after the other, so an identical request waits for the first one's stored answer
+    /// instead of drawing. (A chain cannot fork anyway: a ticket is used, and its one successor
+    /// made, by one conditional update, which also settles uses from other replicas; uses of
+    /// different tickets go on side by side.)
     pub async fn hold(&self, id: &str) -> tokio::sync::OwnedMutexGuard<()> {
         let lock = {
             let mut chains = self.held.lock().unwrap_or_else(PoisonError::into_inner);
@@ -201,37 +250,30 @@ impl Tickets {
     /// unused ones (counted and inserted in one transaction).
     ///
     /// # Errors
-    /// 409 `too_many_tickets`; 503 `store_unavailable`.
+    /// 409 `too_many_tickets`; 503 `store_unavailable`, `store_full`.
     pub async fn create(
         &self,
         caller: &str,
         ids: Vec<String>,
         show_result: bool,
     ) -> Result<Vec<Ticket>, ApiError> {
+        self.room()?;
         let now = now_ms();
         let expires_ms = self.expiry(now);
         let tickets: Vec<Ticket> =
             ids.into_iter().map(|id| Ticket::new(id, caller, show_result, now, expires_ms)).collect();
-        let (max, owner, rows) = (u64::from(self.settings.max_unused), caller.to_owned(), tickets.clone());
-        let held = self
-            .store
-            .call(move |c| {
-                let held = sqlite::unused(c, &owner, now)?;
-                if held + rows.len() as u64 > max {
-                    return Ok(Some(held));
-                }
-                rows.iter().try_for_each(|t| sqlite::insert(c, t))?;
-                Ok(None)
-            })
-            .await?;
-        match held {
+        let max = u64::from(self.settings.max_unused);
+        match self.timed("create", self.store.create(tickets.clone(), max, now)).await? {
             Some(held) => Err(ApiError::Conflict {
                 code: "too_many_tickets",
                 detail: format!(
                     "this caller holds {held} unused tickets; at most {max} ([tickets] max_unused)"
                 ),
             }),
-            None => Ok(tickets),
+            None => {
+                self.series.events.with_label_values(&["created"]).inc_by(tickets.len() as u64);
+                Ok(tickets)
+            }
         }
     }
 
@@ -240,21 +282,20 @@ impl Tickets {
     /// # Errors
     /// 404 `ticket_not_found`, 403 `ticket_not_yours`, 410 `ticket_expired`; 503.
     pub async fn lookup(&self, caller: &str, id: &str) -> Result<Lookup, ApiError> {
-        let key = id.to_owned();
-        let found =
-            self.store.call(move |c| Ok((sqlite::ticket(c, &key)?, sqlite::digest(c, &key)?))).await?;
-        let (Some(ticket), digest) = found else { return Err(not_found(id)) };
+        let ticket = self.timed("find", self.store.find(id.to_owned())).await?;
+        let Some(ticket) = ticket else { return Err(not_found(id)) };
         if ticket.caller != caller {
             return Err(ApiError::forbidden("ticket_not_yours", format!("ticket {id} is another caller's")));
         }
         if ticket.used_ms.is_some() {
-            // A use is its digest, serial and answer, kept in one commit: one without them is a
-            // store that is not whole, and nothing is drawn under it.
-            let (Some(serial), Some(result), Some(digest)) = (ticket.serial, ticket.result, digest) else {
-                tracing::error!(ticket = id, "a used ticket without its kept answer");
+            // A use is its digest, serial and answer, kept in one commit: one without its digest
+            // or serial is a store that is not whole, and nothing is drawn under it. (Its answer
+            // alone goes, with its retention.)
+            let (Some(serial), Some(digest)) = (ticket.serial, ticket.digest) else {
+                tracing::error!(ticket = id, "a used ticket without its digest or serial");
                 return Err(ApiError::StoreUnavailable);
             };
-            return Ok(Lookup::Used { digest, serial, result, next_id: ticket.next_id });
+            return Ok(Lookup::Used { digest, serial, result: ticket.result, next_id: ticket.next_id });
         }
         if ticket.expires_ms.is_some_and(|at| at <= now_ms()) {
             return Err(ApiError::Gone {
@@ -266,40 +307,34 @@ impl Tickets {
     }
 
     /// Keeps `used`: the ticket marked used with its digest and serial, its answer stored, its
-    /// successor created, all in one transaction, committed before this returns. `None`: the
-    /// ticket was used already (by a request that got there first) or expired in the meantime
-    /// (what [`Tickets::lookup`] finds now); nothing of `used` was kept.
+    /// successor created, all in one transaction, committed before this returns. `false`: the
+    /// ticket was used already (by a request that got there first, here or on another replica)
+    /// or expired in the meantime (what [`Tickets::lookup`] finds now); nothing of `used` was
+    /// kept. When the store's answer is lost (a failure or a timeout around the commit), the
+    /// ticket is read back: kept with this serial is kept, anything else is 503.
     ///
     /// # Errors
-    /// 503 `store_unavailable`: nothing was kept, the ticket is unused.
-    pub async fn settle(&self, used: Use) -> Result<Option<()>, ApiError> {
+    /// 503 `store_unavailable` (nothing of `used` is kept as far as this server can tell),
+    /// `store_full`.
+    pub async fn settle(&self, used: Use) -> Result<bool, ApiError> {
+        self.room()?;
         let now = now_ms();
         let expires_ms = self.expiry(now);
-        self.store
-            .call(move |c| {
-                // Unused, the caller's, and not expired (a draw that crossed its expiry keeps
-                // nothing: the ticket is then found expired).
-                let marked = c.execute(
-                    "UPDATE tickets SET used_ms = ?2, digest = ?3, serial = ?4, next_id = ?5 \
-                     WHERE id = ?1 AND caller = ?6 AND used_ms IS NULL AND (expires_ms IS NULL OR expires_ms > ?2)",
-                    rusqlite::params![used.id, now, used.digest, used.serial, used.next_id, used.caller],
-                )?;
-                if marked == 0 {
-                    return Ok(None);
+        let (id, serial) = (used.id.clone(), used.serial.clone());
+        let kept = match self.timed("settle", self.store.settle(used, now, expires_ms)).await {
+            Ok(kept) => kept,
+            Err(StoreError) => match self.timed("find", self.store.find(id.clone())).await {
+                Ok(Some(t)) if t.serial.as_deref() == Some(serial.as_str()) => {
+                    tracing::warn!(ticket = id, "a use whose commit was not acknowledged was found kept");
+                    true
                 }
-                c.execute(
-                    "INSERT INTO results (serial, caller, ticket_id, created_ms, body) VALUES (?1, ?2, ?3, ?4, ?5)",
-                    rusqlite::params![used.serial, used.caller, used.id, now, used.result],
-                )?;
-                c.execute(
-                    "INSERT INTO tickets (id, caller, show_result, created_ms, expires_ms, previous_id) \
-                     SELECT ?1, caller, show_result, ?2, ?3, id FROM tickets WHERE id = ?4",
-                    rusqlite::params![used.next_id, now, expires_ms, used.id],
-                )?;
-                Ok(Some(()))
-            })
-            .await
-            .map_err(ApiError::from)
+                _ => return Err(ApiError::StoreUnavailable),
+            },
+        };
+        if kept {
+            self.series.events.with_label_values(&["used"]).inc();
+        }
+        Ok(kept)
     }
 
     /// The ticket `id`, for anyone.
@@ -307,8 +342,7 @@ impl Tickets {
     /// # Errors
     /// 503.
     pub async fn get(&self, id: &str) -> Result<Option<Ticket>, ApiError> {
-        let key = id.to_owned();
-        Ok(self.store.call(move |c| sqlite::ticket(c, &key)).await?)
+        Ok(self.timed("find", self.store.find(id.to_owned())).await?)
     }
 
     /// Reveals `caller`'s used ticket `id` and its predecessors: their results become anyone's
@@ -328,19 +362,7 @@ impl Tickets {
                 detail: format!("ticket {id} is not used yet: there is no result to reveal"),
             });
         }
-        let key = id.to_owned();
-        Ok(self
-            .store
-            .call(move |c| {
-                c.execute(
-                    "WITH RECURSIVE chain(id) AS (SELECT ?1 UNION SELECT t.previous_id FROM tickets t \
-                     JOIN chain ON t.id = chain.id WHERE t.previous_id IS NOT NULL) \
-                     UPDATE tickets SET revealed = 1 WHERE id IN chain AND used_ms IS NOT NULL \
-                     AND show_result = 0 AND revealed = 0",
-                    [key],
-                )
-            })
-            .await? as u64)
+        Ok(self.timed("reveal", self.store.reveal(id.to_owned())).await?)
     }
 
     /// `caller`'s tickets of `kind`, ids after `after`, `limit` of them at most.
@@ -354,8 +376,8 @@ impl Tickets {
         after: &str,
         limit: u32,
     ) -> Result<Vec<Ticket>, ApiError> {
-        let (owner, after) = (caller.to_owned(), after.to_owned());
-        Ok(self.store.call(move |c| sqlite::list(c, &owner, kind, &after, limit)).await?)
+        let call = self.store.list(caller.to_owned(), kind, after.to_owned(), limit);
+        Ok(self.timed("list", call).await?)
     }
 
     /// The kept answer of serial `serial`, for its caller only (another's is not found).
@@ -363,17 +385,51 @@ impl Tickets {
     /// # Errors
     /// 503.
     pub async fn result(&self, caller: &str, serial: &str) -> Result<Option<Vec<u8>>, ApiError> {
-        let (owner, key) = (caller.to_owned(), serial.to_owned());
-        Ok(self
-            .store
-            .call(move |c| {
-                use rusqlite::OptionalExtension;
-                c.query_row("SELECT body FROM results WHERE serial = ?1 AND caller = ?2", [key, owner], |r| {
-                    r.get(0)
-                })
-                .optional()
-            })
-            .await?)
+        Ok(self.timed("result", self.store.result(caller.to_owned(), serial.to_owned())).await?)
+    }
+
+    /// For ever, while serving: the store's size measured every few seconds (past
+    /// `results.max_bytes`, writes are refused until it is back under), and results past their
+    /// retention swept every minute, a batch at a time.
+    pub async fn upkeep(&self) {
+        let mut tick = tokio::time::interval(MEASURE_EVERY);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        for round in 0u32.. {
+            tick.tick().await;
+            if round % SWEEP_EVERY == 0 {
+                self.sweep().await;
+            }
+            self.measure().await;
+        }
+    }
+
+    /// Measures the store's size, and whether it is full.
+    pub async fn measure(&self) {
+        let Ok(bytes) = self.timed("size", self.store.size()).await else { return };
+        let full = bytes >= self.results.max_bytes;
+        if full != self.full.swap(full, std::sync::atomic::Ordering::Relaxed) && full {
+            tracing::error!(
+                bytes,
+                max_bytes = self.results.max_bytes,
+                "the tickets' store is full: new tickets and ticketed draws are refused (503 store_full)"
+            );
+        }
+        self.series.bytes.set(i64::try_from(bytes).unwrap_or(i64::MAX));
+        self.series.full.set(i64::from(full));
+    }
+
+    /// Deletes the results past their retention, a batch at a time: how many.
+    pub async fn sweep(&self) -> u64 {
+        let before = now_ms().saturating_sub(self.results.retention_ms());
+        let mut swept = 0;
+        while let Ok(n) = self.timed("sweep", self.store.sweep(before, SWEEP_BATCH)).await {
+            swept += n;
+            self.series.swept.inc_by(n);
+            if n < u64::from(SWEEP_BATCH) {
+                break;
+            }
+        }
+        swept
     }
 }
 

@@ -15,8 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail, ensure};
-use rustls_pki_types::pem::PemObject;
-use rustls_pki_types::{CertificateDer, ServerName};
+use rustls_pki_types::ServerName;
 use tokio_rustls::rustls;
 use url::Position;
 
@@ -55,7 +54,8 @@ pub fn get(url: &str, ca: Option<&Path>) -> anyhow::Result<Vec<u8>> {
     );
     let response = if tls {
         let name = ServerName::try_from(host.clone()).with_context(|| format!("{url}: not a host name"))?;
-        let connection = rustls::ClientConnection::new(Arc::new(client_config(ca)?), name)?;
+        let connection =
+            rustls::ClientConnection::new(Arc::new(crate::tls_client::client_config(ca, "--ca")?), name)?;
         let mut stream = rustls::StreamOwned::new(connection, stream);
         stream.write_all(request.as_bytes()).with_context(|| format!("{url}: TLS"))?;
         read_to_end(&mut stream)?
@@ -113,25 +113,6 @@ impl Target {
         let request_target = parsed[Position::BeforePath..Position::AfterQuery].to_owned();
         Ok(Target { tls, host, port, request_target, authority })
     }
-}
-
-/// Roots from the PEM file `ca`, or the Mozilla roots.
-fn client_config(ca: Option<&Path>) -> anyhow::Result<rustls::ClientConfig> {
-    let mut roots = rustls::RootCertStore::empty();
-    match ca {
-        Some(path) => {
-            let context = || format!("--ca {}", path.display());
-            for cert in CertificateDer::pem_file_iter(path).with_context(context)? {
-                roots.add(cert.with_context(context)?).with_context(context)?;
-            }
-        }
-        None => roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned()),
-    }
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    Ok(rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()?
-        .with_root_certificates(roots)
-        .with_no_client_auth())
 }
 
 /// Everything `stream` sends until it closes, at most [`MOST`] bytes. A TLS peer that closes

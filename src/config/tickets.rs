@@ -1,5 +1,5 @@
-//! `[tickets]`: single-use tickets and the signed results kept for them (docs/tickets.md), in an
-//! embedded SQLite file.
+//! `[tickets]`: single-use tickets and the signed results kept for them (docs/tickets.md); where
+//! they live is `[results]`'s.
 
 use serde::{Deserialize, Serialize};
 
@@ -13,9 +13,6 @@ pub struct TicketsSettings {
     /// body). Needs `[receipts] enabled` (a ticketed draw is answered with a receipt) and
     /// `[auth] enabled` (a ticket is its caller's).
     pub enabled: bool,
-    /// The SQLite file tickets and results are kept in (created 0600; its `-wal` and `-shm`
-    /// files beside it). One file is one replica's: a fleet shares PostgreSQL instead.
-    pub path: String,
     /// Seconds an unused ticket stays usable (410 `ticket_expired` after); 0: for ever.
     pub ttl_seconds: u64,
     /// Most unused tickets one caller holds at once (`POST /tickets` beyond: 409
@@ -24,14 +21,9 @@ pub struct TicketsSettings {
 }
 
 impl Default for TicketsSettings {
-    /// Off; `drbgd-tickets.sqlite3` in the working directory; no expiry; 1,000 unused tickets.
+    /// Off; no expiry; 1,000 unused tickets.
     fn default() -> Self {
-        TicketsSettings {
-            enabled: false,
-            path: "drbgd-tickets.sqlite3".into(),
-            ttl_seconds: 0,
-            max_unused: 1000,
-        }
+        TicketsSettings { enabled: false, ttl_seconds: 0, max_unused: 1000 }
     }
 }
 
@@ -58,9 +50,6 @@ impl TicketsSettings {
                 "tickets.enabled",
                 "tickets are their callers': needs auth.enabled (with auth off everyone is anonymous)",
             );
-        }
-        if self.path.is_empty() {
-            return invalid("tickets.path", "must name the SQLite file");
         }
         if self.max_unused == 0 {
             return invalid("tickets.max_unused", "must be at least 1");

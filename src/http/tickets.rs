@@ -77,7 +77,17 @@ pub async fn draw(
     accept: Accept<'_>,
     params: Params<'static>,
 ) -> Answer {
-    ticketed(endpoint, respond, state, admission, accept, params).await.unwrap_or_else(Answer::from)
+    ticketed(endpoint, respond, state, admission, accept, params).await.unwrap_or_else(|e| {
+        refused(state, &e);
+        Answer::from(e)
+    })
+}
+
+/// Counts a ticket call's refusal by its code.
+fn refused(state: &AppState, e: &ApiError) {
+    if let Some(tickets) = state.tickets.as_deref() {
+        tickets.series().refusals.with_label_values(&[e.code()]).inc();
+    }
 }
 
 async fn ticketed(
@@ -111,7 +121,7 @@ async fn ticketed(
     let _held = tickets.hold(&id).await;
     let ticket = match tickets.lookup(caller, &id).await? {
         Lookup::Unused(ticket) => ticket,
-        used @ Lookup::Used { .. } => return again(used, &digest, &id),
+        used @ Lookup::Used { .. } => return again(tickets, used, &digest, &id),
     };
     let params = params.with_stamp(TicketStamp { id: id.clone(), previous: ticket.previous_id });
     let answer = respond(state, admission, accept, &params)?;
@@ -129,18 +139,19 @@ async fn ticketed(
     };
     let next = used.next_id.clone();
     match tickets.settle(used).await? {
-        Some(()) => {
+        true => {
             parts.headers.insert(NEXT_TICKET, header(&next));
             let response = Response::from_parts(parts, Body::from(result));
-            Ok(Answer { response, report: answer.report })
+            Ok(Answer { response, report: Report { ticket: Some(id), ..answer.report } })
         }
-        // Used in between by another process of the same file: what it kept decides.
-        None => again(tickets.lookup(caller, &id).await?, &digest, &id),
+        // Used in between by another replica (or process of the same file): what it kept
+        // decides.
+        false => again(tickets, tickets.lookup(caller, &id).await?, &digest, &id),
     }
 }
 
 /// A used ticket asked for again: its stored answer for the same request, 409 for another.
-fn again(used: Lookup, digest: &[u8], id: &str) -> Result<Answer, ApiError> {
+fn again(tickets: &Tickets, used: Lookup, digest: &[u8], id: &str) -> Result<Answer, ApiError> {
     let Lookup::Used { digest: theirs, serial, result, next_id } = used else {
         // Unused after a use that kept nothing: the store failed to keep it.
         return Err(ApiError::StoreUnavailable);
@@ -151,11 +162,21 @@ fn again(used: Lookup, digest: &[u8], id: &str) -> Result<Answer, ApiError> {
             detail: format!("ticket {id} was used by another request: its receipt is serial {serial}"),
         });
     }
+    let Some(result) = result else {
+        return Err(ApiError::Gone {
+            code: "result_expired",
+            detail: format!(
+                "ticket {id}'s result (serial {serial}) is past its retention ([results] retention_days)"
+            ),
+        });
+    };
+    tickets.series().events.with_label_values(&["replayed"]).inc();
     let mut response = pipeline::response(Body::from(result), "application/json");
     if let Some(next) = next_id {
         response.headers_mut().insert(NEXT_TICKET, header(&next));
     }
-    Ok(Answer { response, report: Report { serial: Some(serial), ..Report::default() } })
+    let report = Report { serial: Some(serial), ticket: Some(id.to_owned()), ..Report::default() };
+    Ok(Answer { response, report })
 }
 
 /// A ticket id as a header value (ids are ASCII).
@@ -201,7 +222,7 @@ async fn create(
     admission.caller.take_requests(n - 1)?;
     let now = tickets::now_ms();
     let ids = (0..n).map(|_| tickets::new_id(&state.service, now)).collect::<Result<Vec<_>, _>>()?;
-    let created = tickets.create(caller, ids, show_result).await?;
+    let created = tickets.create(caller, ids, show_result).await.inspect_err(|e| refused(&state, e))?;
     let views: Vec<View> = created.iter().map(|t| View::of(tickets, t)).collect();
     Ok((StatusCode::CREATED, Json(Page { tickets: views, next_after: None })).into_response())
 }
@@ -250,7 +271,7 @@ async fn reveal(
 ) -> Result<Response, ApiError> {
     let tickets = of(&state)?;
     let caller = holder(&admission)?;
-    let revealed = tickets.reveal(caller, ticket_id(&id)?).await?;
+    let revealed = tickets.reveal(caller, ticket_id(&id)?).await.inspect_err(|e| refused(&state, e))?;
     Ok(Json(serde_json::json!({ "revealed": revealed })).into_response())
 }
 

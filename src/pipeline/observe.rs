@@ -232,21 +232,21 @@ impl Observation {
             );
         }
         if !report.recorded_at_end {
-            let (n, code, serial) =
-                (served.map_or(0, |s| s.n_bits), code.unwrap_or(""), report.serial.as_deref().unwrap_or(""));
-            self.line(alg, n, status, code, serial, elapsed);
+            let (n, code) = (served.map_or(0, |s| s.n_bits), code.unwrap_or(""));
+            let receipt = (report.serial.as_deref().unwrap_or(""), report.ticket.as_deref().unwrap_or(""));
+            self.line(alg, n, status, code, receipt, elapsed);
         }
     }
 
     /// The access line and, with `log.audit`, the audit line (with the serial of the receipt
-    /// served, if any).
+    /// served and the ticket it used, if any).
     fn line(
         &self,
         alg: &'static str,
         n: u64,
         status: u16,
         code: &'static str,
-        serial: &str,
+        (serial, ticket): (&str, &str),
         elapsed: Duration,
     ) {
         let caller = match &self.caller {
@@ -274,7 +274,7 @@ impl Observation {
         // line would only add to the backlog (and without bound, under a flood): it leaves
         // its access line (which may be dropped) and its count in drbgd_errors_total.
         if self.state.settings.log.audit && code != ApiError::AuditUnavailable.code() {
-            access.audit(if self.grpc() { "grpc" } else { "http" }).with_serial(serial).log();
+            access.audit(if self.grpc() { "grpc" } else { "http" }).with_receipt(serial, ticket).log();
         }
     }
 }
@@ -301,7 +301,7 @@ impl Drop for Observation {
                     seconds,
                 );
             }
-            self.line("none", 0, status, code, "", self.start.elapsed());
+            self.line("none", 0, status, code, ("", ""), self.start.elapsed());
         }
     }
 }

@@ -42,6 +42,9 @@ pub struct Report {
     pub named: Option<(Arc<Caller>, tokio::time::Instant)>,
     /// The serial of the signed receipt served, for the audit line.
     pub serial: Option<String>,
+    /// The ticket the draw used (its use, or a retry answered its stored answer), for the audit
+    /// line.
+    pub ticket: Option<String>,
     /// The response's `Cache-Control` in place of `no-store` (and without `Pragma`): only the
     /// beacon's rounds and chain info set it, public values the same for every client, which
     /// proxies and clients may keep (a past round for ever, the latest until the next).

@@ -8,13 +8,17 @@
 //! A full channel, a thread that is gone or a commit that fails is [`StoreError`]: the caller
 //! answers 503 and nothing of the job is kept (SQLite's commit either happened or not; there is
 //! no acknowledgement to lose between this thread and the file).
+//!
+//! One file is one replica's: a fleet shares PostgreSQL ([`super::postgres`]) instead.
 
 use std::path::Path;
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
 
+use futures_util::future::BoxFuture;
 use rusqlite::{Connection, OptionalExtension, params};
 use tokio::sync::oneshot;
 
+use super::store::{StoreError, TicketStore, Use};
 use super::ticket::{Ticket, TicketKind};
 
 /// Jobs committed together at most.
@@ -22,11 +26,6 @@ const GROUP: usize = 64;
 /// Jobs waiting for the thread at most (past it: [`StoreError`] at once, never a queue that
 /// grows while the disk is slow).
 const QUEUE: usize = 1024;
-
-/// The store could not do the job (full, gone, or its transaction not committed).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("the tickets' store is unavailable")]
-pub struct StoreError;
 
 /// A job: run against the connection inside the group's transaction, saying whether it
 /// succeeded (else its savepoint is rolled back), then told whether the transaction was
@@ -206,6 +205,7 @@ CREATE TABLE IF NOT EXISTS results (
     created_ms INTEGER NOT NULL,
     body BLOB NOT NULL
 ) STRICT;
+CREATE INDEX IF NOT EXISTS results_by_age ON results (created_ms);
 CREATE TABLE IF NOT EXISTS meta (
     name TEXT PRIMARY KEY,
     value BLOB NOT NULL
@@ -213,11 +213,11 @@ CREATE TABLE IF NOT EXISTS meta (
 ";
 
 /// The columns of a ticket, in [`ticket_of`]'s order.
-pub(super) const TICKET_COLUMNS: &str = "t.id, t.caller, t.show_result, t.created_ms, t.expires_ms, t.previous_id, \
-     t.next_id, t.used_ms, t.serial, t.revealed, r.body";
+const TICKET_COLUMNS: &str = "t.id, t.caller, t.show_result, t.created_ms, t.expires_ms, t.previous_id, \
+     t.next_id, t.used_ms, t.serial, t.revealed, r.body, t.digest";
 
 /// The ticket with id `id`, its kept result joined.
-pub(super) fn ticket(connection: &Connection, id: &str) -> rusqlite::Result<Option<Ticket>> {
+fn ticket(connection: &Connection, id: &str) -> rusqlite::Result<Option<Ticket>> {
     let sql = format!(
         "SELECT {TICKET_COLUMNS} FROM tickets t LEFT JOIN results r ON r.serial = t.serial WHERE t.id = ?1"
     );
@@ -225,7 +225,7 @@ pub(super) fn ticket(connection: &Connection, id: &str) -> rusqlite::Result<Opti
 }
 
 /// A row of [`TICKET_COLUMNS`] as a ticket.
-pub(super) fn ticket_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<Ticket> {
+fn ticket_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<Ticket> {
     Ok(Ticket {
         id: row.get(0)?,
         caller: row.get(1)?,
@@ -238,26 +238,19 @@ pub(super) fn ticket_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<Ticket> {
         serial: row.get(8)?,
         revealed: row.get::<_, i64>(9)? != 0,
         result: row.get(10)?,
+        digest: row.get(11)?,
     })
 }
 
 /// The store's own secret, made from `fresh` the first time (what caller hashes are keyed with,
 /// the same across restarts).
-pub(super) fn secret(connection: &Connection, fresh: &[u8]) -> rusqlite::Result<Vec<u8>> {
+fn secret(connection: &Connection, fresh: &[u8]) -> rusqlite::Result<Vec<u8>> {
     connection.execute("INSERT OR IGNORE INTO meta (name, value) VALUES ('caller_hash_key', ?1)", [fresh])?;
     connection.query_row("SELECT value FROM meta WHERE name = 'caller_hash_key'", [], |r| r.get(0))
 }
 
-/// The digest a used ticket was used with.
-pub(super) fn digest(connection: &Connection, id: &str) -> rusqlite::Result<Option<Vec<u8>>> {
-    connection
-        .query_row("SELECT digest FROM tickets WHERE id = ?1", [id], |r| r.get(0))
-        .optional()
-        .map(Option::flatten)
-}
-
 /// Unused, unexpired tickets `caller` holds at `now`.
-pub(super) fn unused(connection: &Connection, caller: &str, now: i64) -> rusqlite::Result<u64> {
+fn unused(connection: &Connection, caller: &str, now: i64) -> rusqlite::Result<u64> {
     connection
         .query_row(
             "SELECT count(*) FROM tickets WHERE caller = ?1 AND used_ms IS NULL \
@@ -269,7 +262,7 @@ pub(super) fn unused(connection: &Connection, caller: &str, now: i64) -> rusqlit
 }
 
 /// Inserts a new, unused ticket.
-pub(super) fn insert(connection: &Connection, t: &Ticket) -> rusqlite::Result<()> {
+fn insert(connection: &Connection, t: &Ticket) -> rusqlite::Result<()> {
     connection.execute(
         "INSERT INTO tickets (id, caller, show_result, created_ms, expires_ms, previous_id) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -279,7 +272,7 @@ pub(super) fn insert(connection: &Connection, t: &Ticket) -> rusqlite::Result<()
 }
 
 /// The tickets of `caller` of `kind`, ids after `after`, `limit` of them at most, by id.
-pub(super) fn list(
+fn list(
     connection: &Connection,
     caller: &str,
     kind: TicketKind,
@@ -292,13 +285,117 @@ pub(super) fn list(
         TicketKind::Tail => "t.previous_id IS NOT NULL AND t.next_id IS NULL",
     };
     // A page shows no results (they are fetched one at a time): no answer is read for it.
-    let columns = TICKET_COLUMNS.replace("r.body", "NULL");
+    let columns = TICKET_COLUMNS.replace("r.body", "NULL").replace("t.digest", "NULL");
     let sql = format!(
         "SELECT {columns} FROM tickets t LEFT JOIN results r ON r.serial = t.serial \
          WHERE t.caller = ?1 AND t.id > ?2 AND {shape} ORDER BY t.id LIMIT ?3"
     );
     let mut statement = connection.prepare(&sql)?;
     statement.query_map(params![caller, after, limit], ticket_of)?.collect()
+}
+
+impl TicketStore for Sqlite {
+    fn create(
+        &self,
+        tickets: Vec<Ticket>,
+        max_unused: u64,
+        now: i64,
+    ) -> BoxFuture<'_, Result<Option<u64>, StoreError>> {
+        Box::pin(self.call(move |c| {
+            let Some(caller) = tickets.first().map(|t| t.caller.clone()) else { return Ok(None) };
+            let held = unused(c, &caller, now)?;
+            if held + tickets.len() as u64 > max_unused {
+                return Ok(Some(held));
+            }
+            tickets.iter().try_for_each(|t| insert(c, t))?;
+            Ok(None)
+        }))
+    }
+
+    fn find(&self, id: String) -> BoxFuture<'_, Result<Option<Ticket>, StoreError>> {
+        Box::pin(self.call(move |c| ticket(c, &id)))
+    }
+
+    fn settle(
+        &self,
+        used: Use,
+        now: i64,
+        next_expires: Option<i64>,
+    ) -> BoxFuture<'_, Result<bool, StoreError>> {
+        Box::pin(self.call(move |c| {
+            // Unused, the caller's, and not expired (a draw that crossed its expiry keeps
+            // nothing: the ticket is then found expired).
+            let marked = c.execute(
+                "UPDATE tickets SET used_ms = ?2, digest = ?3, serial = ?4, next_id = ?5 \
+                 WHERE id = ?1 AND caller = ?6 AND used_ms IS NULL AND (expires_ms IS NULL OR expires_ms > ?2)",
+                params![used.id, now, used.digest, used.serial, used.next_id, used.caller],
+            )?;
+            if marked == 0 {
+                return Ok(false);
+            }
+            c.execute(
+                "INSERT INTO results (serial, caller, ticket_id, created_ms, body) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![used.serial, used.caller, used.id, now, used.result],
+            )?;
+            c.execute(
+                "INSERT INTO tickets (id, caller, show_result, created_ms, expires_ms, previous_id) \
+                 SELECT ?1, caller, show_result, ?2, ?3, id FROM tickets WHERE id = ?4",
+                params![used.next_id, now, next_expires, used.id],
+            )?;
+            Ok(true)
+        }))
+    }
+
+    fn reveal(&self, id: String) -> BoxFuture<'_, Result<u64, StoreError>> {
+        Box::pin(self.call(move |c| {
+            c.execute(
+                "WITH RECURSIVE chain(id) AS (SELECT ?1 UNION SELECT t.previous_id FROM tickets t \
+                 JOIN chain ON t.id = chain.id WHERE t.previous_id IS NOT NULL) \
+                 UPDATE tickets SET revealed = 1 WHERE id IN chain AND used_ms IS NOT NULL \
+                 AND show_result = 0 AND revealed = 0",
+                [id],
+            )
+            .map(|n| n as u64)
+        }))
+    }
+
+    fn list(
+        &self,
+        caller: String,
+        kind: TicketKind,
+        after: String,
+        limit: u32,
+    ) -> BoxFuture<'_, Result<Vec<Ticket>, StoreError>> {
+        Box::pin(self.call(move |c| list(c, &caller, kind, &after, limit)))
+    }
+
+    fn result(&self, caller: String, serial: String) -> BoxFuture<'_, Result<Option<Vec<u8>>, StoreError>> {
+        Box::pin(self.call(move |c| {
+            c.query_row("SELECT body FROM results WHERE serial = ?1 AND caller = ?2", [serial, caller], |r| {
+                r.get(0)
+            })
+            .optional()
+        }))
+    }
+
+    fn sweep(&self, before: i64, batch: u32) -> BoxFuture<'_, Result<u64, StoreError>> {
+        Box::pin(self.call(move |c| {
+            c.execute(
+                "DELETE FROM results WHERE serial IN \
+                 (SELECT serial FROM results WHERE created_ms < ?1 LIMIT ?2)",
+                params![before, batch],
+            )
+            .map(|n| n as u64)
+        }))
+    }
+
+    fn size(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
+        Box::pin(self.call(|c| {
+            let pages: i64 = c.query_row("PRAGMA page_count", [], |r| r.get(0))?;
+            let size: i64 = c.query_row("PRAGMA page_size", [], |r| r.get(0))?;
+            Ok(u64::try_from(pages.saturating_mul(size)).unwrap_or(0))
+        }))
+    }
 }
 
 #[cfg(test)]

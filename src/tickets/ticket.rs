@@ -23,8 +23,10 @@ pub struct Ticket {
     pub serial: Option<String>,
     /// Revealed by its caller (`POST /tickets/{id}/reveal`).
     pub revealed: bool,
-    /// The answer its draw was given, byte for byte, once used.
+    /// The answer its draw was given, byte for byte, once used (and until its retention).
     pub result: Option<Vec<u8>>,
+    /// The digest of the request that used it ([`super::request_digest`]).
+    pub digest: Option<Vec<u8>>,
 }
 
 impl Ticket {
@@ -48,6 +50,7 @@ impl Ticket {
             serial: None,
             revealed: false,
             result: None,
+            digest: None,
         }
     }
 

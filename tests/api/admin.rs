@@ -234,7 +234,7 @@ async fn openapi_documents_exactly_the_routes() {
             settings.tickets.enabled = true;
             let dir = std::env::temp_dir().join(format!("drbgd-openapi-tickets-{}", std::process::id()));
             std::fs::create_dir_all(&dir).unwrap();
-            settings.tickets.path = dir.join("tickets.sqlite3").display().to_string();
+            settings.results.path = dir.join("tickets.sqlite3").display().to_string();
         }
         let app = spawn_with(settings, Arc::new(drbgd::drbg::entropy::OsEntropy)).await;
         documents_exactly_the_routes(&app, on).await;

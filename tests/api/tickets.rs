@@ -1,7 +1,10 @@
 //! Tickets: a draw under a ticket is used once and kept; the same request again gets the
 //! stored answer byte for byte, any other use 409; concurrent uses leave exactly one result; a
 //! chain links each use to the one before; anyone sees a shown or revealed result, which
-//! verifies with nothing of drbgd's; each refusal has its code.
+//! verifies with nothing of drbgd's; each refusal has its code. Each on SQLite, and on
+//! PostgreSQL when `DRBGD_TEST_POSTGRES_URL` names a server (a database of its own per test;
+//! `scripts/postgres.sh` makes one; CI sets `DRBGD_REQUIRE_POSTGRES`, where a missing server is
+//! a failure): two replicas on one database then race for one ticket too.
 
 use std::sync::Arc;
 
@@ -19,6 +22,62 @@ fn dir(tag: &str) -> std::path::PathBuf {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
+}
+
+/// Where a test keeps its tickets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Store {
+    Sqlite,
+    Postgres,
+}
+
+/// The URL of a new, empty PostgreSQL database for test `tag` (`DRBGD_TEST_POSTGRES_URL`'s
+/// server, password in `DRBGD_TEST_POSTGRES_PASSWORD_FILE`), or `None` without a server.
+async fn postgres_database(tag: &str) -> Option<(String, std::path::PathBuf)> {
+    let Some(url) = std::env::var("DRBGD_TEST_POSTGRES_URL").ok().filter(|u| !u.is_empty()) else {
+        assert!(std::env::var_os("DRBGD_REQUIRE_POSTGRES").is_none(), "a PostgreSQL server is required");
+        println!("SKIPPED: no PostgreSQL server (DRBGD_TEST_POSTGRES_URL)");
+        return None;
+    };
+    let password_file = std::path::PathBuf::from(std::env::var("DRBGD_TEST_POSTGRES_PASSWORD_FILE").unwrap());
+    let password = std::fs::read_to_string(&password_file).unwrap();
+    let mut config: tokio_postgres::Config = url.parse().unwrap();
+    config.password(password.trim_end());
+    let (client, connection) = config.connect(tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(connection);
+    let name = format!("drbgd_{tag}_{}", std::process::id());
+    client.batch_execute(&format!("DROP DATABASE IF EXISTS {name}")).await.unwrap();
+    client.batch_execute(&format!("CREATE DATABASE {name}")).await.unwrap();
+    let (base, _) = url.rsplit_once('/').unwrap();
+    Some((format!("{base}/{name}"), password_file))
+}
+
+/// [`ticket_settings`] kept in `store` (`None`: no PostgreSQL server here).
+async fn settings_on(store: Store, tag: &str) -> Option<Settings> {
+    let mut settings = ticket_settings(&dir(tag));
+    if store == Store::Postgres {
+        let (url, password_file) = postgres_database(tag).await?;
+        settings.results.store = drbgd::config::results::ResultsStore::Postgres;
+        settings.results.url = url;
+        settings.results.password_file = Some(password_file);
+        settings.results.allow_plaintext_password = true;
+    }
+    Some(settings)
+}
+
+/// Each test once per store: `name` on SQLite and on PostgreSQL.
+macro_rules! on_both_stores {
+    ($name:ident, $sqlite:ident, $postgres:ident) => {
+        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        async fn $sqlite() {
+            $name(Store::Sqlite).await;
+        }
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        async fn $postgres() {
+            $name(Store::Postgres).await;
+        }
+    };
 }
 
 /// Settings with receipts (a key of `seed`) and tickets on, their file in `dir`.
@@ -40,7 +99,7 @@ fn ticket_settings(dir: &std::path::Path) -> Settings {
         settings.callers.insert(name.into(), caller);
     }
     settings.tickets.enabled = true;
-    settings.tickets.path = dir.join("tickets.sqlite3").display().to_string();
+    settings.results.path = dir.join("tickets.sqlite3").display().to_string();
     settings
 }
 
@@ -48,8 +107,9 @@ fn ticket_settings(dir: &std::path::Path) -> Settings {
 const ALICE: &str = "alice-key";
 const BOB: &str = "bob-key";
 
-async fn spawn(tag: &str) -> TestApp {
-    spawn_with(ticket_settings(&dir(tag)), Arc::new(OsEntropy)).await
+/// A server keeping its tickets in `store` (`None`: no PostgreSQL server here).
+async fn spawn(store: Store, tag: &str) -> Option<TestApp> {
+    Some(spawn_with(settings_on(store, tag).await?, Arc::new(OsEntropy)).await)
 }
 
 async fn create(app: &TestApp, body: Value) -> Vec<Value> {
@@ -84,9 +144,11 @@ async fn verifies(app: &TestApp, answer: &Value) -> bool {
     key.verify_strict(&canonical, &Signature::from_slice(&sig).unwrap()).is_ok()
 }
 
-#[tokio::test]
-async fn a_ticket_is_used_once_and_its_retry_is_the_same_answer() {
-    let app = spawn("once").await;
+on_both_stores!(used_once, used_once_on_sqlite, used_once_on_postgres);
+
+/// A ticket is used once; its retry is the same answer, byte for byte.
+async fn used_once(store: Store) {
+    let Some(app) = spawn(store, "once").await else { return };
     let ticket = create(&app, json!({"n": 1})).await.remove(0);
     let id = ticket["ticket_id"].as_str().unwrap().to_owned();
     assert!(ticket["used_at"].is_null() && ticket["previous_ticket"].is_null(), "{ticket}");
@@ -131,9 +193,11 @@ async fn a_ticket_is_used_once_and_its_retry_is_the_same_answer() {
     assert!(verifies(&app, &second).await);
 }
 
-#[tokio::test]
-async fn anyone_sees_a_shown_or_revealed_result_and_it_verifies() {
-    let app = spawn("reveal").await;
+on_both_stores!(revealed, revealed_on_sqlite, revealed_on_postgres);
+
+/// Anyone sees a shown or revealed result, and it verifies.
+async fn revealed(store: Store) {
+    let Some(app) = spawn(store, "reveal").await else { return };
     let hidden = create(&app, json!({"n": 1, "show_result": false})).await.remove(0);
     let shown = create(&app, json!({"n": 1, "show_result": true})).await.remove(0);
     let (hidden, shown) = (hidden["ticket_id"].as_str().unwrap(), shown["ticket_id"].as_str().unwrap());
@@ -187,15 +251,35 @@ async fn anyone_sees_a_shown_or_revealed_result_and_it_verifies() {
     assert!(tails["tickets"].as_array().unwrap().iter().any(|t| t["ticket_id"] == id.as_str()));
 }
 
+on_both_stores!(race, race_on_sqlite, race_on_postgres);
+
 /// 200 uses of one ticket at once, half of them the same request and half another: one result
 /// is kept; every identical request gets it, every other one 409.
+async fn race(store: Store) {
+    let Some(app) = spawn(store, "race").await else { return };
+    race_between(&[&app, &app]).await;
+}
+
+/// Two replicas on one PostgreSQL database: 200 uses of one ticket, from both, half of them the
+/// same request: one result is kept, every identical request gets it, every other one 409.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn concurrent_uses_keep_exactly_one_result() {
-    let app = spawn("race").await;
-    let id = create(&app, json!({"n": 1})).await.remove(0)["ticket_id"].as_str().unwrap().to_owned();
+async fn two_replicas_on_one_database_keep_exactly_one_result() {
+    let Some(settings) = settings_on(Store::Postgres, "replicas").await else { return };
+    let one = spawn_with(settings.clone(), Arc::new(OsEntropy)).await;
+    let two = spawn_with(settings, Arc::new(OsEntropy)).await;
+    for _ in 0..3 {
+        race_between(&[&one, &two]).await;
+    }
+}
+
+/// 200 uses of one new ticket, alternately on each of `apps`.
+async fn race_between(apps: &[&TestApp]) {
+    let app = apps[0];
+    let id = create(app, json!({"n": 1})).await.remove(0)["ticket_id"].as_str().unwrap().to_owned();
     let mut tasks = Vec::new();
     for i in 0..200 {
-        let (client, url) = (app.client.clone(), app.url("/int"));
+        let on = apps[(i / 2) % apps.len()];
+        let (client, url) = (on.client.clone(), on.url("/int"));
         let body = json!({"min": 1, "max": 1000, "count": if i % 2 == 0 { 5 } else { 6 }, "ticket": id});
         tasks.push(tokio::spawn(async move {
             let r = client.post(url).bearer_auth(ALICE).json(&body).send().await.unwrap();
@@ -218,13 +302,16 @@ async fn concurrent_uses_keep_exactly_one_result() {
     }
     let serial =
         serde_json::from_slice::<Value>(&body).unwrap()["random"]["serial"].as_str().unwrap().to_owned();
-    assert_eq!(get(&app, &format!("/results/{serial}")).await.bytes().await.unwrap(), body);
+    for on in apps {
+        assert_eq!(get(on, &format!("/results/{serial}")).await.bytes().await.unwrap(), body);
+    }
 }
 
-#[tokio::test]
-async fn each_refusal_has_its_code() {
-    let dir = dir("refusals");
-    let mut settings = ticket_settings(&dir);
+on_both_stores!(refusals, refusals_on_sqlite, refusals_on_postgres);
+
+/// Each refusal has its code.
+async fn refusals(store: Store) {
+    let Some(mut settings) = settings_on(store, "refusals").await else { return };
     settings.tickets.max_unused = 3;
     settings.tickets.ttl_seconds = 1;
     let app = spawn_with(settings, Arc::new(OsEntropy)).await;

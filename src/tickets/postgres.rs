@@ -1,0 +1,375 @@
+//! The tickets' fleet store: one PostgreSQL database every replica shares (`[results] store =
+//! "postgres"`), through tokio-postgres, pooled by deadpool-postgres (a connection the database
+//! closed, say by a restart, is dropped and replaced, not reused), TLS by rustls
+//! ([`crate::tls_client`]).
+//!
+//! Each write is one transaction at READ COMMITTED: a ticket is used by one conditional
+//! `UPDATE ... WHERE used_ms IS NULL`, which PostgreSQL's row lock serialises across replicas
+//! (the second waits for the first to commit, then finds the row used and changes nothing), so
+//! two replicas cannot both use one ticket, nor fork a chain. Concurrent commits share the WAL
+//! flush (PostgreSQL's own group commit).
+//!
+//! The schema (tables `drbgd_tickets`, `drbgd_results`, `drbgd_meta`) is created at start-up
+//! under an advisory lock, so replicas starting together do not race; its version is kept in
+//! `drbgd_meta`, and a database a newer drbgd has migrated is refused rather than written with
+//! an older meaning.
+
+use std::time::Duration;
+
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use futures_util::future::BoxFuture;
+use tokio_postgres::Row;
+use tokio_postgres::types::ToSql;
+
+use super::store::{StoreError, TicketStore, Use};
+use super::ticket::{Ticket, TicketKind};
+use crate::config::results::ResultsSettings;
+
+/// The schema's version this build writes.
+const SCHEMA_VERSION: i64 = 1;
+/// The advisory lock key schema changes are made under (any constant; "drbgd" in ASCII).
+const SCHEMA_LOCK: i64 = 0x64_7262_6764;
+/// How long start-up waits for the database.
+const START_WITHIN: Duration = Duration::from_secs(30);
+
+/// The schema, version 1.
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS drbgd_tickets (
+    id TEXT PRIMARY KEY,
+    caller TEXT NOT NULL,
+    show_result BOOLEAN NOT NULL,
+    created_ms BIGINT NOT NULL,
+    expires_ms BIGINT,
+    previous_id TEXT,
+    next_id TEXT,
+    used_ms BIGINT,
+    digest BYTEA,
+    serial TEXT,
+    revealed BOOLEAN NOT NULL DEFAULT FALSE
+);
+CREATE INDEX IF NOT EXISTS drbgd_tickets_by_caller ON drbgd_tickets (caller, id);
+CREATE TABLE IF NOT EXISTS drbgd_results (
+    serial TEXT PRIMARY KEY,
+    caller TEXT NOT NULL,
+    ticket_id TEXT UNIQUE,
+    created_ms BIGINT NOT NULL,
+    body BYTEA NOT NULL
+);
+CREATE INDEX IF NOT EXISTS drbgd_results_by_age ON drbgd_results (created_ms);
+CREATE TABLE IF NOT EXISTS drbgd_meta (
+    name TEXT PRIMARY KEY,
+    value BYTEA NOT NULL
+);
+";
+
+/// The columns of a ticket, in [`ticket_of`]'s order (`r`: its kept result).
+const TICKET_COLUMNS: &str = "t.id, t.caller, t.show_result, t.created_ms, t.expires_ms, t.previous_id, \
+     t.next_id, t.used_ms, t.serial, t.revealed, r.body, t.digest";
+
+/// The store's handle: a pool of connections.
+#[derive(Clone)]
+pub struct Postgres {
+    pool: Pool,
+}
+
+/// Shows the pool's size, never the connection's settings (they hold the password).
+impl std::fmt::Debug for Postgres {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Postgres").field("max_size", &self.pool.status().max_size).finish_non_exhaustive()
+    }
+}
+
+/// Logs a store error (never its parameters) and makes it a [`StoreError`].
+fn failed(op: &'static str) -> impl FnOnce(tokio_postgres::Error) -> StoreError {
+    move |e| {
+        tracing::warn!(op, error = %e, "the tickets' PostgreSQL store failed");
+        StoreError
+    }
+}
+
+impl Postgres {
+    /// Connects to the database of `settings` (within [`START_WITHIN`], retrying), creates or
+    /// checks its schema, and reads the store's secret (made from `fresh` the first time).
+    ///
+    /// # Errors
+    /// The URL, password or CA file; no database within the deadline; a schema of a newer
+    /// drbgd.
+    pub async fn open(settings: &ResultsSettings, fresh: &[u8]) -> anyhow::Result<(Postgres, Vec<u8>)> {
+        let mut config = settings.postgres_config()?;
+        if let Some(password) = settings.password()? {
+            config.password(password.as_bytes());
+        }
+        let timeout = Duration::from_millis(settings.timeout_ms);
+        config.application_name("drbgd").connect_timeout(timeout.max(Duration::from_secs(1)));
+        let tls = tokio_postgres_rustls::MakeRustlsConnect::new(crate::tls_client::client_config(
+            settings.ca_file(),
+            "results.ca_file",
+        )?);
+        let manager =
+            Manager::from_config(config, tls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+        let pool = Pool::builder(manager)
+            .max_size(settings.pool_size as usize)
+            .runtime(Runtime::Tokio1)
+            .wait_timeout(Some(timeout))
+            .create_timeout(Some(timeout.max(Duration::from_secs(1))))
+            .build()?;
+        let store = Postgres { pool };
+        let deadline = tokio::time::Instant::now() + START_WITHIN;
+        loop {
+            match store.prepare(fresh).await {
+                Ok(secret) => return Ok((store, secret)),
+                Err(e) if tokio::time::Instant::now() < deadline && e.downcast_ref::<Newer>().is_none() => {
+                    tracing::warn!(error = %e, "the tickets' PostgreSQL store is not ready; retrying");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+                Err(e) => return Err(e.context("the tickets' PostgreSQL store")),
+            }
+        }
+    }
+
+    /// The schema created (or found at this version) and the secret read, in one transaction
+    /// under the schema lock.
+    async fn prepare(&self, fresh: &[u8]) -> anyhow::Result<Vec<u8>> {
+        let mut client = self.pool.get().await?;
+        let tx = client.transaction().await?;
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK]).await?;
+        tx.batch_execute(SCHEMA).await?;
+        tx.execute(
+            "INSERT INTO drbgd_meta (name, value) VALUES ('schema_version', $1) ON CONFLICT (name) DO NOTHING",
+            &[&SCHEMA_VERSION.to_be_bytes().as_slice()],
+        )
+        .await?;
+        let version: Vec<u8> =
+            tx.query_one("SELECT value FROM drbgd_meta WHERE name = 'schema_version'", &[]).await?.get(0);
+        let version = <[u8; 8]>::try_from(version.as_slice()).map(i64::from_be_bytes).unwrap_or(i64::MAX);
+        if version != SCHEMA_VERSION {
+            return Err(Newer(version).into());
+        }
+        tx.execute(
+            "INSERT INTO drbgd_meta (name, value) VALUES ('caller_hash_key', $1) ON CONFLICT (name) DO NOTHING",
+            &[&fresh],
+        )
+        .await?;
+        let secret: Vec<u8> =
+            tx.query_one("SELECT value FROM drbgd_meta WHERE name = 'caller_hash_key'", &[]).await?.get(0);
+        tx.commit().await?;
+        anyhow::ensure!(secret.len() >= 32, "its secret is {} bytes, not 32", secret.len());
+        Ok(secret)
+    }
+
+    /// A pooled connection.
+    async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
+        self.pool.get().await.map_err(|e| {
+            tracing::warn!(error = %e, "no connection to the tickets' PostgreSQL store");
+            StoreError
+        })
+    }
+
+    /// Rows of `sql` with `params`, on a pooled connection.
+    async fn query(
+        &self,
+        op: &'static str,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<Row>, StoreError> {
+        let client = self.client().await?;
+        client.query(sql, params).await.map_err(failed(op))
+    }
+
+    /// Rows changed by `sql` with `params`, on a pooled connection (one statement: its own
+    /// transaction).
+    async fn execute(
+        &self,
+        op: &'static str,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<u64, StoreError> {
+        let client = self.client().await?;
+        client.execute(sql, params).await.map_err(failed(op))
+    }
+
+    async fn create_tickets(
+        &self,
+        tickets: Vec<Ticket>,
+        max_unused: u64,
+        now: i64,
+    ) -> Result<Option<u64>, StoreError> {
+        let Some(caller) = tickets.first().map(|t| t.caller.clone()) else { return Ok(None) };
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(failed("create"))?;
+        // One caller's creations one after the other (the count and the inserts must see the
+        // same tickets, on every replica).
+        tx.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", &[&caller])
+            .await
+            .map_err(failed("create"))?;
+        let held: i64 = tx
+            .query_one(
+                "SELECT count(*) FROM drbgd_tickets WHERE caller = $1 AND used_ms IS NULL \
+                 AND (expires_ms IS NULL OR expires_ms > $2)",
+                &[&caller, &now],
+            )
+            .await
+            .map_err(failed("create"))?
+            .get(0);
+        let held = u64::try_from(held).unwrap_or(0);
+        if held + tickets.len() as u64 > max_unused {
+            return Ok(Some(held));
+        }
+        for t in &tickets {
+            tx.execute(
+                "INSERT INTO drbgd_tickets (id, caller, show_result, created_ms, expires_ms, previous_id) \
+                 VALUES ($1, $2, $3, $4, $5, $6)",
+                &[&t.id, &t.caller, &t.show_result, &t.created_ms, &t.expires_ms, &t.previous_id],
+            )
+            .await
+            .map_err(failed("create"))?;
+        }
+        tx.commit().await.map_err(failed("create"))?;
+        Ok(None)
+    }
+
+    async fn settle_use(&self, used: Use, now: i64, next_expires: Option<i64>) -> Result<bool, StoreError> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(failed("settle"))?;
+        let marked = tx
+            .execute(
+                "UPDATE drbgd_tickets SET used_ms = $2, digest = $3, serial = $4, next_id = $5 \
+                 WHERE id = $1 AND caller = $6 AND used_ms IS NULL AND (expires_ms IS NULL OR expires_ms > $2)",
+                &[&used.id, &now, &used.digest, &used.serial, &used.next_id, &used.caller],
+            )
+            .await
+            .map_err(failed("settle"))?;
+        if marked == 0 {
+            return Ok(false);
+        }
+        tx.execute(
+            "INSERT INTO drbgd_results (serial, caller, ticket_id, created_ms, body) VALUES ($1, $2, $3, $4, $5)",
+            &[&used.serial, &used.caller, &used.id, &now, &used.result],
+        )
+        .await
+        .map_err(failed("settle"))?;
+        tx.execute(
+            "INSERT INTO drbgd_tickets (id, caller, show_result, created_ms, expires_ms, previous_id) \
+             SELECT $1, caller, show_result, $2, $3, id FROM drbgd_tickets WHERE id = $4",
+            &[&used.next_id, &now, &next_expires, &used.id],
+        )
+        .await
+        .map_err(failed("settle"))?;
+        tx.commit().await.map_err(failed("settle"))?;
+        Ok(true)
+    }
+}
+
+/// A schema version this build does not know (a newer drbgd's).
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "its schema is version {0}, this drbgd writes version {SCHEMA_VERSION}: run the drbgd that migrated it"
+)]
+struct Newer(i64);
+
+/// A row of [`TICKET_COLUMNS`] as a ticket.
+fn ticket_of(row: &Row) -> Ticket {
+    Ticket {
+        id: row.get(0),
+        caller: row.get(1),
+        show_result: row.get(2),
+        created_ms: row.get(3),
+        expires_ms: row.get(4),
+        previous_id: row.get(5),
+        next_id: row.get(6),
+        used_ms: row.get(7),
+        serial: row.get(8),
+        revealed: row.get(9),
+        result: row.get(10),
+        digest: row.get(11),
+    }
+}
+
+impl TicketStore for Postgres {
+    fn create(
+        &self,
+        tickets: Vec<Ticket>,
+        max_unused: u64,
+        now: i64,
+    ) -> BoxFuture<'_, Result<Option<u64>, StoreError>> {
+        Box::pin(self.create_tickets(tickets, max_unused, now))
+    }
+
+    fn find(&self, id: String) -> BoxFuture<'_, Result<Option<Ticket>, StoreError>> {
+        Box::pin(async move {
+            let sql = format!(
+                "SELECT {TICKET_COLUMNS} FROM drbgd_tickets t LEFT JOIN drbgd_results r ON r.serial = t.serial \
+                 WHERE t.id = $1"
+            );
+            Ok(self.query("find", &sql, &[&id]).await?.first().map(ticket_of))
+        })
+    }
+
+    fn settle(
+        &self,
+        used: Use,
+        now: i64,
+        next_expires: Option<i64>,
+    ) -> BoxFuture<'_, Result<bool, StoreError>> {
+        Box::pin(self.settle_use(used, now, next_expires))
+    }
+
+    fn reveal(&self, id: String) -> BoxFuture<'_, Result<u64, StoreError>> {
+        Box::pin(async move {
+            let sql = "WITH RECURSIVE chain(id) AS (SELECT $1::TEXT UNION SELECT t.previous_id FROM drbgd_tickets t \
+                 JOIN chain ON t.id = chain.id WHERE t.previous_id IS NOT NULL) \
+                 UPDATE drbgd_tickets SET revealed = TRUE WHERE id IN (SELECT id FROM chain) \
+                 AND used_ms IS NOT NULL AND NOT show_result AND NOT revealed";
+            self.execute("reveal", sql, &[&id]).await
+        })
+    }
+
+    fn list(
+        &self,
+        caller: String,
+        kind: TicketKind,
+        after: String,
+        limit: u32,
+    ) -> BoxFuture<'_, Result<Vec<Ticket>, StoreError>> {
+        Box::pin(async move {
+            let shape = match kind {
+                TicketKind::Singleton => "t.previous_id IS NULL AND t.next_id IS NULL",
+                TicketKind::Head => "t.previous_id IS NULL AND t.next_id IS NOT NULL",
+                TicketKind::Tail => "t.previous_id IS NOT NULL AND t.next_id IS NULL",
+            };
+            // A page shows no results (they are fetched one at a time): no answer is read for it.
+            let columns = TICKET_COLUMNS.replace("r.body", "NULL::BYTEA").replace("t.digest", "NULL::BYTEA");
+            let sql = format!(
+                "SELECT {columns} FROM drbgd_tickets t \
+                 WHERE t.caller = $1 AND t.id > $2 AND {shape} ORDER BY t.id LIMIT $3"
+            );
+            let rows = self.query("list", &sql, &[&caller, &after, &i64::from(limit)]).await?;
+            Ok(rows.iter().map(ticket_of).collect())
+        })
+    }
+
+    fn result(&self, caller: String, serial: String) -> BoxFuture<'_, Result<Option<Vec<u8>>, StoreError>> {
+        Box::pin(async move {
+            let sql = "SELECT body FROM drbgd_results WHERE serial = $1 AND caller = $2";
+            Ok(self.query("result", sql, &[&serial, &caller]).await?.first().map(|r| r.get(0)))
+        })
+    }
+
+    fn sweep(&self, before: i64, batch: u32) -> BoxFuture<'_, Result<u64, StoreError>> {
+        Box::pin(async move {
+            let sql = "DELETE FROM drbgd_results WHERE serial IN \
+                 (SELECT serial FROM drbgd_results WHERE created_ms < $1 LIMIT $2)";
+            self.execute("sweep", sql, &[&before, &i64::from(batch)]).await
+        })
+    }
+
+    fn size(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
+        Box::pin(async move {
+            let sql =
+                "SELECT pg_total_relation_size('drbgd_tickets') + pg_total_relation_size('drbgd_results')";
+            let rows = self.query("size", sql, &[]).await?;
+            let bytes: i64 = rows.first().map_or(0, |r| r.get(0));
+            Ok(u64::try_from(bytes).unwrap_or(0))
+        })
+    }
+}

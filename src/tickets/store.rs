@@ -1,0 +1,86 @@
+//! The tickets' store interface: what the domain ([`super::Tickets`]) asks of the place tickets
+//! and kept results live. Two implementations: [`super::sqlite::Sqlite`] (`[results] store =
+//! "sqlite"`, the embedded default: one file, one replica) and [`super::postgres::Postgres`]
+//! (`"postgres"`: one database shared by a fleet). A new store is one more implementation of
+//! [`TicketStore`], and a `results.store` value that opens it.
+//!
+//! Every write is one transaction, committed before its future resolves `Ok`; a future that
+//! resolves [`StoreError`] kept nothing, or (a lost acknowledgement: the store's answer to a
+//! commit never came) may have kept it, which the domain reads back before it answers.
+//! Redis is not a store for this: a ticket used on a primary that fails before it persists
+//! could be used again.
+
+use futures_util::future::BoxFuture;
+
+use super::ticket::{Ticket, TicketKind};
+
+/// The store could not do the job (unreachable, full queue, timed out, or its transaction not
+/// known to be committed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the tickets' store is unavailable")]
+pub struct StoreError;
+
+/// A used ticket's draw, to keep with it.
+#[derive(Debug, Clone)]
+pub struct Use {
+    /// The ticket.
+    pub id: String,
+    /// Its caller.
+    pub caller: String,
+    /// The request's digest ([`super::request_digest`]).
+    pub digest: Vec<u8>,
+    /// The receipt's serial.
+    pub serial: String,
+    /// The answer, byte for byte.
+    pub result: Vec<u8>,
+    /// The successor's id.
+    pub next_id: String,
+}
+
+/// Where tickets and kept results live. Times are Unix milliseconds, given by the caller.
+pub trait TicketStore: Send + Sync + std::fmt::Debug {
+    /// Inserts `tickets` (all of one caller's) unless the caller would then hold more than
+    /// `max_unused` unused, unexpired ones at `now`: `Some(held)` refused (nothing inserted),
+    /// `None` inserted.
+    fn create(
+        &self,
+        tickets: Vec<Ticket>,
+        max_unused: u64,
+        now: i64,
+    ) -> BoxFuture<'_, Result<Option<u64>, StoreError>>;
+
+    /// The ticket `id`, with its use's digest and its kept result, if any.
+    fn find(&self, id: String) -> BoxFuture<'_, Result<Option<Ticket>, StoreError>>;
+
+    /// Marks `used.id` used (only if unused, the caller's, and unexpired at `now`), keeps its
+    /// result and creates its successor (expiring at `next_expires`), in one transaction:
+    /// `true` kept, `false` nothing kept (used or expired already).
+    fn settle(
+        &self,
+        used: Use,
+        now: i64,
+        next_expires: Option<i64>,
+    ) -> BoxFuture<'_, Result<bool, StoreError>>;
+
+    /// Marks used ticket `id` and its predecessors revealed: how many were not shown before.
+    fn reveal(&self, id: String) -> BoxFuture<'_, Result<u64, StoreError>>;
+
+    /// `caller`'s tickets of `kind` with ids after `after`, by id, `limit` at most, without
+    /// their results.
+    fn list(
+        &self,
+        caller: String,
+        kind: TicketKind,
+        after: String,
+        limit: u32,
+    ) -> BoxFuture<'_, Result<Vec<Ticket>, StoreError>>;
+
+    /// The kept answer of `serial`, if it is `caller`'s.
+    fn result(&self, caller: String, serial: String) -> BoxFuture<'_, Result<Option<Vec<u8>>, StoreError>>;
+
+    /// Deletes up to `batch` kept results created before `before`: how many were deleted.
+    fn sweep(&self, before: i64, batch: u32) -> BoxFuture<'_, Result<u64, StoreError>>;
+
+    /// The bytes the store's tickets and results take.
+    fn size(&self) -> BoxFuture<'_, Result<u64, StoreError>>;
+}
