@@ -39,9 +39,10 @@ CONF
 stop) as_pg "$bin/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null ;;
 kill) kill -KILL "$(head -1 "$dir/data/postmaster.pid")" ;;
 restart)
-  # After a SIGKILL the children may hold the shared memory a moment: the start waits for them.
-  for _ in $(seq 50); do pgrep -u postgres -f "$dir/data" >/dev/null || break; sleep 0.1; done
-  rm -f "$dir/data/postmaster.pid"
+  # After a SIGKILL the backends see their postmaster gone and exit (the start waits for them);
+  # its pid and socket lock files stay behind, and are removed.
+  for _ in $(seq 50); do pgrep -u postgres >/dev/null || break; sleep 0.1; done
+  rm -f "$dir/data/postmaster.pid" "$dir"/.s.PGSQL.*.lock
   as_pg "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null
   ;;
 *) echo "usage: $0 start DIR PORT | stop DIR | kill DIR | restart DIR"; exit 2 ;;

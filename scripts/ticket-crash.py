@@ -1,17 +1,28 @@
 #!/usr/bin/env python3
 """Tickets through a crash: the release binary serves config/examples/verifiable.toml with
-[tickets] and auth on (an SQLite file in a temporary directory); 16 clients use tickets as fast as they
-can, each ticket once (and some twice, the same request: a retry); the server is killed with
-SIGKILL mid-stream, then started again on the same file. Afterwards:
+[tickets] and auth on; 16 clients use tickets as fast as they can, each ticket once (and some
+twice, the same request: a retry), and mid-stream:
+
+  - SQLite (an embedded file in a temporary directory): the server is killed with SIGKILL, then
+    started again on the same file;
+  - PostgreSQL (--postgres DIR: a server scripts/postgres.sh started in DIR): two replicas on one
+    database, the clients spread over both; one replica is killed with SIGKILL and the database
+    itself is killed (SIGKILL of its postmaster) and restarted while the other replica serves
+    on (answering 503 store_unavailable while the database is down), then the killed replica is
+    started again.
+
+Afterwards:
 
   - every answer a client received (a 200 with a receipt) is found, byte for byte, by
     GET /results/{serial}, and GET /tickets/{id} shows its ticket used with that serial;
   - every ticket no client got an answer for is either used with one result (the commit made
     it, its answer was lost with the connection) or unused; using it now works once;
   - a used ticket answers its request again with the first answer's bytes (a second draw would
-    differ), and refuses any other (409).
+    differ), and refuses any other (409);
+  - no ticket has two results in the store (read with sqlite3 or psql).
 
-usage: scripts/ticket-crash.py [BINARY]   (default: $DRBGD_BIN, else target/release/drbgd)
+usage: scripts/ticket-crash.py [--postgres DIR] [BINARY]   (default: $DRBGD_BIN, else
+target/release/drbgd)
 """
 import hashlib
 from http.client import HTTPException
@@ -51,8 +62,9 @@ def http(method, url, body=None):
 KEY = "ticket-crash-key"
 
 
-def config(work, path):
-    """config/examples/verifiable.toml with auth on (one caller, KEY) and tickets in `path`."""
+def config(work, store):
+    """config/examples/verifiable.toml with auth on (one caller, KEY) and tickets in `store`'s
+    [results]."""
     text = open("config/examples/verifiable.toml").read()
     digest = hashlib.sha256(KEY.encode()).hexdigest()
     # verifiable.toml's [auth] is off: on here.
@@ -64,8 +76,10 @@ key_sha256 = ["{digest}"]
 
 [tickets]
 enabled = true
-path = "{path}"
 max_unused = 100000
+
+[results]
+{store}
 """
     name = os.path.join(work, "tickets.toml")
     with open(name, "w") as f:
@@ -73,11 +87,10 @@ max_unused = 100000
     return name
 
 
-def start(binary, api, admin, path):
-    work = os.path.dirname(path)
+def start(binary, api, admin, work, store):
     env = dict(os.environ, DRBGD__SERVER__PEER_REQUESTS_PER_SECOND="100000", DRBGD__SERVER__PEER_BURST="100000")
     log = open(os.path.join(work, "drbgd.log"), "ab")
-    server = subprocess.Popen([binary, "serve", "--config", config(work, path), "--listen", api,
+    server = subprocess.Popen([binary, "serve", "--config", config(work, store), "--listen", api,
                                "--admin-listen", admin], env=env, stdout=log, stderr=log)
     for _ in range(200):
         try:
@@ -88,13 +101,49 @@ def start(binary, api, admin, path):
     raise SystemExit(f"drbgd did not get ready: {open(log.name).read()[-2000:]}")
 
 
+class Postgres:
+    """The database of a server scripts/postgres.sh started in `dir`: a fresh database of this
+    run's, and the server killed and restarted on demand."""
+
+    def __init__(self, dir):
+        self.dir, self.port = dir, open(os.path.join(dir, "port")).read().strip()
+        self.name = f"drbgd_crash_{os.getpid()}"
+        self.psql("postgres", f"CREATE DATABASE {self.name}")
+
+    def psql(self, db, sql):
+        env = dict(os.environ, PGPASSWORD=open(os.path.join(self.dir, "password")).read().strip())
+        return subprocess.run(["psql", "-h", "127.0.0.1", "-p", self.port, "-U", "drbgd", "-At", "-v",
+                               "ON_ERROR_STOP=1", "-c", sql, db], env=env, check=True, capture_output=True,
+                              text=True).stdout
+
+    def store(self):
+        return (f'store = "postgres"\nurl = "postgresql://drbgd@127.0.0.1:{self.port}/{self.name}"\n'
+                f'password_file = "{self.dir}/password"\nallow_plaintext_password = true\ntimeout_ms = 2000')
+
+    def crash(self):
+        subprocess.run(["bash", "scripts/postgres.sh", "kill", self.dir], check=True)
+        time.sleep(1)
+        subprocess.run(["bash", "scripts/postgres.sh", "restart", self.dir], check=True)
+
+    def doubles(self):
+        return self.psql(self.name, "SELECT count(*) FROM (SELECT ticket_id FROM drbgd_results "
+                                    "GROUP BY ticket_id HAVING count(*) > 1) d").strip()
+
+
 def main():
-    binary = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.environ.get("DRBGD_BIN", "target/release/drbgd"))
+    args = sys.argv[1:]
+    postgres = None
+    if args[:1] == ["--postgres"]:
+        postgres, args = Postgres(args[1]), args[2:]
+    binary = os.path.abspath(args[0] if args else os.environ.get("DRBGD_BIN", "target/release/drbgd"))
     os.chdir(ROOT)
     work = tempfile.mkdtemp(prefix="drbgd-ticket-crash-")
     path = os.path.join(work, "tickets.sqlite3")
-    api, admin = f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"
-    server = start(binary, api, admin, path)
+    store = postgres.store() if postgres else f'path = "{path}"'
+    replicas = 2 if postgres else 1
+    apis = [(f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}") for _ in range(replicas)]
+    servers = [start(binary, api, admin, work, store) for api, admin in apis]
+    api = apis[-1][0]
     tickets = []
     for _ in range(120):
         status, _, body = http("POST", f"http://{api}/tickets", {"n": 50})
@@ -102,19 +151,31 @@ def main():
         tickets += [t["ticket_id"] for t in json.loads(body)["tickets"]]
     received = {}  # ticket -> (request, answer bytes)
     problems = []  # what a client saw that it should not have (a thread's assert would be lost)
+    outage = threading.Event()  # the database is down: 503 store_unavailable is the answer then
+    refused = [0]
     lock = threading.Lock()
     stop = threading.Event()
 
-    def client(mine):
+    def client(k, mine):
+        target = apis[k % replicas][0]
         for i, ticket in enumerate(mine):
             if stop.is_set():
                 return
             request = {"min": 1, "max": 1000000, "count": 5, "ticket": ticket}
-            for _attempt in range(2 if i % 5 == 0 else 1):  # every fifth: a retry, the same request
+            attempts = 2 if i % 5 == 0 else 1  # every fifth: a retry, the same request
+            while attempts > 0:
                 try:
-                    status, _, body = http("POST", f"http://{api}/int", request)
+                    status, _, body = http("POST", f"http://{target}/int", request)
                 except (OSError, HTTPException):
                     return  # the server is gone
+                if status == 503 and outage.is_set() and b"store_unavailable" in body:
+                    # The database is down: the same request again in a moment, as a client that
+                    # got no answer would.
+                    with lock:
+                        refused[0] += 1
+                    time.sleep(0.05)
+                    continue
+                attempts -= 1
                 with lock:
                     if status != 200:
                         problems.append(f"{ticket}: {status} {body[:200]!r}")
@@ -123,61 +184,94 @@ def main():
                     else:
                         received[ticket] = (request, body)
 
-    threads = [threading.Thread(target=client, args=(tickets[k::16],)) for k in range(16)]
+    threads = [threading.Thread(target=client, args=(k, tickets[k::16])) for k in range(16)]
     for t in threads:
         t.start()
     # Killed mid-stream: once a thousand answers are in (or after 20 s).
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        with lock:
-            if len(received) >= 1000:
-                break
-        time.sleep(0.01)
-    server.send_signal(signal.SIGKILL)
-    server.wait()
+    wait_for(received, lock, 1000)
+    servers[0].send_signal(signal.SIGKILL)
+    servers[0].wait()
+    if postgres:
+        # The other replica serves on; then the database crashes under it and comes back.
+        wait_for(received, lock, len(received) + 300)
+        outage.set()
+        postgres.crash()
+        wait_for(received, lock, len(received) + 300)
+        outage.clear()
     stop.set()
     for t in threads:
         t.join()
     assert not problems, f"before the kill: {problems[:5]}"
     assert received, "no answer before the kill"
-    server = start(binary, api, admin, path)
+    servers[0] = start(binary, *apis[0], work, store)
     try:
-        check(api, tickets, received)
+        check(apis[0][0], tickets, received)
+        doubles = postgres.doubles() if postgres else sqlite_doubles(path)
+        assert doubles == "0", f"{doubles} tickets with two results"
+        if postgres:
+            print(f"  on PostgreSQL: two replicas, one killed, the database killed and restarted "
+                  f"({refused[0]} draws answered 503 store_unavailable while it was down)")
     finally:
-        server.terminate()
-        server.wait()
+        for server in servers:
+            server.terminate()
+            server.wait()
+
+
+def wait_for(received, lock, count, seconds=20):
+    """Until `count` answers are in (or `seconds` passed)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with lock:
+            if len(received) >= count:
+                return
+        time.sleep(0.01)
+
+
+def sqlite_doubles(path):
+    import sqlite3
+    with sqlite3.connect(path) as db:
+        (n,) = db.execute("SELECT count(*) FROM (SELECT ticket_id FROM results GROUP BY ticket_id "
+                          "HAVING count(*) > 1)").fetchone()
+    return str(n)
 
 
 def check(api, tickets, received):
-    used, unused = 0, 0
-    for ticket in tickets:
-        status, _, body = http("GET", f"http://{api}/tickets/{ticket}")
-        assert status == 200, body
-        view = json.loads(body)
-        if ticket in received:
-            request, answer = received[ticket]
-            serial = json.loads(answer)["random"]["serial"]
-            assert view["used_at"] and view["serial"] == serial, (ticket, view)
-            status, _, kept = http("GET", f"http://{api}/results/{serial}")
-            assert status == 200 and kept == answer, f"the answer of {ticket} was not kept as sent"
-            status, _, again = http("POST", f"http://{api}/int", request)
-            assert status == 200 and again == answer, "a retry after the restart is the first answer"
-            other = dict(request, count=6)
-            status, _, _ = http("POST", f"http://{api}/int", other)
-            assert status == 409, f"another use of a used ticket: {status}"
-            used += 1
-        elif view["used_at"]:
-            # Committed, its answer lost with the connection: kept all the same, once.
-            status, _, kept = http("GET", f"http://{api}/results/{view['serial']}")
-            assert status == 200 and json.loads(kept)["random"]["ticket"] == ticket, ticket
-            used += 1
-        else:
-            request = {"min": 1, "max": 1000000, "count": 5, "ticket": ticket}
-            status, _, body = http("POST", f"http://{api}/int", request)
-            assert status == 200, f"an unused ticket is still usable: {status} {body[:200]}"
-            unused += 1
+    """Every ticket as the store keeps it after the crash (8 at a time)."""
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(8) as pool:
+        kinds = list(pool.map(lambda ticket: check_one(api, ticket, received.get(ticket)), tickets))
+    used, unused = kinds.count("used"), kinds.count("unused")
     print(f"ticket crash: {len(received)} answers received before SIGKILL, all kept byte for byte and given "
           f"again to their request; {used} tickets used once, {unused} unused and usable after the restart")
+
+
+def check_one(api, ticket, got):
+    """`ticket` as kept: its answer as received (`got`: its request and answer), or used once
+    without an answer received, or unused and usable now."""
+    status, _, body = http("GET", f"http://{api}/tickets/{ticket}")
+    assert status == 200, body
+    view = json.loads(body)
+    if got:
+        request, answer = got
+        serial = json.loads(answer)["random"]["serial"]
+        assert view["used_at"] and view["serial"] == serial, (ticket, view)
+        status, _, kept = http("GET", f"http://{api}/results/{serial}")
+        assert status == 200 and kept == answer, f"the answer of {ticket} was not kept as sent"
+        status, _, again = http("POST", f"http://{api}/int", request)
+        assert status == 200 and again == answer, "a retry after the restart is the first answer"
+        other = dict(request, count=6)
+        status, _, _ = http("POST", f"http://{api}/int", other)
+        assert status == 409, f"another use of a used ticket: {status}"
+        return "used"
+    if view["used_at"]:
+        # Committed, its answer lost with the connection: kept all the same, once.
+        status, _, kept = http("GET", f"http://{api}/results/{view['serial']}")
+        assert status == 200 and json.loads(kept)["random"]["ticket"] == ticket, ticket
+        return "used"
+    request = {"min": 1, "max": 1000000, "count": 5, "ticket": ticket}
+    status, _, body = http("POST", f"http://{api}/int", request)
+    assert status == 200, f"an unused ticket is still usable: {status} {body[:200]}"
+    return "unused"
 
 
 if __name__ == "__main__":
