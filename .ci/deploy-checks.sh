@@ -107,7 +107,7 @@ echo "--- NetworkPolicy by meaning: clients reach the API port, Prometheus the a
 python3 .ci/netpol_check.py --self-test "$out/dev.yaml" "$out/prod.yaml"
 
 echo "--- rendered manifests by meaning: rollout timing, no replicas under the HPA, selectors, probes, TLS"
-python3 .ci/manifest_check.py --require-tls "$out/prod.yaml" "$out/dev.yaml" "$out/prod.yaml" "$out/tickets-sqlite.yaml" "$out/prod-tickets.yaml"
+python3 .ci/manifest_check.py --require-tls "$out/prod.yaml" --require-tls "$out/tickets-sqlite.yaml" --require-tls "$out/prod-tickets.yaml" "$out/dev.yaml" "$out/prod.yaml" "$out/tickets-sqlite.yaml" "$out/prod-tickets.yaml"
 
 echo "--- PrometheusRule: promtool check rules, and identical to deploy/prometheus/rules.yml"
 python3 - "$out/prod.yaml" "$out/k8s-rules.yml" <<'PY'

@@ -6,7 +6,7 @@
 #
 # Usage: scripts/postgres.sh start DIR PORT   (prints the results.url to use)
 #        scripts/postgres.sh stop DIR         (fast shutdown)
-#        scripts/postgres.sh kill DIR         (SIGKILL of the postmaster: a crash)
+#        scripts/postgres.sh kill DIR         (SIGKILL of the postmaster and every backend: a crash)
 #        scripts/postgres.sh restart DIR      (after stop or kill)
 set -euo pipefail
 bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
@@ -30,19 +30,39 @@ fsync = on
 synchronous_commit = on
 CONF
   as_pg "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null
-  PGPASSWORD=$(cat "$dir/password.tmp") as_pg "$bin/psql" -h 127.0.0.1 -p "$port" -U postgres -q -v ON_ERROR_STOP=1 \
-    -c "CREATE ROLE drbgd LOGIN CREATEDB PASSWORD '$(cat "$dir/password.tmp")'" -c "CREATE DATABASE drbgd OWNER drbgd" postgres
+  # The statements on standard input: the password stays off command lines.
+  printf "CREATE ROLE drbgd LOGIN CREATEDB PASSWORD '%s';\nCREATE DATABASE drbgd OWNER drbgd;\n" "$(cat "$dir/password.tmp")" |
+    PGPASSWORD=$(cat "$dir/password.tmp") as_pg "$bin/psql" -h 127.0.0.1 -p "$port" -U postgres -q -v ON_ERROR_STOP=1 postgres
   chmod 600 "$dir/password.tmp"; mv "$dir/password.tmp" "$dir/password"
   echo "$port" >"$dir/port"
   echo "postgresql://drbgd@127.0.0.1:$port/drbgd"
   ;;
 stop) as_pg "$bin/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null ;;
-kill) kill -KILL "$(head -1 "$dir/data/postmaster.pid")" ;;
+kill)
+  # The postmaster and its backends at once (a machine's crash, as far as the clients see): a
+  # backend left alive would still finish and acknowledge the commit it was in.
+  pid=$(head -1 "$dir/data/postmaster.pid")
+  pgrep -P "$pid" >"$dir/killed" || true
+  echo "$pid" >>"$dir/killed"
+  kill -KILL $(cat "$dir/killed") 2>/dev/null || true
+  ;;
 restart)
-  # After a SIGKILL the backends see their postmaster gone and exit (the start waits for them);
-  # its pid and socket lock files stay behind, and are removed.
-  for _ in $(seq 50); do pgrep -u postgres >/dev/null || break; sleep 0.1; done
-  rm -f "$dir/data/postmaster.pid" "$dir"/.s.PGSQL.*.lock
+  # After `kill`, the processes killed are gone (or zombies nobody reaps, in a container
+  # without an init, which PostgreSQL would take for a live postmaster): then the pid and socket
+  # lock files they left are removed.
+  if [ -e "$dir/killed" ]; then
+    for _ in $(seq 100); do
+      alive=0
+      for p in $(cat "$dir/killed"); do
+        state=$(awk '{print $3}' "/proc/$p/stat" 2>/dev/null || true)
+        [ -z "$state" ] || [ "$state" = Z ] || alive=1
+      done
+      [ "$alive" = 0 ] && break
+      sleep 0.1
+    done
+    [ "$alive" = 0 ] || { echo "postgres.sh: the killed processes did not end"; exit 1; }
+    rm -f "$dir/killed" "$dir/data/postmaster.pid" "$dir"/.s.PGSQL.*.lock
+  fi
   as_pg "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null
   ;;
 *) echo "usage: $0 start DIR PORT | stop DIR | kill DIR | restart DIR"; exit 2 ;;

@@ -7,9 +7,10 @@ twice, the same request: a retry), and mid-stream:
     started again on the same file;
   - PostgreSQL (--postgres DIR: a server scripts/postgres.sh started in DIR): two replicas on one
     database, the clients spread over both; one replica is killed with SIGKILL and the database
-    itself is killed (SIGKILL of its postmaster) and restarted while the other replica serves
-    on (answering 503 store_unavailable while the database is down), then the killed replica is
-    started again.
+    itself is killed (SIGKILL of its postmaster and every backend) and restarted while the other
+    replica serves on (answering 503 store_unavailable while the database is down: a client
+    then draws under the same ticket with *another* request, which a ticket left used by the
+    refused one would answer 409), then the killed replica is started again.
 
 Afterwards:
 
@@ -19,7 +20,9 @@ Afterwards:
     it, its answer was lost with the connection) or unused; using it now works once;
   - a used ticket answers its request again with the first answer's bytes (a second draw would
     differ), and refuses any other (409);
-  - no ticket has two results in the store (read with sqlite3 or psql).
+  - in the store (read with sqlite3 or psql): no chain forks (two tickets with one
+    predecessor), every used ticket has its one result, under its serial and naming it, and
+    every result belongs to a used ticket.
 
 usage: scripts/ticket-crash.py [--postgres DIR] [BINARY]   (default: $DRBGD_BIN, else
 target/release/drbgd)
@@ -125,9 +128,8 @@ class Postgres:
         time.sleep(1)
         subprocess.run(["bash", "scripts/postgres.sh", "restart", self.dir], check=True)
 
-    def doubles(self):
-        return self.psql(self.name, "SELECT count(*) FROM (SELECT ticket_id FROM drbgd_results "
-                                    "GROUP BY ticket_id HAVING count(*) > 1) d").strip()
+    def faults(self):
+        return self.psql(self.name, FAULTS.format(t="drbgd_tickets", r="drbgd_results")).strip()
 
 
 def main():
@@ -169,10 +171,11 @@ def main():
                 except (OSError, HTTPException):
                     return  # the server is gone
                 if status == 503 and outage.is_set() and b"store_unavailable" in body:
-                    # The database is down: the same request again in a moment, as a client that
-                    # got no answer would.
+                    # The database is down: nothing was kept, so the ticket is still unused and
+                    # takes another request (a use kept behind the 503 would answer that 409).
                     with lock:
                         refused[0] += 1
+                    request = dict(request, count=request["count"] % 9 + 1)
                     time.sleep(0.05)
                     continue
                 attempts -= 1
@@ -206,8 +209,8 @@ def main():
     servers[0] = start(binary, *apis[0], work, store)
     try:
         check(apis[0][0], tickets, received)
-        doubles = postgres.doubles() if postgres else sqlite_doubles(path)
-        assert doubles == "0", f"{doubles} tickets with two results"
+        faults = postgres.faults() if postgres else sqlite_faults(path)
+        assert faults == "0|0|0|0", f"chain forks|used without their result|results naming another|orphan results: {faults}"
         if postgres:
             print(f"  on PostgreSQL: two replicas, one killed, the database killed and restarted "
                   f"({refused[0]} draws answered 503 store_unavailable while it was down)")
@@ -227,12 +230,24 @@ def wait_for(received, lock, count, seconds=20):
         time.sleep(0.01)
 
 
-def sqlite_doubles(path):
+# What must never be in the store: chain forks (two tickets with one predecessor), a used
+# ticket without its result, a result under a ticket's serial that names another ticket, a result
+# whose ticket is not used.
+FAULTS = """SELECT
+ (SELECT count(*) FROM (SELECT previous_id FROM {t} WHERE previous_id IS NOT NULL
+   GROUP BY previous_id HAVING count(*) > 1) f),
+ (SELECT count(*) FROM {t} t WHERE t.used_ms IS NOT NULL AND NOT EXISTS
+   (SELECT 1 FROM {r} r WHERE r.serial = t.serial AND r.ticket_id = t.id)),
+ (SELECT count(*) FROM {t} t JOIN {r} r ON r.serial = t.serial WHERE r.ticket_id <> t.id),
+ (SELECT count(*) FROM {r} r WHERE NOT EXISTS
+   (SELECT 1 FROM {t} t WHERE t.id = r.ticket_id AND t.used_ms IS NOT NULL AND t.serial = r.serial))"""
+
+
+def sqlite_faults(path):
     import sqlite3
     with sqlite3.connect(path) as db:
-        (n,) = db.execute("SELECT count(*) FROM (SELECT ticket_id FROM results GROUP BY ticket_id "
-                          "HAVING count(*) > 1)").fetchone()
-    return str(n)
+        row = db.execute(FAULTS.format(t="tickets", r="results")).fetchone()
+    return "|".join(str(n) for n in row)
 
 
 def check(api, tickets, received):

@@ -187,8 +187,17 @@ impl Tickets {
         op: &'static str,
         call: impl Future<Output = Result<T, StoreError>>,
     ) -> Result<T, StoreError> {
+        self.timed_within(op, std::time::Duration::from_millis(self.results.timeout_ms), call).await
+    }
+
+    /// `call`, timed as store operation `op` and bounded by `deadline`.
+    async fn timed_within<T>(
+        &self,
+        op: &'static str,
+        deadline: std::time::Duration,
+        call: impl Future<Output = Result<T, StoreError>>,
+    ) -> Result<T, StoreError> {
         let start = std::time::Instant::now();
-        let deadline = std::time::Duration::from_millis(self.results.timeout_ms);
         let done = tokio::time::timeout(deadline, call).await.unwrap_or(Err(StoreError));
         self.series.duration.with_label_values(&[op]).observe(start.elapsed().as_secs_f64());
         if done.is_err() {
@@ -310,8 +319,10 @@ impl Tickets {
     /// successor created, all in one transaction, committed before this returns. `false`: the
     /// ticket was used already (by a request that got there first, here or on another replica)
     /// or expired in the meantime (what [`Tickets::lookup`] finds now); nothing of `used` was
-    /// kept. When the store's answer is lost (a failure or a timeout around the commit), the
-    /// ticket is read back: kept with this serial is kept, anything else is 503.
+    /// kept. When the store's answer is lost (a failure, or no answer within twice
+    /// `results.timeout_ms`, past the store's own bound on the statement), the ticket is read
+    /// back once any use of it in progress has ended: kept with this serial is kept, used by
+    /// another request is `false`, unused (or still unreadable) is 503.
     ///
     /// # Errors
     /// 503 `store_unavailable` (nothing of `used` is kept as far as this server can tell),
@@ -321,13 +332,15 @@ impl Tickets {
         let now = now_ms();
         let expires_ms = self.expiry(now);
         let (id, serial) = (used.id.clone(), used.serial.clone());
-        let kept = match self.timed("settle", self.store.settle(used, now, expires_ms)).await {
+        let wait = std::time::Duration::from_millis(2 * self.results.timeout_ms + 1000);
+        let kept = match self.timed_within("settle", wait, self.store.settle(used, now, expires_ms)).await {
             Ok(kept) => kept,
-            Err(StoreError) => match self.timed("find", self.store.find(id.clone())).await {
+            Err(StoreError) => match self.timed("settled", self.store.settled(id.clone())).await {
                 Ok(Some(t)) if t.serial.as_deref() == Some(serial.as_str()) => {
                     tracing::warn!(ticket = id, "a use whose commit was not acknowledged was found kept");
                     true
                 }
+                Ok(Some(t)) if t.used_ms.is_some() => false,
                 _ => return Err(ApiError::StoreUnavailable),
             },
         };
@@ -420,7 +433,11 @@ impl Tickets {
 
     /// Deletes the results past their retention, a batch at a time: how many.
     pub async fn sweep(&self) -> u64 {
-        let before = now_ms().saturating_sub(self.results.retention_ms());
+        self.sweep_before(now_ms().saturating_sub(self.results.retention_ms())).await
+    }
+
+    /// Deletes the results kept before `before` (Unix milliseconds), a batch at a time: how many.
+    pub async fn sweep_before(&self, before: i64) -> u64 {
         let mut swept = 0;
         while let Ok(n) = self.timed("sweep", self.store.sweep(before, SWEEP_BATCH)).await {
             swept += n;

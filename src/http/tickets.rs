@@ -335,7 +335,8 @@ impl View {
 }
 
 /// `view` as JSON, with a `result` member when the ticket shows it: its stored answer as it was
-/// sent (byte for byte, so that its receipt verifies as served), or null while unused.
+/// sent (byte for byte, so that its receipt verifies as served), or null while unused; and
+/// `result_expired: true` for a used ticket whose result was swept past its retention.
 fn json_with_result(view: &View, ticket: &Ticket) -> Response {
     let mut body = serde_json::to_vec(view).unwrap_or_default();
     if ticket.shows_result() && body.last() == Some(&b'}') {
@@ -344,6 +345,9 @@ fn json_with_result(view: &View, ticket: &Ticket) -> Response {
         match &ticket.result {
             Some(result) => body.extend_from_slice(result),
             None => body.extend_from_slice(b"null"),
+        }
+        if ticket.used_ms.is_some() && ticket.result.is_none() {
+            body.extend_from_slice(b",\"result_expired\":true");
         }
         body.push(b'}');
     }

@@ -6,7 +6,9 @@
 //! Each write is one transaction at READ COMMITTED: a ticket is used by one conditional
 //! `UPDATE ... WHERE used_ms IS NULL`, which PostgreSQL's row lock serialises across replicas
 //! (the second waits for the first to commit, then finds the row used and changes nothing), so
-//! two replicas cannot both use one ticket, nor fork a chain. Concurrent commits share the WAL
+//! two replicas cannot both use one ticket, nor fork a chain. A use (the update, its result and
+//! its successor) is one statement, its data-modifying parts in `WITH` clauses: one round trip,
+//! atomic as a statement is, prepared once per connection. Concurrent commits share the WAL
 //! flush (PostgreSQL's own group commit).
 //!
 //! The schema (tables `drbgd_tickets`, `drbgd_results`, `drbgd_meta`) is created at start-up
@@ -48,6 +50,7 @@ CREATE TABLE IF NOT EXISTS drbgd_tickets (
     revealed BOOLEAN NOT NULL DEFAULT FALSE
 );
 CREATE INDEX IF NOT EXISTS drbgd_tickets_by_caller ON drbgd_tickets (caller, id);
+CREATE INDEX IF NOT EXISTS drbgd_tickets_unused ON drbgd_tickets (caller) WHERE used_ms IS NULL;
 CREATE TABLE IF NOT EXISTS drbgd_results (
     serial TEXT PRIMARY KEY,
     caller TEXT NOT NULL,
@@ -101,6 +104,7 @@ impl Postgres {
         }
         let timeout = Duration::from_millis(settings.timeout_ms);
         config.application_name("drbgd").connect_timeout(timeout.max(Duration::from_secs(1)));
+        bound(&mut config, timeout);
         let tls = tokio_postgres_rustls::MakeRustlsConnect::new(crate::tls_client::client_config(
             settings.ca_file(),
             "results.ca_file",
@@ -165,7 +169,8 @@ impl Postgres {
         })
     }
 
-    /// Rows of `sql` with `params`, on a pooled connection.
+    /// Rows of `sql` with `params`, on a pooled connection (one statement: its own
+    /// transaction), the statement prepared once per connection.
     async fn query(
         &self,
         op: &'static str,
@@ -173,11 +178,11 @@ impl Postgres {
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Vec<Row>, StoreError> {
         let client = self.client().await?;
-        client.query(sql, params).await.map_err(failed(op))
+        let statement = client.prepare_cached(sql).await.map_err(failed(op))?;
+        client.query(&statement, params).await.map_err(failed(op))
     }
 
-    /// Rows changed by `sql` with `params`, on a pooled connection (one statement: its own
-    /// transaction).
+    /// Rows changed by `sql` with `params`, as [`Postgres::query`].
     async fn execute(
         &self,
         op: &'static str,
@@ -185,7 +190,8 @@ impl Postgres {
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<u64, StoreError> {
         let client = self.client().await?;
-        client.execute(sql, params).await.map_err(failed(op))
+        let statement = client.prepare_cached(sql).await.map_err(failed(op))?;
+        client.execute(&statement, params).await.map_err(failed(op))
     }
 
     async fn create_tickets(
@@ -229,35 +235,60 @@ impl Postgres {
     }
 
     async fn settle_use(&self, used: Use, now: i64, next_expires: Option<i64>) -> Result<bool, StoreError> {
-        let mut client = self.client().await?;
-        let tx = client.transaction().await.map_err(failed("settle"))?;
-        let marked = tx
-            .execute(
-                "UPDATE drbgd_tickets SET used_ms = $2, digest = $3, serial = $4, next_id = $5 \
-                 WHERE id = $1 AND caller = $6 AND used_ms IS NULL AND (expires_ms IS NULL OR expires_ms > $2)",
-                &[&used.id, &now, &used.digest, &used.serial, &used.next_id, &used.caller],
-            )
-            .await
-            .map_err(failed("settle"))?;
-        if marked == 0 {
-            return Ok(false);
-        }
-        tx.execute(
-            "INSERT INTO drbgd_results (serial, caller, ticket_id, created_ms, body) VALUES ($1, $2, $3, $4, $5)",
-            &[&used.serial, &used.caller, &used.id, &now, &used.result],
-        )
-        .await
-        .map_err(failed("settle"))?;
-        tx.execute(
-            "INSERT INTO drbgd_tickets (id, caller, show_result, created_ms, expires_ms, previous_id) \
-             SELECT $1, caller, show_result, $2, $3, id FROM drbgd_tickets WHERE id = $4",
-            &[&used.next_id, &now, &next_expires, &used.id],
-        )
-        .await
-        .map_err(failed("settle"))?;
-        tx.commit().await.map_err(failed("settle"))?;
-        Ok(true)
+        let params: [&(dyn ToSql + Sync); 8] = [
+            &used.id,
+            &now,
+            &used.digest,
+            &used.serial,
+            &used.next_id,
+            &used.caller,
+            &used.result,
+            &next_expires,
+        ];
+        let rows = self.query("settle", SETTLE, &params).await?;
+        let kept: i64 = rows.first().map_or(0, |r| r.get(0));
+        Ok(kept == 1)
     }
+}
+
+/// A use, kept in one statement: the ticket marked used (only if unused, the caller's and not
+/// expired at `$2`), its result stored and its successor created from the marked row; how many
+/// were marked (1, or 0: used or expired already, and nothing kept). Every `WITH` part runs
+/// whether read or not; they are read all the same.
+const SETTLE: &str = "WITH used AS ( \
+       UPDATE drbgd_tickets SET used_ms = $2, digest = $3, serial = $4, next_id = $5 \
+       WHERE id = $1 AND caller = $6 AND used_ms IS NULL AND (expires_ms IS NULL OR expires_ms > $2) \
+       RETURNING id, caller, show_result), \
+     kept AS ( \
+       INSERT INTO drbgd_results (serial, caller, ticket_id, created_ms, body) \
+       SELECT $4, caller, id, $2, $7 FROM used RETURNING ticket_id), \
+     successor AS ( \
+       INSERT INTO drbgd_tickets (id, caller, show_result, created_ms, expires_ms, previous_id) \
+       SELECT $5, caller, show_result, $2, $8, id FROM used RETURNING previous_id) \
+     SELECT count(*) FROM used JOIN kept ON kept.ticket_id = used.id \
+       JOIN successor ON successor.previous_id = used.id";
+
+/// Bounds every call on the server, not only in drbgd: a statement, or a wait for a lock, ends
+/// at `timeout` (so a call abandoned at its deadline does not hold its connection or a ticket's
+/// row for long, and a use still running when its answer was lost ends soon); a transaction
+/// left idle ends at twice that; a peer gone silent is found by TCP keepalives and the kernel's
+/// user timeout rather than after minutes of retransmission. Options the URL set come first.
+fn bound(config: &mut tokio_postgres::Config, timeout: Duration) {
+    let ms = timeout.as_millis();
+    let ours = format!(
+        "-c statement_timeout={ms} -c lock_timeout={ms} -c idle_in_transaction_session_timeout={}",
+        2 * ms
+    );
+    let options = match config.get_options() {
+        Some(theirs) if !theirs.is_empty() => format!("{theirs} {ours}"),
+        _ => ours,
+    };
+    config
+        .options(options)
+        .keepalives(true)
+        .keepalives_idle(Duration::from_secs(5))
+        .keepalives_interval(Duration::from_secs(1))
+        .tcp_user_timeout(timeout.max(Duration::from_secs(1)) * 2);
 }
 
 /// A schema version this build does not know (a newer drbgd's).
@@ -312,6 +343,18 @@ impl TicketStore for Postgres {
         next_expires: Option<i64>,
     ) -> BoxFuture<'_, Result<bool, StoreError>> {
         Box::pin(self.settle_use(used, now, next_expires))
+    }
+
+    fn settled(&self, id: String) -> BoxFuture<'_, Result<Option<Ticket>, StoreError>> {
+        Box::pin(async move {
+            // FOR SHARE waits for the row lock of a use still in progress on another connection
+            // (its statement bounded by statement_timeout), then reads what it kept.
+            let sql = format!(
+                "SELECT {TICKET_COLUMNS} FROM drbgd_tickets t LEFT JOIN drbgd_results r ON r.serial = t.serial \
+                 WHERE t.id = $1 FOR SHARE OF t"
+            );
+            Ok(self.query("settled", &sql, &[&id]).await?.first().map(ticket_of))
+        })
     }
 
     fn reveal(&self, id: String) -> BoxFuture<'_, Result<u64, StoreError>> {

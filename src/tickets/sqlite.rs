@@ -7,7 +7,10 @@
 //!
 //! A full channel, a thread that is gone or a commit that fails is [`StoreError`]: the caller
 //! answers 503 and nothing of the job is kept (SQLite's commit either happened or not; there is
-//! no acknowledgement to lose between this thread and the file).
+//! no acknowledgement to lose between this thread and the file). A job whose caller has stopped
+//! waiting (its deadline passed while it was queued) is not run; one already running ends as
+//! it would, and a read queued after it ([`TicketStore::settled`]) sees what it kept: the
+//! thread takes jobs in the order they came.
 //!
 //! One file is one replica's: a fleet shares PostgreSQL ([`super::postgres`]) instead.
 
@@ -80,6 +83,10 @@ impl Sqlite {
     ) -> Result<T, StoreError> {
         let (reply, answer) = oneshot::channel();
         let run: Job = Box::new(move |connection| {
+            // Nobody waits for it: not run (a use whose caller was answered 503 stays unused).
+            if reply.is_closed() {
+                return (false, Box::new(|_| {}) as Reply);
+            }
             let done = job(connection);
             let ok = done.is_ok();
             let reply: Reply = Box::new(move |committed| {
@@ -198,6 +205,7 @@ CREATE TABLE IF NOT EXISTS tickets (
     revealed INTEGER NOT NULL DEFAULT 0
 ) STRICT;
 CREATE INDEX IF NOT EXISTS tickets_by_caller ON tickets (caller, id);
+CREATE INDEX IF NOT EXISTS tickets_unused ON tickets (caller) WHERE used_ms IS NULL;
 CREATE TABLE IF NOT EXISTS results (
     serial TEXT PRIMARY KEY,
     caller TEXT NOT NULL,
@@ -346,6 +354,11 @@ impl TicketStore for Sqlite {
         }))
     }
 
+    fn settled(&self, id: String) -> BoxFuture<'_, Result<Option<Ticket>, StoreError>> {
+        // Queued after any use of it: read once that use is committed or rolled back.
+        self.find(id)
+    }
+
     fn reveal(&self, id: String) -> BoxFuture<'_, Result<u64, StoreError>> {
         Box::pin(self.call(move |c| {
             c.execute(
@@ -391,9 +404,11 @@ impl TicketStore for Sqlite {
 
     fn size(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
         Box::pin(self.call(|c| {
+            // Free pages (a sweep's) are reused before the file grows: not counted.
             let pages: i64 = c.query_row("PRAGMA page_count", [], |r| r.get(0))?;
+            let free: i64 = c.query_row("PRAGMA freelist_count", [], |r| r.get(0))?;
             let size: i64 = c.query_row("PRAGMA page_size", [], |r| r.get(0))?;
-            Ok(u64::try_from(pages.saturating_mul(size)).unwrap_or(0))
+            Ok(u64::try_from((pages - free).saturating_mul(size)).unwrap_or(0))
         }))
     }
 }

@@ -5,8 +5,9 @@
 //! [`TicketStore`], and a `results.store` value that opens it.
 //!
 //! Every write is one transaction, committed before its future resolves `Ok`; a future that
-//! resolves [`StoreError`] kept nothing, or (a lost acknowledgement: the store's answer to a
-//! commit never came) may have kept it, which the domain reads back before it answers.
+//! resolves [`StoreError`] (or is dropped at its deadline) kept nothing, or (a lost
+//! acknowledgement: the store's answer to a commit never came) may have kept it, which the
+//! domain reads back ([`TicketStore::settled`]) before it answers.
 //! Redis is not a store for this: a ticket used on a primary that fails before it persists
 //! could be used again.
 
@@ -61,6 +62,10 @@ pub trait TicketStore: Send + Sync + std::fmt::Debug {
         now: i64,
         next_expires: Option<i64>,
     ) -> BoxFuture<'_, Result<bool, StoreError>>;
+
+    /// The ticket `id` as [`TicketStore::find`] reads it, once any use of it still in progress
+    /// (one whose answer was lost or whose deadline passed) has ended: what it kept decides.
+    fn settled(&self, id: String) -> BoxFuture<'_, Result<Option<Ticket>, StoreError>>;
 
     /// Marks used ticket `id` and its predecessors revealed: how many were not shown before.
     fn reveal(&self, id: String) -> BoxFuture<'_, Result<u64, StoreError>>;

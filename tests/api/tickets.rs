@@ -54,7 +54,7 @@ async fn postgres_database(tag: &str) -> Option<(String, std::path::PathBuf)> {
 
 /// [`ticket_settings`] kept in `store` (`None`: no PostgreSQL server here).
 async fn settings_on(store: Store, tag: &str) -> Option<Settings> {
-    let mut settings = ticket_settings(&dir(tag));
+    let mut settings = ticket_settings(&dir(&format!("{tag}-{store:?}")));
     if store == Store::Postgres {
         let (url, password_file) = postgres_database(tag).await?;
         settings.results.store = drbgd::config::results::ResultsStore::Postgres;
@@ -352,6 +352,53 @@ async fn refusals(store: Store) {
         "ticket_expired",
     )
     .await;
+}
+
+on_both_stores!(swept_and_full, swept_and_full_on_sqlite, swept_and_full_on_postgres);
+
+/// A result past its retention is swept: its ticket stays used, the same request again is 410
+/// `result_expired`, another 409; a store at `results.max_bytes` refuses new tickets and
+/// ticketed draws 503 `store_full`, leaving the ticket unused.
+async fn swept_and_full(store: Store) {
+    let Some(mut settings) = settings_on(store, "swept").await else { return };
+    settings.results.max_bytes = 1 << 20;
+    settings.tickets.max_unused = 100_000;
+    let app = spawn_with(settings, Arc::new(OsEntropy)).await;
+    let tickets = app.state.tickets.clone().unwrap();
+    let ids: Vec<String> = create(&app, json!({"n": 2, "show_result": true}))
+        .await
+        .iter()
+        .map(|t| t["ticket_id"].as_str().unwrap().to_owned())
+        .collect();
+    let draw = json!({"min": 1, "max": 6, "ticket": ids[0]});
+    let answer: Value = post(&app, "/int", &draw).await.json().await.unwrap();
+    let serial = answer["random"]["serial"].as_str().unwrap().to_owned();
+    assert_eq!(tickets.sweep().await, 0, "nothing is past a year");
+    assert_eq!(tickets.sweep_before(i64::MAX).await, 1, "the one result kept");
+    assert_problem(post(&app, "/int", &draw).await, 410, "result_expired").await;
+    let other = json!({"min": 1, "max": 7, "ticket": ids[0]});
+    assert_problem(post(&app, "/int", &other).await, 409, "ticket_used").await;
+    assert_problem(get(&app, &format!("/results/{serial}")).await, 404, "result_not_found").await;
+    let view: Value = app.get(&format!("/tickets/{}", ids[0])).await.json().await.unwrap();
+    assert!(
+        view["used_at"].is_string() && view["result"].is_null() && view["result_expired"] == true,
+        "{view}"
+    );
+    // Filled past 1 MiB with tickets: refused once measured.
+    while {
+        tickets.measure().await;
+        app.state.metrics.tickets.bytes.get() < 1 << 20
+    } {
+        for _ in 0..20 {
+            create(&app, json!({"n": 50})).await;
+        }
+    }
+    assert_eq!(app.state.metrics.tickets.full.get(), 1);
+    assert_problem(post(&app, "/tickets", &json!({"n": 1})).await, 503, "store_full").await;
+    let refused = post(&app, "/int", &json!({"min": 1, "max": 6, "ticket": ids[1]})).await;
+    assert_problem(refused, 503, "store_full").await;
+    let view: Value = app.get(&format!("/tickets/{}", ids[1])).await.json().await.unwrap();
+    assert!(view["used_at"].is_null(), "refused before it was touched: {view}");
 }
 
 #[test]
