@@ -10,7 +10,8 @@ twice, the same request: a retry), and mid-stream:
     itself is killed (SIGKILL of its postmaster and every backend) and restarted while the other
     replica serves on (answering 503 store_unavailable while the database is down: a client
     then draws under the same ticket with *another* request, which a ticket left used by the
-    refused one would answer 409), then the killed replica is started again.
+    refused one would answer 409; or 503 store_outcome_unknown for a use whose answer was lost
+    with the database: the same request again), then the killed replica is started again.
 
 Afterwards:
 
@@ -154,7 +155,7 @@ def main():
     received = {}  # ticket -> (request, answer bytes)
     problems = []  # what a client saw that it should not have (a thread's assert would be lost)
     outage = threading.Event()  # the database is down: 503 store_unavailable is the answer then
-    refused = [0]
+    refused, unknown = [0], [0]
     lock = threading.Lock()
     stop = threading.Event()
 
@@ -175,7 +176,17 @@ def main():
                     # takes another request (a use kept behind the 503 would answer that 409).
                     with lock:
                         refused[0] += 1
-                    request = dict(request, count=request["count"] % 9 + 1)
+                        # (Unless an earlier attempt's answer came: a retry refused before it
+                        # reached the ticket says nothing of it.)
+                        if ticket not in received:
+                            request = dict(request, count=request["count"] % 9 + 1)
+                    time.sleep(0.05)
+                    continue
+                if status == 503 and outage.is_set() and b"store_outcome_unknown" in body:
+                    # Its answer lost with the database, and the database not back in time: the
+                    # same request again, as the answer says (the kept draw, or a first one).
+                    with lock:
+                        unknown[0] += 1
                     time.sleep(0.05)
                     continue
                 attempts -= 1
@@ -213,11 +224,16 @@ def main():
         assert faults == "0|0|0|0", f"chain forks|used without their result|results naming another|orphan results: {faults}"
         if postgres:
             print(f"  on PostgreSQL: two replicas, one killed, the database killed and restarted "
-                  f"({refused[0]} draws answered 503 store_unavailable while it was down)")
+                  f"({refused[0]} draws answered 503 store_unavailable while it was down, {unknown[0]} "
+                  f"store_outcome_unknown)")
     finally:
         for server in servers:
             server.terminate()
             server.wait()
+    kept = open(os.path.join(work, "drbgd.log")).read().count("not acknowledged was found kept")
+    print(f"  uses whose answer was lost and that were read back kept: {kept}")
+    import shutil
+    shutil.rmtree(work)  # (kept, with the servers' log, when a check fails)
 
 
 def wait_for(received, lock, count, seconds=20):
@@ -274,7 +290,7 @@ def check_one(api, ticket, got):
         assert status == 200 and kept == answer, f"the answer of {ticket} was not kept as sent"
         status, _, again = http("POST", f"http://{api}/int", request)
         assert status == 200 and again == answer, "a retry after the restart is the first answer"
-        other = dict(request, count=6)
+        other = dict(request, max=request["max"] - 1)
         status, _, _ = http("POST", f"http://{api}/int", other)
         assert status == 409, f"another use of a used ticket: {status}"
         return "used"

@@ -152,6 +152,14 @@ pub enum ApiError {
     /// kept.
     #[error("the store that keeps tickets and results is full ([results] max_bytes); nothing was kept")]
     StoreFull,
+    /// 503: the store that must hold a result did not say whether it kept this one (its answer
+    /// was lost, and it could not be asked again in time): the same request again answers the
+    /// kept result, or draws if none was kept.
+    #[error(
+        "the store that keeps tickets and results did not say whether this draw was kept: send the same request \
+         again (it answers the kept draw, or draws if none was kept)"
+    )]
+    StoreOutcomeUnknown,
     /// 405: the route exists but not with this method.
     #[error("method not allowed on this resource")]
     MethodNotAllowed,
@@ -195,6 +203,7 @@ impl ApiError {
             ApiError::QuotaStoreUnavailable => "quota_store_unavailable",
             ApiError::StoreUnavailable => "store_unavailable",
             ApiError::StoreFull => "store_full",
+            ApiError::StoreOutcomeUnknown => "store_outcome_unknown",
             ApiError::EntropyUnavailable => "entropy_unavailable",
             ApiError::GeneratorFailed => "generator_failed",
             ApiError::NotReady => "not_ready",
@@ -228,6 +237,7 @@ impl ApiError {
             | ApiError::QuotaStoreUnavailable
             | ApiError::StoreUnavailable
             | ApiError::StoreFull
+            | ApiError::StoreOutcomeUnknown
             | ApiError::Timeout
             | ApiError::EntropyUnavailable
             | ApiError::GeneratorFailed
@@ -259,6 +269,7 @@ impl ApiError {
             | ApiError::AuditUnavailable
             | ApiError::StoreUnavailable
             | ApiError::StoreFull
+            | ApiError::StoreOutcomeUnknown
             | ApiError::QuotaStoreUnavailable => tonic::Code::Unavailable,
         }
     }

@@ -198,7 +198,8 @@ impl Tickets {
         call: impl Future<Output = Result<T, StoreError>>,
     ) -> Result<T, StoreError> {
         let start = std::time::Instant::now();
-        let done = tokio::time::timeout(deadline, call).await.unwrap_or(Err(StoreError));
+        // Past its deadline a call may still be done (dropped mid-flight).
+        let done = tokio::time::timeout(deadline, call).await.unwrap_or(Err(StoreError::Unknown));
         self.series.duration.with_label_values(&[op]).observe(start.elapsed().as_secs_f64());
         if done.is_err() {
             self.series.errors.with_label_values(&[op]).inc();
@@ -335,19 +336,45 @@ impl Tickets {
         let wait = std::time::Duration::from_millis(2 * self.results.timeout_ms + 1000);
         let kept = match self.timed_within("settle", wait, self.store.settle(used, now, expires_ms)).await {
             Ok(kept) => kept,
-            Err(StoreError) => match self.timed("settled", self.store.settled(id.clone())).await {
-                Ok(Some(t)) if t.serial.as_deref() == Some(serial.as_str()) => {
-                    tracing::warn!(ticket = id, "a use whose commit was not acknowledged was found kept");
-                    true
-                }
-                Ok(Some(t)) if t.used_ms.is_some() => false,
-                _ => return Err(ApiError::StoreUnavailable),
-            },
+            Err(StoreError::Unavailable) => return Err(ApiError::StoreUnavailable),
+            Err(StoreError::Unknown) => self.read_back(&id, &serial).await?,
         };
         if kept {
             self.series.events.with_label_values(&["used"]).inc();
         }
         Ok(kept)
+    }
+
+    /// Whether the use of `id` whose answer was lost kept `serial`, read back once any use of it
+    /// in progress has ended (and again, for twice `results.timeout_ms`, while the store cannot
+    /// be read: a database restarting): `true` kept, `false` used by another request.
+    ///
+    /// # Errors
+    /// 503 `store_unavailable`: not kept, the ticket unused; `store_outcome_unknown`: the store
+    /// could not be read in time.
+    async fn read_back(&self, id: &str, serial: &str) -> Result<bool, ApiError> {
+        let until =
+            tokio::time::Instant::now() + std::time::Duration::from_millis(2 * self.results.timeout_ms);
+        loop {
+            match self.timed("settled", self.store.settled(id.to_owned())).await {
+                Ok(Some(t)) if t.serial.as_deref() == Some(serial) => {
+                    tracing::warn!(ticket = id, "a use whose commit was not acknowledged was found kept");
+                    return Ok(true);
+                }
+                Ok(Some(t)) if t.used_ms.is_some() => return Ok(false),
+                Ok(_) => return Err(ApiError::StoreUnavailable),
+                Err(_) if tokio::time::Instant::now() < until => {
+                    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                }
+                Err(_) => {
+                    tracing::error!(
+                        ticket = id,
+                        "whether a use was kept is unknown: the store cannot be read"
+                    );
+                    return Err(ApiError::StoreOutcomeUnknown);
+                }
+            }
+        }
     }
 
     /// The ticket `id`, for anyone.

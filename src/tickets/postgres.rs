@@ -82,11 +82,16 @@ impl std::fmt::Debug for Postgres {
     }
 }
 
-/// Logs a store error (never its parameters) and makes it a [`StoreError`].
+/// Logs a store error (never its parameters) and makes it a [`StoreError`]: the server's own
+/// error is a statement refused or rolled back ([`StoreError::Unavailable`]); any other (a
+/// connection that broke, while the statement was perhaps done) is [`StoreError::Unknown`].
 fn failed(op: &'static str) -> impl FnOnce(tokio_postgres::Error) -> StoreError {
     move |e| {
         tracing::warn!(op, error = %e, "the tickets' PostgreSQL store failed");
-        StoreError
+        match e.as_db_error() {
+            Some(_) => StoreError::Unavailable,
+            None => StoreError::Unknown,
+        }
     }
 }
 
@@ -165,7 +170,7 @@ impl Postgres {
     async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
         self.pool.get().await.map_err(|e| {
             tracing::warn!(error = %e, "no connection to the tickets' PostgreSQL store");
-            StoreError
+            StoreError::Unavailable
         })
     }
 

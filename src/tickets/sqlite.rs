@@ -95,9 +95,10 @@ impl Sqlite {
             (ok, reply)
         });
         self.jobs.try_send(run).map_err(|e| match e {
-            TrySendError::Full(_) | TrySendError::Disconnected(_) => StoreError,
+            TrySendError::Full(_) | TrySendError::Disconnected(_) => StoreError::Unavailable,
         })?;
-        answer.await.ok().flatten().ok_or(StoreError)
+        // The writer answers every job it takes, after its commit or rollback: no answer lost.
+        answer.await.ok().flatten().ok_or(StoreError::Unavailable)
     }
 }
 

@@ -15,11 +15,17 @@ use futures_util::future::BoxFuture;
 
 use super::ticket::{Ticket, TicketKind};
 
-/// The store could not do the job (unreachable, full queue, timed out, or its transaction not
-/// known to be committed).
+/// The store did not do the job, or cannot say whether it did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("the tickets' store is unavailable")]
-pub struct StoreError;
+pub enum StoreError {
+    /// Not done: unreachable, its queue full, or the store refused or rolled the job back.
+    #[error("the tickets' store is unavailable")]
+    Unavailable,
+    /// Perhaps done: the job reached the store and its answer was lost (a connection that
+    /// broke, a deadline that passed while it ran).
+    #[error("the tickets' store did not say whether the job was done")]
+    Unknown,
+}
 
 /// A used ticket's draw, to keep with it.
 #[derive(Debug, Clone)]
