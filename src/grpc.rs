@@ -29,14 +29,11 @@ use crate::service::{
 };
 use crate::state::AppState;
 
-/// Generated protobuf types and client/server code.
-#[allow(missing_docs, clippy::all, clippy::pedantic)]
-pub mod pb {
-    tonic::include_proto!("drbgd.v1");
-    /// The encoded descriptor set, for reflection.
-    pub const FILE_DESCRIPTOR_SET: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/drbgd_descriptor.bin"));
-}
+mod call;
+mod tickets;
 
+pub use call::pb;
+use call::{Reply, admission, alg_name, served, wire_alg};
 use pb::randomness_service_server::{RandomnessService as Randomness, RandomnessServiceServer};
 
 pub use crate::service::request::MAX_UNARY_BITS;
@@ -114,8 +111,6 @@ pub struct RandomnessAdapter {
     state: AppState,
 }
 
-type Reply<T> = Result<Response<T>, Status>;
-
 /// What a unary call answers: its reply, and what it served for the records.
 struct Unary<T> {
     reply: T,
@@ -156,6 +151,37 @@ impl RandomnessAdapter {
                 Err(e.to_status())
             }
         }
+    }
+
+    /// Runs an async call (a ticket's): latency by method and code, its refusal rendered.
+    async fn observed<T>(
+        &self,
+        method: &'static str,
+        call: impl Future<Output = tickets::Answered<T>>,
+    ) -> Reply<T> {
+        let start = Instant::now();
+        let result = call.await;
+        self.observe(method, "none", result.as_ref().err(), start);
+        result.map_err(|e| e.to_status())
+    }
+
+    /// A draw of `method` under a ticket: `body` its message as its REST POST body, `reply` the
+    /// reply built from the kept answer.
+    async fn ticketed<Q, T>(
+        &self,
+        method: &'static str,
+        request: Request<Q>,
+        body: impl FnOnce(&Q) -> Result<tickets::Draw, ApiError>,
+        reply: impl FnOnce(&mut tickets::Drawn) -> Result<T, ApiError>,
+    ) -> Reply<T> {
+        self.observed(method, async {
+            let admission = call::caller(&request)?;
+            let body = body(request.get_ref())?;
+            let mut drawn = tickets::draw(&self.state, &admission, method, body).await?;
+            let reply = reply(&mut drawn)?;
+            Ok(drawn.respond(reply))
+        })
+        .await
     }
 
     /// Records a finished call: its latency by method, algorithm and code, and its error.
@@ -236,35 +262,6 @@ impl RandomnessAdapter {
     }
 }
 
-/// The wire enum of an algorithm (`ALGORITHM_AES256CTR` for `aes256ctr`): derived from the
-/// canonical names, so no second list of algorithms exists here.
-fn wire_alg(alg: Algorithm) -> i32 {
-    // Worked out once from the names, not per reply.
-    static WIRE: std::sync::OnceLock<[i32; Algorithm::COUNT]> = std::sync::OnceLock::new();
-    WIRE.get_or_init(|| {
-        Algorithm::ALL.map(|a| {
-            pb::Algorithm::from_str_name(&format!("ALGORITHM_{}", a.name().to_ascii_uppercase()))
-                .map_or(pb::Algorithm::Unspecified as i32, |w| w as i32)
-        })
-    })[alg.index()]
-}
-
-/// The algorithm name a wire enum stands for; `None` for unspecified (the default).
-///
-/// # Errors
-/// `unknown_alg` for a number this server does not know.
-fn alg_name(value: i32) -> Result<Option<String>, ApiError> {
-    match pb::Algorithm::try_from(value) {
-        Ok(pb::Algorithm::Unspecified) => Ok(None),
-        Ok(a) => Ok(a.as_str_name().strip_prefix("ALGORITHM_").map(str::to_ascii_lowercase)),
-        Err(_) => Err(ApiError::invalid(
-            "unknown_alg",
-            "alg",
-            format!("alg must be one of {}", crate::drbg::names()),
-        )),
-    }
-}
-
 /// The secret format a wire enum stands for; `None` for unspecified (the method's default).
 ///
 /// # Errors
@@ -295,6 +292,28 @@ fn wire_format(format: SecretFormat) -> i32 {
     table.iter().find(|(f, _)| *f == format).map_or(pb::Format::Unspecified as i32, |(_, w)| *w)
 }
 
+/// A `GetBits` or `GetBytes` message (`n`, `alg`, `prediction_resistance`, and its receipt and
+/// ticket fields) as its REST body.
+fn packed_draw(
+    n: u64,
+    alg: i32,
+    pr: bool,
+    (receipt, user_data, ticket): (bool, &str, &str),
+) -> Result<tickets::Draw, ApiError> {
+    let draw = tickets::Draw::default().with("n", n).alg(alg)?.set("pr", pr);
+    Ok(draw.receipt(receipt, user_data, ticket))
+}
+
+/// A `GetInts` or `GetSequence` message (`min` and `max` always, `count`, `alg`, and its
+/// receipt and ticket fields) as its REST body.
+fn integers_draw(
+    (min, max, count, alg): (i64, i64, u32, i32),
+    (receipt, user_data, ticket): (bool, &str, &str),
+) -> Result<tickets::Draw, ApiError> {
+    let draw = tickets::Draw::default().with("min", min).with("max", max).set("count", count).alg(alg)?;
+    Ok(draw.receipt(receipt, user_data, ticket))
+}
+
 /// proto3 numbers default to 0: 0 means "the default".
 fn nonzero(n: u32) -> Option<u64> {
     (n != 0).then_some(u64::from(n))
@@ -305,6 +324,30 @@ type ChunkStream = Pin<Box<dyn Stream<Item = Result<pb::StreamBitsResponse, Stat
 #[tonic::async_trait]
 impl Randomness for RandomnessAdapter {
     async fn get_bits(&self, request: Request<pb::GetBitsRequest>) -> Reply<pb::GetBitsResponse> {
+        if !request.get_ref().ticket.is_empty() {
+            return self
+                .ticketed(
+                    "GetBits",
+                    request,
+                    |r| {
+                        packed_draw(r.n, r.alg, r.prediction_resistance, (r.receipt, &r.user_data, &r.ticket))
+                    },
+                    |d| {
+                        let data = d.packed()?;
+                        let ones = data.iter().map(|b| u64::from(b.count_ones())).sum();
+                        Ok(pb::GetBitsResponse {
+                            data,
+                            n: d.integer("n")?,
+                            alg: d.alg()?.1,
+                            ones,
+                            receipt_json: std::mem::take(&mut d.receipt_json),
+                            receipt_signature: std::mem::take(&mut d.signature),
+                            next_ticket: std::mem::take(&mut d.next_ticket),
+                        })
+                    },
+                )
+                .await;
+        }
         self.unary(request, "GetBits", |caller, r| {
             let alg = alg_name(r.alg)?;
             let ask = self.ask(r.receipt, &r.user_data)?;
@@ -319,12 +362,37 @@ impl Randomness for RandomnessAdapter {
                 ones,
                 receipt_json: signed.json,
                 receipt_signature: signed.signature,
+                next_ticket: String::new(),
             };
             Ok(Unary { reply, alg: req.alg(), n_bits: req.n_bits(), serial: signed.serial })
         })
     }
 
     async fn get_bytes(&self, request: Request<pb::GetBytesRequest>) -> Reply<pb::GetBytesResponse> {
+        if !request.get_ref().ticket.is_empty() {
+            return self
+                .ticketed(
+                    "GetBytes",
+                    request,
+                    |r| {
+                        packed_draw(r.n, r.alg, r.prediction_resistance, (r.receipt, &r.user_data, &r.ticket))
+                    },
+                    |d| {
+                        let data = d.packed()?;
+                        let ones = data.iter().map(|b| u64::from(b.count_ones())).sum();
+                        Ok(pb::GetBytesResponse {
+                            data,
+                            n: d.integer("n")?,
+                            alg: d.alg()?.1,
+                            ones,
+                            receipt_json: std::mem::take(&mut d.receipt_json),
+                            receipt_signature: std::mem::take(&mut d.signature),
+                            next_ticket: std::mem::take(&mut d.next_ticket),
+                        })
+                    },
+                )
+                .await;
+        }
         self.unary(request, "GetBytes", |caller, r| {
             let alg = alg_name(r.alg)?;
             let ask = self.ask(r.receipt, &r.user_data)?;
@@ -340,6 +408,7 @@ impl Randomness for RandomnessAdapter {
                 ones,
                 receipt_json: signed.json,
                 receipt_signature: signed.signature,
+                next_ticket: String::new(),
             };
             Ok(Unary { reply, alg: req.alg(), n_bits: req.n_bits(), serial: signed.serial })
         })
@@ -436,6 +505,25 @@ impl Randomness for RandomnessAdapter {
     }
 
     async fn get_uuids(&self, request: Request<pb::GetUuidsRequest>) -> Reply<pb::GetUuidsResponse> {
+        if !request.get_ref().ticket.is_empty() {
+            let body = |r: &pb::GetUuidsRequest| {
+                let draw =
+                    tickets::Draw::default().set("count", r.count).set("version", r.version).alg(r.alg)?;
+                Ok(draw.receipt(r.receipt, &r.user_data, &r.ticket))
+            };
+            return self
+                .ticketed("GetUuids", request, body, |d| {
+                    Ok(pb::GetUuidsResponse {
+                        uuids: d.texts()?,
+                        version: u32::try_from(d.integer("version")?).map_err(|_| ApiError::Internal)?,
+                        alg: d.alg()?.1,
+                        receipt_json: std::mem::take(&mut d.receipt_json),
+                        receipt_signature: std::mem::take(&mut d.signature),
+                        next_ticket: std::mem::take(&mut d.next_ticket),
+                    })
+                })
+                .await;
+        }
         self.unary(request, "GetUuids", |caller, r| {
             let alg = alg_name(r.alg)?;
             let ask = self.ask(r.receipt, &r.user_data)?;
@@ -455,12 +543,29 @@ impl Randomness for RandomnessAdapter {
                 alg: wire_alg(out.alg),
                 receipt_json: signed.json,
                 receipt_signature: signed.signature,
+                next_ticket: String::new(),
             };
             Ok(Unary { reply, alg: out.alg, n_bits, serial: signed.serial })
         })
     }
 
     async fn get_ints(&self, request: Request<pb::GetIntsRequest>) -> Reply<pb::GetIntsResponse> {
+        if !request.get_ref().ticket.is_empty() {
+            let body = |r: &pb::GetIntsRequest| {
+                integers_draw((r.min, r.max, r.count, r.alg), (r.receipt, &r.user_data, &r.ticket))
+            };
+            return self
+                .ticketed("GetInts", request, body, |d| {
+                    Ok(pb::GetIntsResponse {
+                        values: d.integers()?,
+                        alg: d.alg()?.1,
+                        receipt_json: std::mem::take(&mut d.receipt_json),
+                        receipt_signature: std::mem::take(&mut d.signature),
+                        next_ticket: std::mem::take(&mut d.next_ticket),
+                    })
+                })
+                .await;
+        }
         self.unary(request, "GetInts", |caller, r| {
             let alg = alg_name(r.alg)?;
             let ask = self.ask(r.receipt, &r.user_data)?;
@@ -478,12 +583,29 @@ impl Randomness for RandomnessAdapter {
                 alg: wire_alg(alg),
                 receipt_json: signed.json,
                 receipt_signature: signed.signature,
+                next_ticket: String::new(),
             };
             Ok(Unary { reply, alg, n_bits: 0, serial: signed.serial })
         })
     }
 
     async fn get_sequence(&self, request: Request<pb::GetSequenceRequest>) -> Reply<pb::GetSequenceResponse> {
+        if !request.get_ref().ticket.is_empty() {
+            let body = |r: &pb::GetSequenceRequest| {
+                integers_draw((r.min, r.max, r.count, r.alg), (r.receipt, &r.user_data, &r.ticket))
+            };
+            return self
+                .ticketed("GetSequence", request, body, |d| {
+                    Ok(pb::GetSequenceResponse {
+                        values: d.integers()?,
+                        alg: d.alg()?.1,
+                        receipt_json: std::mem::take(&mut d.receipt_json),
+                        receipt_signature: std::mem::take(&mut d.signature),
+                        next_ticket: std::mem::take(&mut d.next_ticket),
+                    })
+                })
+                .await;
+        }
         self.unary(request, "GetSequence", |caller, r| {
             let alg = alg_name(r.alg)?;
             let ask = self.ask(r.receipt, &r.user_data)?;
@@ -501,9 +623,36 @@ impl Randomness for RandomnessAdapter {
                 alg: wire_alg(out.alg),
                 receipt_json: signed.json,
                 receipt_signature: signed.signature,
+                next_ticket: String::new(),
             };
             Ok(Unary { reply, alg: out.alg, n_bits: 0, serial: signed.serial })
         })
+    }
+
+    async fn create_tickets(
+        &self,
+        request: Request<pb::CreateTicketsRequest>,
+    ) -> Reply<pb::CreateTicketsResponse> {
+        self.observed("CreateTickets", tickets::create(&self.state, request)).await
+    }
+
+    async fn list_tickets(&self, request: Request<pb::ListTicketsRequest>) -> Reply<pb::ListTicketsResponse> {
+        self.observed("ListTickets", tickets::list(&self.state, request)).await
+    }
+
+    async fn get_ticket(&self, request: Request<pb::GetTicketRequest>) -> Reply<pb::Ticket> {
+        self.observed("GetTicket", tickets::get(&self.state, request)).await
+    }
+
+    async fn reveal_ticket(
+        &self,
+        request: Request<pb::RevealTicketRequest>,
+    ) -> Reply<pb::RevealTicketResponse> {
+        self.observed("RevealTicket", tickets::reveal(&self.state, request)).await
+    }
+
+    async fn get_result(&self, request: Request<pb::GetResultRequest>) -> Reply<pb::GetResultResponse> {
+        self.observed("GetResult", tickets::result(&self.state, request)).await
     }
 
     async fn get_usage(&self, request: Request<pb::GetUsageRequest>) -> Reply<pb::GetUsageResponse> {
@@ -540,26 +689,6 @@ fn usage_reply(u: crate::callers::Usage) -> pb::GetUsageResponse {
         output_bytes_total: u.counters.output_bytes,
         denied: u.counters.denied.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
     }
-}
-
-/// The caller's admission, made by the pipeline from the call's head.
-///
-/// # Errors
-/// `INTERNAL` when there is none: the service was reached without the pipeline (a wiring
-/// fault), and serves nothing then.
-#[allow(clippy::result_large_err)] // tonic's Status
-fn admission<T>(request: &Request<T>) -> Result<Admission, Status> {
-    request.extensions().get::<Admission>().cloned().ok_or_else(|| ApiError::Internal.to_status())
-}
-
-/// `response`, with what it serves (and the serial of its receipt) recorded for the front
-/// layer's access and audit lines.
-fn served<T>(mut response: Response<T>, alg: Algorithm, n_bits: u64, serial: Option<String>) -> Response<T> {
-    let served = crate::pipeline::Served { alg, n_bits };
-    let outcome =
-        crate::pipeline::Report { served: Some(served), serial, ..crate::pipeline::Report::default() };
-    response.extensions_mut().insert(outcome);
-    response
 }
 
 /// StreamBits state: one chunk per poll; dropped (generation stops) when the client cancels.

@@ -18,7 +18,7 @@ mod random;
 mod receipt;
 mod respond;
 pub(crate) mod sequence;
-mod tickets;
+pub mod tickets;
 mod values;
 mod vault;
 
@@ -115,19 +115,34 @@ pub static ENDPOINTS: &[Endpoint] = &[
     public(&["/verify"], &[Verb::Post], Handler::Router(receipt::verify_router), receipt::doc::verify),
     // Tickets (with `[tickets] enabled`): created, listed and revealed by their caller, a
     // ticketed draw's kept answer given back to it, a ticket shown to anyone.
-    tickets_route(
-        &["/tickets"],
-        &[Verb::Get, Verb::Head, Verb::Post],
-        tickets::router,
-        tickets::doc::tickets,
-    ),
+    Endpoint {
+        grpc: &["CreateTickets", "ListTickets"],
+        ..tickets_route(
+            &["/tickets"],
+            &[Verb::Get, Verb::Head, Verb::Post],
+            tickets::router,
+            tickets::doc::tickets,
+        )
+    },
     Endpoint {
         guard: Guard::PUBLIC,
         charge: Charge::Peer,
+        grpc: &["GetTicket"],
         ..tickets_route(&["/tickets/{id}"], GET, tickets::ticket_router, tickets::doc::ticket)
     },
-    tickets_route(&["/tickets/{id}/reveal"], &[Verb::Post], tickets::reveal_router, tickets::doc::reveal),
-    tickets_route(&["/results/{serial}"], GET, tickets::result_router, tickets::doc::result),
+    Endpoint {
+        grpc: &["RevealTicket"],
+        ..tickets_route(
+            &["/tickets/{id}/reveal"],
+            &[Verb::Post],
+            tickets::reveal_router,
+            tickets::doc::reveal,
+        )
+    },
+    Endpoint {
+        grpc: &["GetResult"],
+        ..tickets_route(&["/results/{serial}"], GET, tickets::result_router, tickets::doc::result)
+    },
     // The beacon (with `[beacon] enabled`): drand's HTTP API, public, each peer's requests
     // waiting for the next round bounded; each route but `/chains` also under
     // `/beacon/{chainhash}/`.

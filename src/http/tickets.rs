@@ -16,10 +16,12 @@
 //! before it is sent, and a store that cannot commit is 503 `store_unavailable` with the ticket
 //! left unused.
 
+pub mod calls;
+
 use axum::Json;
 use axum::body::Body;
 use axum::extract::{Extension, Path, Request, State};
-use axum::http::{HeaderName, HeaderValue, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::MethodRouter;
 use serde::Serialize;
@@ -28,43 +30,10 @@ use super::body::json_params;
 use crate::callers::Admission;
 use crate::error::ApiError;
 use crate::pipeline::params::{Accept, Param, Params};
-use crate::pipeline::{self, Answer, Endpoint, RandomFn, Report};
-use crate::receipts::TicketStamp;
+use crate::pipeline::{self, Answer, Endpoint, RandomFn};
 use crate::state::AppState;
-use crate::tickets::{self, Lookup, MAX_PER_CREATE, MAX_PER_PAGE, Ticket, TicketKind, Tickets, Use};
-
-/// The header naming the ticket a draw's use created: the next of its chain.
-pub const NEXT_TICKET: HeaderName = HeaderName::from_static("drbgd-next-ticket");
-
-/// The tickets of `state`, or 404 when they are off (the router serves no ticket route then;
-/// a ticketed draw is 400).
-fn of(state: &AppState) -> Result<&Tickets, ApiError> {
-    state.tickets.as_deref().ok_or(ApiError::NotFound)
-}
-
-/// The caller a ticket is held for: one named by its credentials (tickets need auth on; the
-/// caller `anonymous`, of the routes open without credentials, holds none).
-fn holder(admission: &Admission) -> Result<&str, ApiError> {
-    match admission.caller.name() {
-        crate::callers::registry::ANONYMOUS => Err(ApiError::forbidden(
-            "tickets_need_a_caller",
-            "a ticket is its caller's: call with your credentials".to_string(),
-        )),
-        name => Ok(name),
-    }
-}
-
-/// `id` from a path, if it is a ticket id.
-fn ticket_id(id: &str) -> Result<&str, ApiError> {
-    match tickets::valid_id(id) {
-        true => Ok(id),
-        // Not echoed: it is whatever the path held.
-        false => Err(ApiError::Missing {
-            code: "ticket_not_found",
-            detail: "no such ticket (an id is a UUIDv7)".into(),
-        }),
-    }
-}
+use crate::tickets::{Ticket, Tickets};
+pub use calls::NEXT_TICKET;
 
 /// The draw of a random endpoint's POST that names a ticket: the ticket held (concurrent uses of
 /// it wait) and resolved, the endpoint's own answer drawn with a receipt naming it, kept with
@@ -77,111 +46,7 @@ pub async fn draw(
     accept: Accept<'_>,
     params: Params<'static>,
 ) -> Answer {
-    ticketed(endpoint, respond, state, admission, accept, params).await.unwrap_or_else(|e| {
-        refused(state, &e);
-        Answer::from(e)
-    })
-}
-
-/// Counts a ticket call's refusal by its code.
-fn refused(state: &AppState, e: &ApiError) {
-    if let Some(tickets) = state.tickets.as_deref() {
-        tickets.series().refusals.with_label_values(&[e.code()]).inc();
-    }
-}
-
-async fn ticketed(
-    endpoint: &'static Endpoint,
-    respond: RandomFn,
-    state: &AppState,
-    admission: &Admission,
-    accept: Accept<'_>,
-    params: Params<'static>,
-) -> Result<Answer, ApiError> {
-    let tickets = state.tickets.as_deref().ok_or_else(|| {
-        ApiError::invalid(
-            "tickets_disabled",
-            "ticket",
-            "this server keeps no tickets ([tickets] enabled is off)",
-        )
-    })?;
-    if !endpoint.guard.route.is_some_and(crate::route::Route::takes_tickets) {
-        return Err(ApiError::invalid(
-            "ticket_not_allowed",
-            "ticket",
-            "a ticket's result may be shown to others: tokens and nonces are secrets, drawn without one",
-        ));
-    }
-    let id = params.get(Param::Ticket).unwrap_or_default().to_owned();
-    if !tickets::valid_id(&id) {
-        return Err(ApiError::invalid("invalid_ticket", "ticket", "ticket must be a ticket id (a UUIDv7)"));
-    }
-    let caller = holder(admission)?;
-    let digest = tickets::request_digest(caller, endpoint.label, params.pairs());
-    let _held = tickets.hold(&id).await;
-    let ticket = match tickets.lookup(caller, &id).await? {
-        Lookup::Unused(ticket) => ticket,
-        used @ Lookup::Used { .. } => return again(tickets, used, &digest, &id),
-    };
-    let params = params.with_stamp(TicketStamp { id: id.clone(), previous: ticket.previous_id });
-    let answer = respond(state, admission, accept, &params)?;
-    let serial = answer.report.serial.clone().ok_or(ApiError::Internal)?;
-    let (mut parts, body) = answer.response.into_parts();
-    let result = axum::body::to_bytes(body, usize::MAX).await.map_err(|_| ApiError::Internal)?;
-    let next_id = tickets::new_id(&state.service, tickets::now_ms())?;
-    let used = Use {
-        id: id.clone(),
-        caller: caller.to_owned(),
-        digest: digest.clone(),
-        serial,
-        result: result.to_vec(),
-        next_id,
-    };
-    let next = used.next_id.clone();
-    match tickets.settle(used).await? {
-        true => {
-            parts.headers.insert(NEXT_TICKET, header(&next));
-            let response = Response::from_parts(parts, Body::from(result));
-            Ok(Answer { response, report: Report { ticket: Some(id), ..answer.report } })
-        }
-        // Used in between by another replica (or process of the same file): what it kept
-        // decides.
-        false => again(tickets, tickets.lookup(caller, &id).await?, &digest, &id),
-    }
-}
-
-/// A used ticket asked for again: its stored answer for the same request, 409 for another.
-fn again(tickets: &Tickets, used: Lookup, digest: &[u8], id: &str) -> Result<Answer, ApiError> {
-    let Lookup::Used { digest: theirs, serial, result, next_id } = used else {
-        // Unused after a use that kept nothing: the store failed to keep it.
-        return Err(ApiError::StoreUnavailable);
-    };
-    if theirs != digest {
-        return Err(ApiError::Conflict {
-            code: "ticket_used",
-            detail: format!("ticket {id} was used by another request: its receipt is serial {serial}"),
-        });
-    }
-    let Some(result) = result else {
-        return Err(ApiError::Gone {
-            code: "result_expired",
-            detail: format!(
-                "ticket {id}'s result (serial {serial}) is past its retention ([results] retention_days)"
-            ),
-        });
-    };
-    tickets.series().events.with_label_values(&["replayed"]).inc();
-    let mut response = pipeline::response(Body::from(result), "application/json");
-    if let Some(next) = next_id {
-        response.headers_mut().insert(NEXT_TICKET, header(&next));
-    }
-    let report = Report { serial: Some(serial), ticket: Some(id.to_owned()), ..Report::default() };
-    Ok(Answer { response, report })
-}
-
-/// A ticket id as a header value (ids are ASCII).
-fn header(id: &str) -> HeaderValue {
-    HeaderValue::from_str(id).unwrap_or(HeaderValue::from_static(""))
+    calls::use_ticket(endpoint, respond, state, admission, accept, params).await.unwrap_or_else(Answer::from)
 }
 
 /// `/tickets`: `POST` creates, `GET` lists.
@@ -210,19 +75,11 @@ async fn create(
     Extension(admission): Extension<Admission>,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let tickets = of(&state)?;
     let params = json_params(body).await?;
     params.allow_only(crate::pipeline::params::TICKETS)?;
     let n = params.u64(Param::N)?.unwrap_or(1);
-    if !(1..=u64::from(MAX_PER_CREATE)).contains(&n) {
-        return Err(ApiError::invalid("invalid_count", "n", format!("n must be in 1..={MAX_PER_CREATE}")));
-    }
-    let show_result = params.flag(Param::ShowResult)?;
-    let caller = holder(&admission)?;
-    admission.caller.take_requests(n - 1)?;
-    let now = tickets::now_ms();
-    let ids = (0..n).map(|_| tickets::new_id(&state.service, now)).collect::<Result<Vec<_>, _>>()?;
-    let created = tickets.create(caller, ids, show_result).await.inspect_err(|e| refused(&state, e))?;
+    let created = calls::create(&state, &admission, n, params.flag(Param::ShowResult)?).await?;
+    let tickets = calls::of(&state)?;
     let views: Vec<View> = created.iter().map(|t| View::of(tickets, t)).collect();
     Ok((StatusCode::CREATED, Json(Page { tickets: views, next_after: None })).into_response())
 }
@@ -234,23 +91,12 @@ async fn list(
     request: Request,
 ) -> Result<Response, ApiError> {
     let (parts, _) = request.into_parts();
-    let tickets = of(&state)?;
     let params = Params::of(&parts)?;
     params.allow_only(&[Param::Type, Param::After, Param::Limit])?;
     let kind = params.get(Param::Type).unwrap_or("singleton");
-    let kind = TicketKind::named(kind)
-        .ok_or_else(|| ApiError::invalid("invalid_type", "type", "type must be singleton, head or tail"))?;
-    let limit = params.u64(Param::Limit)?.unwrap_or(100);
-    if !(1..=u64::from(MAX_PER_PAGE)).contains(&limit) {
-        return Err(ApiError::invalid(
-            "invalid_limit",
-            "limit",
-            format!("limit must be in 1..={MAX_PER_PAGE}"),
-        ));
-    }
-    let after = params.get(Param::After).unwrap_or("");
-    let page = tickets.list(holder(&admission)?, kind, after, limit as u32).await?;
-    let next_after = (page.len() as u64 == limit).then(|| page.last().map(|t| t.id.clone())).flatten();
+    let (after, limit) = (params.get(Param::After).unwrap_or(""), params.u64(Param::Limit)?.unwrap_or(100));
+    let (page, next_after) = calls::list(&state, &admission, kind, after, limit).await?;
+    let tickets = calls::of(&state)?;
     let views = page.iter().map(|t| View::of(tickets, t)).collect();
     Ok(Json(Page { tickets: views, next_after }).into_response())
 }
@@ -258,9 +104,8 @@ async fn list(
 /// `GET /tickets/{id}`: public. The ticket, and its answer (`result`: null while unused) when
 /// shown or revealed; no `result` member when hidden.
 async fn show(State(state): State<AppState>, Path(id): Path<String>) -> Result<Response, ApiError> {
-    let tickets = of(&state)?;
-    let ticket = tickets.get(ticket_id(&id)?).await?.ok_or_else(|| tickets::not_found(&id))?;
-    Ok(json_with_result(&View::of(tickets, &ticket), &ticket))
+    let ticket = calls::show(&state, &id).await?;
+    Ok(json_with_result(&View::of(calls::of(&state)?, &ticket), &ticket))
 }
 
 /// `POST /tickets/{id}/reveal`: `{"revealed": n}`.
@@ -269,9 +114,7 @@ async fn reveal(
     Extension(admission): Extension<Admission>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let tickets = of(&state)?;
-    let caller = holder(&admission)?;
-    let revealed = tickets.reveal(caller, ticket_id(&id)?).await.inspect_err(|e| refused(&state, e))?;
+    let revealed = calls::reveal(&state, &admission, &id).await?;
     Ok(Json(serde_json::json!({ "revealed": revealed })).into_response())
 }
 
@@ -281,15 +124,7 @@ async fn result(
     Extension(admission): Extension<Admission>,
     Path(serial): Path<String>,
 ) -> Result<Response, ApiError> {
-    let tickets = of(&state)?;
-    let missing = || ApiError::Missing {
-        code: "result_not_found",
-        detail: "no such kept result of this caller".into(),
-    };
-    if uuid::Uuid::try_parse(&serial).is_err() {
-        return Err(missing());
-    }
-    let body = tickets.result(holder(&admission)?, &serial).await?.ok_or_else(missing)?;
+    let body = calls::result(&state, &admission, &serial).await?;
     Ok(pipeline::response(Body::from(body), "application/json"))
 }
 

@@ -422,3 +422,90 @@ async fn without_tickets_a_ticketed_draw_is_refused() {
     assert_problem(r, 400, "tickets_disabled").await;
     assert_eq!(app.get("/tickets/x").await.status(), 404);
 }
+
+on_both_stores!(over_grpc, over_grpc_on_sqlite, over_grpc_on_postgres);
+
+/// Tickets over gRPC as over REST: created, used by a message with its ticket (the reply read
+/// from the receipt, which verifies), the same message again the same reply, REST's POST of
+/// the same draw the same kept answer (one digest), another use ALREADY_EXISTS; shown to
+/// anyone without credentials, revealed, listed, its kept answer by serial.
+async fn over_grpc(store: Store) {
+    use drbgd::grpc::pb;
+    use drbgd::grpc::pb::randomness_service_client::RandomnessServiceClient;
+    let Some(app) = spawn(store, "grpc").await else { return };
+    let channel = tonic::transport::Endpoint::from_shared(app.api.clone()).unwrap().connect().await.unwrap();
+    let mut anyone = RandomnessServiceClient::new(channel.clone());
+    let mut alice = RandomnessServiceClient::with_interceptor(channel, |mut r: tonic::Request<()>| {
+        r.metadata_mut().insert("authorization", format!("Bearer {ALICE}").parse().unwrap());
+        Ok(r)
+    });
+    let created = alice.create_tickets(pb::CreateTicketsRequest { n: 3, show_result: false }).await.unwrap();
+    let ids: Vec<String> = created.into_inner().tickets.into_iter().map(|t| t.ticket_id).collect();
+    assert_eq!(ids.len(), 3);
+    let ints = pb::GetIntsRequest { min: 1, max: 49, count: 6, ticket: ids[0].clone(), ..Default::default() };
+    let first = alice.get_ints(ints.clone()).await.unwrap().into_inner();
+    assert_eq!(first.values.len(), 6);
+    assert!(first.values.iter().all(|v| (1..=49).contains(v)));
+    assert!(!first.next_ticket.is_empty());
+    let random: Value = serde_json::from_str(&first.receipt_json).unwrap();
+    assert_eq!(random["ticket"], ids[0].as_str());
+    let answer = json!({"random": random, "signature": first.receipt_signature});
+    assert!(verifies(&app, &answer).await);
+    let data: Vec<i64> =
+        random["data"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().parse().unwrap()).collect();
+    assert_eq!(data, first.values, "the reply is the receipt's");
+    // The same message again: the same reply. REST's POST of the same draw: the kept answer.
+    assert_eq!(alice.get_ints(ints.clone()).await.unwrap().into_inner(), first);
+    let rest = post(&app, "/int", &json!({"min": 1, "max": 49, "count": 6, "ticket": ids[0]})).await;
+    assert_eq!(rest.status(), 200);
+    let rest: Value = rest.json().await.unwrap();
+    assert_eq!(serde_json::to_string(&rest["random"]).unwrap(), serde_json::to_string(&random).unwrap());
+    let other = alice.get_ints(pb::GetIntsRequest { count: 5, ..ints.clone() }).await.unwrap_err();
+    assert_eq!(other.code(), tonic::Code::AlreadyExists, "{other:?}");
+    assert!(other.message().starts_with("ticket_used: "), "{other:?}");
+    // A REST use, retried over gRPC: the kept answer, as a reply.
+    let rest_first = post(&app, "/bits", &json!({"n": 20, "ticket": ids[1]})).await;
+    assert_eq!(rest_first.status(), 200);
+    let rest_first: Value = rest_first.json().await.unwrap();
+    let bits =
+        alice.get_bits(pb::GetBitsRequest { n: 20, ticket: ids[1].clone(), ..Default::default() }).await;
+    let bits = bits.unwrap().into_inner();
+    assert_eq!(bits.receipt_json, serde_json::to_string(&rest_first["random"]).unwrap());
+    assert_eq!((bits.n, bits.data.len()), (20, 3));
+    // Every draw that takes a ticket, over gRPC.
+    let uuids = alice
+        .get_uuids(pb::GetUuidsRequest { count: 2, version: 7, ticket: ids[2].clone(), ..Default::default() })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!((uuids.uuids.len(), uuids.version), (2, 7));
+    let sequence =
+        pb::GetSequenceRequest { min: 1, max: 10, ticket: uuids.next_ticket.clone(), ..Default::default() };
+    let mut shuffled = alice.get_sequence(sequence).await.unwrap().into_inner().values;
+    shuffled.sort_unstable();
+    assert_eq!(shuffled, (1..=10).collect::<Vec<_>>());
+    // Shown to anyone once revealed (without credentials); listed; kept by serial.
+    let hidden =
+        anyone.get_ticket(pb::GetTicketRequest { ticket_id: ids[0].clone() }).await.unwrap().into_inner();
+    assert!(hidden.result_json.is_empty() && !hidden.used_at.is_empty(), "{hidden:?}");
+    let revealed = alice.reveal_ticket(pb::RevealTicketRequest { ticket_id: ids[0].clone() }).await.unwrap();
+    assert_eq!(revealed.into_inner().revealed, 1);
+    let shown =
+        anyone.get_ticket(pb::GetTicketRequest { ticket_id: ids[0].clone() }).await.unwrap().into_inner();
+    let kept: Value = serde_json::from_str(&shown.result_json).unwrap();
+    assert!(verifies(&app, &kept).await, "{kept}");
+    let serial = random["serial"].as_str().unwrap().to_owned();
+    let result =
+        alice.get_result(pb::GetResultRequest { serial: serial.clone() }).await.unwrap().into_inner();
+    assert_eq!(result.result_json, shown.result_json);
+    let heads =
+        alice.list_tickets(pb::ListTicketsRequest { r#type: "head".into(), ..Default::default() }).await;
+    assert_eq!(heads.unwrap().into_inner().tickets.len(), 3, "three chains begun");
+    // Refusals as REST's: no caller, another's, a secret's route.
+    let unauthenticated = anyone.create_tickets(pb::CreateTicketsRequest::default()).await.unwrap_err();
+    assert_eq!(unauthenticated.code(), tonic::Code::Unauthenticated);
+    let missing = anyone.get_ticket(pb::GetTicketRequest { ticket_id: "nope".into() }).await.unwrap_err();
+    assert_eq!(missing.code(), tonic::Code::NotFound);
+    let bad = alice.list_tickets(pb::ListTicketsRequest { r#type: "x".into(), ..Default::default() }).await;
+    assert!(bad.unwrap_err().message().starts_with("invalid_type: "));
+}

@@ -1,0 +1,254 @@
+//! The tickets' calls as both transports make them (REST's handlers in `http/tickets.rs`,
+//! gRPC's in `grpc/tickets.rs`): their arguments checked, the caller that holds tickets named,
+//! the domain's answer ([`crate::tickets`]), refusals counted by code. Each transport reads its
+//! own arguments and renders the answer its way.
+
+use axum::body::Body;
+use axum::http::{HeaderName, HeaderValue};
+use axum::response::Response;
+
+use crate::callers::Admission;
+use crate::error::ApiError;
+use crate::pipeline::params::{Accept, Param, Params};
+use crate::pipeline::{self, Answer, Endpoint, RandomFn, Report};
+use crate::receipts::TicketStamp;
+use crate::state::AppState;
+use crate::tickets::{self, Lookup, MAX_PER_CREATE, MAX_PER_PAGE, Ticket, TicketKind, Tickets, Use};
+
+/// The header naming the ticket a draw's use created: the next of its chain.
+pub const NEXT_TICKET: HeaderName = HeaderName::from_static("drbgd-next-ticket");
+
+/// The tickets of `state`, or 404 when they are off (the router serves no ticket route then;
+/// a ticketed draw is 400).
+pub fn of(state: &AppState) -> Result<&Tickets, ApiError> {
+    state.tickets.as_deref().ok_or(ApiError::NotFound)
+}
+
+/// The caller a ticket is held for: one named by its credentials (tickets need auth on; the
+/// caller `anonymous`, of the routes open without credentials, holds none).
+pub fn holder(admission: &Admission) -> Result<&str, ApiError> {
+    match admission.caller.name() {
+        crate::callers::registry::ANONYMOUS => Err(ApiError::forbidden(
+            "tickets_need_a_caller",
+            "a ticket is its caller's: call with your credentials".to_string(),
+        )),
+        name => Ok(name),
+    }
+}
+
+/// `id` from a path, if it is a ticket id.
+pub fn ticket_id(id: &str) -> Result<&str, ApiError> {
+    match tickets::valid_id(id) {
+        true => Ok(id),
+        // Not echoed: it is whatever the path held.
+        false => Err(ApiError::Missing {
+            code: "ticket_not_found",
+            detail: "no such ticket (an id is a UUIDv7)".into(),
+        }),
+    }
+}
+
+/// Counts a ticket call's refusal by its code.
+pub fn refused(state: &AppState, e: &ApiError) {
+    if let Some(tickets) = state.tickets.as_deref() {
+        tickets.series().refusals.with_label_values(&[e.code()]).inc();
+    }
+}
+
+/// The draw of a random endpoint's POST that names a ticket (`params`' `ticket`): the ticket
+/// held (concurrent uses of it wait) and resolved, the endpoint's own answer (`respond`) drawn
+/// with a receipt naming it, kept with the ticket's use in one commit, then answered with the
+/// [`NEXT_TICKET`] header; or the kept answer of the same request again. REST's POST and gRPC's
+/// messages with a `ticket` (as their REST body: one digest) both come here. A refusal is
+/// counted by its code.
+///
+/// # Errors
+/// Every refusal of a ticketed draw (docs/tickets.md).
+pub async fn use_ticket(
+    endpoint: &'static Endpoint,
+    respond: RandomFn,
+    state: &AppState,
+    admission: &Admission,
+    accept: Accept<'_>,
+    params: Params<'static>,
+) -> Result<Answer, ApiError> {
+    ticketed(endpoint, respond, state, admission, accept, params).await.inspect_err(|e| refused(state, e))
+}
+
+async fn ticketed(
+    endpoint: &'static Endpoint,
+    respond: RandomFn,
+    state: &AppState,
+    admission: &Admission,
+    accept: Accept<'_>,
+    params: Params<'static>,
+) -> Result<Answer, ApiError> {
+    let tickets = state.tickets.as_deref().ok_or_else(|| {
+        ApiError::invalid(
+            "tickets_disabled",
+            "ticket",
+            "this server keeps no tickets ([tickets] enabled is off)",
+        )
+    })?;
+    if !endpoint.guard.route.is_some_and(crate::route::Route::takes_tickets) {
+        return Err(ApiError::invalid(
+            "ticket_not_allowed",
+            "ticket",
+            "a ticket's result may be shown to others: tokens and nonces are secrets, drawn without one",
+        ));
+    }
+    let id = params.get(Param::Ticket).unwrap_or_default().to_owned();
+    if !tickets::valid_id(&id) {
+        return Err(ApiError::invalid("invalid_ticket", "ticket", "ticket must be a ticket id (a UUIDv7)"));
+    }
+    let caller = holder(admission)?;
+    let digest = tickets::request_digest(caller, endpoint.label, params.pairs());
+    let _held = tickets.hold(&id).await;
+    let ticket = match tickets.lookup(caller, &id).await? {
+        Lookup::Unused(ticket) => ticket,
+        used @ Lookup::Used { .. } => return again(tickets, used, &digest, &id),
+    };
+    let params = params.with_stamp(TicketStamp { id: id.clone(), previous: ticket.previous_id });
+    let answer = respond(state, admission, accept, &params)?;
+    let serial = answer.report.serial.clone().ok_or(ApiError::Internal)?;
+    let (mut parts, body) = answer.response.into_parts();
+    let result = axum::body::to_bytes(body, usize::MAX).await.map_err(|_| ApiError::Internal)?;
+    let next_id = tickets::new_id(&state.service, tickets::now_ms())?;
+    let used = Use {
+        id: id.clone(),
+        caller: caller.to_owned(),
+        digest: digest.clone(),
+        serial,
+        result: result.to_vec(),
+        next_id,
+    };
+    let next = used.next_id.clone();
+    match tickets.settle(used).await? {
+        true => {
+            parts.headers.insert(NEXT_TICKET, header(&next));
+            let response = Response::from_parts(parts, Body::from(result));
+            Ok(Answer { response, report: Report { ticket: Some(id), ..answer.report } })
+        }
+        // Used in between by another replica (or process of the same file): what it kept
+        // decides.
+        false => again(tickets, tickets.lookup(caller, &id).await?, &digest, &id),
+    }
+}
+
+/// A used ticket asked for again: its stored answer for the same request, 409 for another.
+fn again(tickets: &Tickets, used: Lookup, digest: &[u8], id: &str) -> Result<Answer, ApiError> {
+    let Lookup::Used { digest: theirs, serial, result, next_id } = used else {
+        // Unused after a use that kept nothing: the store failed to keep it.
+        return Err(ApiError::StoreUnavailable);
+    };
+    if theirs != digest {
+        return Err(ApiError::Conflict {
+            code: "ticket_used",
+            detail: format!("ticket {id} was used by another request: its receipt is serial {serial}"),
+        });
+    }
+    let Some(result) = result else {
+        return Err(ApiError::Gone {
+            code: "result_expired",
+            detail: format!(
+                "ticket {id}'s result (serial {serial}) is past its retention ([results] retention_days)"
+            ),
+        });
+    };
+    tickets.series().events.with_label_values(&["replayed"]).inc();
+    let mut response = pipeline::response(Body::from(result), "application/json");
+    if let Some(next) = next_id {
+        response.headers_mut().insert(NEXT_TICKET, header(&next));
+    }
+    let report = Report { serial: Some(serial), ticket: Some(id.to_owned()), ..Report::default() };
+    Ok(Answer { response, report })
+}
+
+/// A ticket id as a header value (ids are ASCII).
+fn header(id: &str) -> HeaderValue {
+    HeaderValue::from_str(id).unwrap_or(HeaderValue::from_static(""))
+}
+
+/// `n` (1..=50) new tickets of the caller's, each one request of its quota (the call's own
+/// was taken at admission).
+///
+/// # Errors
+/// 400 `invalid_count`; 403 `tickets_need_a_caller`; 429; 409 `too_many_tickets`; 503.
+pub async fn create(
+    state: &AppState,
+    admission: &Admission,
+    n: u64,
+    show_result: bool,
+) -> Result<Vec<Ticket>, ApiError> {
+    let tickets = of(state)?;
+    if !(1..=u64::from(MAX_PER_CREATE)).contains(&n) {
+        return Err(ApiError::invalid("invalid_count", "n", format!("n must be in 1..={MAX_PER_CREATE}")));
+    }
+    let caller = holder(admission)?;
+    admission.caller.take_requests(n - 1)?;
+    let now = tickets::now_ms();
+    let ids = (0..n).map(|_| tickets::new_id(&state.service, now)).collect::<Result<Vec<_>, _>>()?;
+    tickets.create(caller, ids, show_result).await.inspect_err(|e| refused(state, e))
+}
+
+/// A page of the caller's tickets of `kind` (`singleton`, `head`, `tail`), ids after `after`,
+/// `limit` (1..=1000) at most, and the `after` of the next page when this one is full.
+///
+/// # Errors
+/// 400 `invalid_type`, `invalid_limit`; 403; 503.
+pub async fn list(
+    state: &AppState,
+    admission: &Admission,
+    kind: &str,
+    after: &str,
+    limit: u64,
+) -> Result<(Vec<Ticket>, Option<String>), ApiError> {
+    let tickets = of(state)?;
+    let kind = TicketKind::named(kind)
+        .ok_or_else(|| ApiError::invalid("invalid_type", "type", "type must be singleton, head or tail"))?;
+    if !(1..=u64::from(MAX_PER_PAGE)).contains(&limit) {
+        return Err(ApiError::invalid(
+            "invalid_limit",
+            "limit",
+            format!("limit must be in 1..={MAX_PER_PAGE}"),
+        ));
+    }
+    let page = tickets.list(holder(admission)?, kind, after, limit as u32).await?;
+    let next_after = (page.len() as u64 == limit).then(|| page.last().map(|t| t.id.clone())).flatten();
+    Ok((page, next_after))
+}
+
+/// The ticket `id`, for anyone.
+///
+/// # Errors
+/// 404 `ticket_not_found`; 503.
+pub async fn show(state: &AppState, id: &str) -> Result<Ticket, ApiError> {
+    let tickets = of(state)?;
+    tickets.get(ticket_id(id)?).await?.ok_or_else(|| tickets::not_found(id))
+}
+
+/// Reveals the caller's used ticket `id` and its predecessors: how many now.
+///
+/// # Errors
+/// 403, 404, 409 `ticket_unused`; 503.
+pub async fn reveal(state: &AppState, admission: &Admission, id: &str) -> Result<u64, ApiError> {
+    let tickets = of(state)?;
+    let caller = holder(admission)?;
+    tickets.reveal(caller, ticket_id(id)?).await.inspect_err(|e| refused(state, e))
+}
+
+/// The caller's kept answer of serial `serial`, byte for byte.
+///
+/// # Errors
+/// 404 `result_not_found` (another caller's too); 403; 503.
+pub async fn result(state: &AppState, admission: &Admission, serial: &str) -> Result<Vec<u8>, ApiError> {
+    let tickets = of(state)?;
+    let missing = || ApiError::Missing {
+        code: "result_not_found",
+        detail: "no such kept result of this caller".into(),
+    };
+    if uuid::Uuid::try_parse(serial).is_err() {
+        return Err(missing());
+    }
+    tickets.result(holder(admission)?, serial).await?.ok_or_else(missing)
+}
