@@ -631,7 +631,7 @@ impl Settings {
         self.validate_front_ends()?;
         self.validate_receipts()?;
         self.tickets.validate(self.receipts.enabled, self.auth.enabled)?;
-        self.results.validate()?;
+        self.results.validate(self.tickets.enabled)?;
         self.tracing.validate()?;
         self.beacon.validate()?;
         self.quota.validate()

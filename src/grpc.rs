@@ -184,6 +184,30 @@ impl RandomnessAdapter {
         .await
     }
 
+    /// [`RandomnessAdapter::unary`] for a method whose receipts `[results] keep_all` keeps:
+    /// one drawn without a ticket is kept before the reply is sent (`{"random": ...,
+    /// "signature": ...}`, as REST answers it), or the call is refused (503).
+    async fn unary_kept<Q, T: tickets::Receipted>(
+        &self,
+        request: Request<Q>,
+        method: &'static str,
+        call: impl FnOnce(&Arc<Caller>, Q) -> Result<Unary<T>, ApiError>,
+    ) -> Reply<T> {
+        let admission = call::caller(&request).ok();
+        let reply = self.unary(request, method, call)?;
+        let keeping = admission.zip(tickets::keeping(&self.state, method));
+        let serial = reply.extensions().get::<crate::pipeline::Report>().and_then(|r| r.serial.clone());
+        let (Some((admission, keeping)), Some(serial)) = (keeping, serial) else { return Ok(reply) };
+        let result = reply.get_ref().kept_form();
+        match crate::http::tickets::calls::keep(keeping, &self.state, &admission, &serial, result).await {
+            Ok(()) => Ok(reply),
+            Err(e) => {
+                self.state.metrics.errors.with_label_values(&[e.code()]).inc();
+                Err(e.to_status())
+            }
+        }
+    }
+
     /// Records a finished call: its latency by method, algorithm and code, and its error.
     fn observe(&self, method: &'static str, alg: &'static str, error: Option<&ApiError>, start: Instant) {
         let code = error.map_or(tonic::Code::Ok, ApiError::grpc_code);
@@ -348,7 +372,7 @@ impl Randomness for RandomnessAdapter {
                 )
                 .await;
         }
-        self.unary(request, "GetBits", |caller, r| {
+        self.unary_kept(request, "GetBits", |caller, r| {
             let alg = alg_name(r.alg)?;
             let ask = self.ask(r.receipt, &r.user_data)?;
             let rules = self.state.service.rules();
@@ -366,6 +390,7 @@ impl Randomness for RandomnessAdapter {
             };
             Ok(Unary { reply, alg: req.alg(), n_bits: req.n_bits(), serial: signed.serial })
         })
+        .await
     }
 
     async fn get_bytes(&self, request: Request<pb::GetBytesRequest>) -> Reply<pb::GetBytesResponse> {
@@ -393,7 +418,7 @@ impl Randomness for RandomnessAdapter {
                 )
                 .await;
         }
-        self.unary(request, "GetBytes", |caller, r| {
+        self.unary_kept(request, "GetBytes", |caller, r| {
             let alg = alg_name(r.alg)?;
             let ask = self.ask(r.receipt, &r.user_data)?;
             let rules = self.state.service.rules();
@@ -412,6 +437,7 @@ impl Randomness for RandomnessAdapter {
             };
             Ok(Unary { reply, alg: req.alg(), n_bits: req.n_bits(), serial: signed.serial })
         })
+        .await
     }
 
     type StreamBitsStream = ChunkStream;
@@ -524,7 +550,7 @@ impl Randomness for RandomnessAdapter {
                 })
                 .await;
         }
-        self.unary(request, "GetUuids", |caller, r| {
+        self.unary_kept(request, "GetUuids", |caller, r| {
             let alg = alg_name(r.alg)?;
             let ask = self.ask(r.receipt, &r.user_data)?;
             let rules = self.state.service.rules();
@@ -547,6 +573,7 @@ impl Randomness for RandomnessAdapter {
             };
             Ok(Unary { reply, alg: out.alg, n_bits, serial: signed.serial })
         })
+        .await
     }
 
     async fn get_ints(&self, request: Request<pb::GetIntsRequest>) -> Reply<pb::GetIntsResponse> {
@@ -566,7 +593,7 @@ impl Randomness for RandomnessAdapter {
                 })
                 .await;
         }
-        self.unary(request, "GetInts", |caller, r| {
+        self.unary_kept(request, "GetInts", |caller, r| {
             let alg = alg_name(r.alg)?;
             let ask = self.ask(r.receipt, &r.user_data)?;
             let rules = self.state.service.rules();
@@ -587,6 +614,7 @@ impl Randomness for RandomnessAdapter {
             };
             Ok(Unary { reply, alg, n_bits: 0, serial: signed.serial })
         })
+        .await
     }
 
     async fn get_sequence(&self, request: Request<pb::GetSequenceRequest>) -> Reply<pb::GetSequenceResponse> {
@@ -606,7 +634,7 @@ impl Randomness for RandomnessAdapter {
                 })
                 .await;
         }
-        self.unary(request, "GetSequence", |caller, r| {
+        self.unary_kept(request, "GetSequence", |caller, r| {
             let alg = alg_name(r.alg)?;
             let ask = self.ask(r.receipt, &r.user_data)?;
             let rules = self.state.service.rules();
@@ -627,6 +655,7 @@ impl Randomness for RandomnessAdapter {
             };
             Ok(Unary { reply, alg: out.alg, n_bits: 0, serial: signed.serial })
         })
+        .await
     }
 
     async fn create_tickets(

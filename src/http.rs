@@ -266,6 +266,8 @@ impl From<Router> for Api {
 /// ([`service`]): every route but the public ones (`/openapi.json`, `/keys`, `/verify`, the
 /// beacon's, gRPC health and reflection) needs one (`anonymous` when auth is off).
 pub fn router(state: AppState, grpc: Router) -> Api {
+    // With every receipt kept, a GET's answer waits for the store: no GET is answered at once.
+    let direct = !state.tickets.as_deref().is_some_and(crate::tickets::Tickets::keeps_all);
     let mut router = Router::new();
     // Every row the configuration serves, at each of its paths.
     for endpoint in ENDPOINTS.iter().filter(|e| e.enabled(&state)) {
@@ -280,7 +282,7 @@ pub fn router(state: AppState, grpc: Router) -> Api {
         // gRPC callers are admitted by the pipeline too, by method (the rows' `grpc` column).
         .merge(grpc)
         .fallback(not_found);
-    Api { router, direct: true }
+    Api { router, direct }
 }
 
 /// A row as the router's method router for its paths: a GET (and HEAD) of an endpoint that
@@ -292,10 +294,17 @@ fn method_router(endpoint: &'static Endpoint) -> MethodRouter<AppState> {
     if let Handler::Router(router) = handler {
         return router();
     }
-    let method = get(move |State(state): State<AppState>, request: Request| {
+    let method = get(move |State(state): State<AppState>, request: Request| async move {
         let (parts, _body) = request.into_parts();
         let admission = parts.extensions.get::<Admission>();
-        std::future::ready(endpoint.answer(&state, admission, &parts).into_response())
+        let answer = endpoint.answer(&state, admission, &parts);
+        match admission {
+            // (With `[results] keep_all`, the pipeline hands no GET over directly: all come here.)
+            Some(admission) => {
+                tickets::calls::kept(endpoint, &state, admission, answer).await.into_response()
+            }
+            None => answer.into_response(),
+        }
     });
     match handler {
         Handler::Random(respond) => method.post(move |State(state): State<AppState>, request: Request| {
@@ -324,7 +333,10 @@ async fn post(
         Ok(params) if params.get(Param::Ticket).is_some() => {
             Ok(tickets::draw(endpoint, respond, &state, &admission, accept, params).await)
         }
-        Ok(params) => respond(&state, &admission, accept, &params),
+        Ok(params) => match respond(&state, &admission, accept, &params) {
+            Ok(answer) => Ok(tickets::calls::kept(endpoint, &state, &admission, answer).await),
+            Err(e) => Err(e),
+        },
         Err(e) => Err(e),
     };
     answer.unwrap_or_else(Answer::from).into_response()

@@ -113,6 +113,8 @@ pub struct TicketSeries {
     pub events: IntCounterVec,
     /// `drbgd_ticket_refusals_total{code}`: draws, creations and reveals refused, by code.
     pub refusals: IntCounterVec,
+    /// `drbgd_results_kept_total`: receipts kept without a ticket (`[results] keep_all`).
+    pub kept: IntCounter,
     /// `drbgd_results_store_duration_seconds{op}`: each store call, errors included.
     pub duration: HistogramVec,
     /// `drbgd_results_store_errors_total{op}`: store calls that failed or timed out.
@@ -141,6 +143,7 @@ impl TicketSeries {
                 "Ticket calls refused, by code (ticket_used, ticket_not_yours, ticket_expired, too_many_tickets, store_unavailable, store_full, ...).",
                 &["code"],
             ),
+            kept: single("results_kept_total", "Receipts kept without a ticket (results.keep_all)."),
             duration: histogram(
                 "results_store_duration_seconds",
                 "Calls to the tickets' store by operation, failures included.",
@@ -364,9 +367,10 @@ impl Metrics {
     /// Registers the tickets' series: only with `[tickets] enabled`.
     pub fn register_tickets(&self) {
         let t = &self.tickets;
-        let collectors: [Box<dyn Collector>; 7] = [
+        let collectors: [Box<dyn Collector>; 8] = [
             Box::new(t.events.clone()),
             Box::new(t.refusals.clone()),
+            Box::new(t.kept.clone()),
             Box::new(t.duration.clone()),
             Box::new(t.errors.clone()),
             Box::new(t.swept.clone()),

@@ -21,7 +21,7 @@ pub mod sqlite;
 pub mod store;
 mod ticket;
 
-pub use store::{StoreError, TicketStore, Use};
+pub use store::{Kept, StoreError, TicketStore, Use};
 pub use ticket::{Ticket, TicketKind};
 
 use std::collections::HashMap;
@@ -375,6 +375,24 @@ impl Tickets {
                 }
             }
         }
+    }
+
+    /// Whether every receipt is kept (`[results] keep_all`).
+    pub fn keeps_all(&self) -> bool {
+        self.results.keep_all
+    }
+
+    /// Keeps a receipt drawn without a ticket (`[results] keep_all`), committed before this
+    /// returns: the receipt is not answered otherwise.
+    ///
+    /// # Errors
+    /// 503 `store_unavailable` (also for an answer lost: the receipt is not sent, and its
+    /// serial, if kept, is never handed out), `store_full`.
+    pub async fn keep(&self, kept: Kept) -> Result<(), ApiError> {
+        self.room()?;
+        self.timed("keep", self.store.keep(kept, now_ms())).await?;
+        self.series.kept.inc();
+        Ok(())
     }
 
     /// The ticket `id`, for anyone.

@@ -36,6 +36,10 @@ pub struct ResultsSettings {
     pub timeout_ms: u64,
     /// Connections to PostgreSQL at most, per replica.
     pub pool_size: u32,
+    /// Keep every signed answer (each receipt, over either transport), not only the ticketed
+    /// ones: a receipt is then answered only once kept (503 `store_unavailable` otherwise),
+    /// and its caller fetches it again by serial.
+    pub keep_all: bool,
     /// Days a kept result stays (then swept; its ticket stays, used, without it).
     pub retention_days: u32,
     /// Bytes the store may hold: past them new tickets and ticketed draws are refused (503 `store_full`) until the sweep or an operator makes room.
@@ -67,6 +71,7 @@ impl Default for ResultsSettings {
             allow_plaintext_password: false,
             timeout_ms: 2000,
             pool_size: 16,
+            keep_all: false,
             retention_days: 365,
             max_bytes: 1 << 30,
         }
@@ -78,8 +83,14 @@ impl ResultsSettings {
     ///
     /// # Errors
     /// [`ConfigError::Invalid`].
-    pub fn validate(&self) -> Result<(), ConfigError> {
+    pub fn validate(&self, tickets_enabled: bool) -> Result<(), ConfigError> {
         let invalid = |key: &'static str, reason: String| Err(ConfigError::Invalid { key, reason });
+        if self.keep_all && !tickets_enabled {
+            return invalid(
+                "results.keep_all",
+                "kept results live in the tickets' store, opened with tickets.enabled".into(),
+            );
+        }
         if !(1..=60_000).contains(&self.timeout_ms) {
             return invalid("results.timeout_ms", "must be in 1..=60000".into());
         }
@@ -193,7 +204,7 @@ mod tests {
     }
 
     fn refused_key(settings: &ResultsSettings) -> Option<&'static str> {
-        match settings.validate() {
+        match settings.validate(true) {
             Err(ConfigError::Invalid { key, .. }) => Some(key),
             _ => None,
         }
@@ -233,7 +244,13 @@ mod tests {
     /// The bounds name their key.
     #[test]
     fn the_bounds_name_their_key() {
-        assert!(ResultsSettings::default().validate().is_ok());
+        assert!(ResultsSettings::default().validate(false).is_ok());
+        let keep_all = ResultsSettings { keep_all: true, ..ResultsSettings::default() };
+        assert!(matches!(
+            keep_all.validate(false),
+            Err(ConfigError::Invalid { key: "results.keep_all", .. })
+        ));
+        assert!(keep_all.validate(true).is_ok());
         let tiny = ResultsSettings { max_bytes: 1000, ..ResultsSettings::default() };
         assert_eq!(refused_key(&tiny), Some("results.max_bytes"));
         let never = ResultsSettings { retention_days: 0, ..ResultsSettings::default() };

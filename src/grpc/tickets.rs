@@ -158,6 +158,36 @@ impl Drawn {
     }
 }
 
+/// The store that keeps every receipt of gRPC `method` (`[results] keep_all`), if it does.
+pub fn keeping<'a>(state: &'a AppState, method: &str) -> Option<&'a crate::tickets::Tickets> {
+    state.tickets.as_deref().filter(|t| t.keeps_all())?;
+    let endpoint = crate::http::ENDPOINTS.iter().find(|e| e.grpc.contains(&method))?;
+    calls::keeping(state, endpoint)
+}
+
+/// A reply that may carry a receipt.
+pub trait Receipted {
+    /// Its receipt as REST answers it, `{"random": <receipt_json>, "signature": "<...>"}`.
+    fn kept_form(&self) -> Vec<u8>;
+}
+
+macro_rules! receipted {
+    ($($reply:ty),*) => {$(
+        impl Receipted for $reply {
+            fn kept_form(&self) -> Vec<u8> {
+                format!("{{\"random\":{},\"signature\":\"{}\"}}", self.receipt_json, self.receipt_signature).into_bytes()
+            }
+        }
+    )*};
+}
+receipted!(
+    pb::GetBitsResponse,
+    pb::GetBytesResponse,
+    pb::GetUuidsResponse,
+    pb::GetIntsResponse,
+    pb::GetSequenceResponse
+);
+
 /// A call's answer, or the domain's refusal (the adapter records and renders it).
 pub type Answered<T> = Result<Response<T>, ApiError>;
 

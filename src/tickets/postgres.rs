@@ -23,7 +23,7 @@ use futures_util::future::BoxFuture;
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
-use super::store::{StoreError, TicketStore, Use};
+use super::store::{Kept, StoreError, TicketStore, Use};
 use super::ticket::{Ticket, TicketKind};
 use crate::config::results::ResultsSettings;
 
@@ -400,6 +400,13 @@ impl TicketStore for Postgres {
         Box::pin(async move {
             let sql = "SELECT body FROM drbgd_results WHERE serial = $1 AND caller = $2";
             Ok(self.query("result", sql, &[&serial, &caller]).await?.first().map(|r| r.get(0)))
+        })
+    }
+
+    fn keep(&self, kept: Kept, now: i64) -> BoxFuture<'_, Result<(), StoreError>> {
+        Box::pin(async move {
+            let sql = "INSERT INTO drbgd_results (serial, caller, created_ms, body) VALUES ($1, $2, $3, $4)";
+            self.execute("keep", sql, &[&kept.serial, &kept.caller, &now, &kept.result]).await.map(drop)
         })
     }
 

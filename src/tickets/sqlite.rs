@@ -21,7 +21,7 @@ use futures_util::future::BoxFuture;
 use rusqlite::{Connection, OptionalExtension, params};
 use tokio::sync::oneshot;
 
-use super::store::{StoreError, TicketStore, Use};
+use super::store::{Kept, StoreError, TicketStore, Use};
 use super::ticket::{Ticket, TicketKind};
 
 /// Jobs committed together at most.
@@ -389,6 +389,16 @@ impl TicketStore for Sqlite {
                 r.get(0)
             })
             .optional()
+        }))
+    }
+
+    fn keep(&self, kept: Kept, now: i64) -> BoxFuture<'_, Result<(), StoreError>> {
+        Box::pin(self.call(move |c| {
+            c.execute(
+                "INSERT INTO results (serial, caller, created_ms, body) VALUES (?1, ?2, ?3, ?4)",
+                params![kept.serial, kept.caller, now, kept.result],
+            )
+            .map(drop)
         }))
     }
 

@@ -44,6 +44,17 @@ pub struct Use {
     pub next_id: String,
 }
 
+/// A signed answer kept without a ticket (`[results] keep_all`).
+#[derive(Debug, Clone)]
+pub struct Kept {
+    /// The receipt's serial.
+    pub serial: String,
+    /// Its caller.
+    pub caller: String,
+    /// The answer, as REST sends it.
+    pub result: Vec<u8>,
+}
+
 /// Where tickets and kept results live. Times are Unix milliseconds, given by the caller.
 pub trait TicketStore: Send + Sync + std::fmt::Debug {
     /// Inserts `tickets` (all of one caller's) unless the caller would then hold more than
@@ -72,6 +83,9 @@ pub trait TicketStore: Send + Sync + std::fmt::Debug {
     /// The ticket `id` as [`TicketStore::find`] reads it, once any use of it still in progress
     /// (one whose answer was lost or whose deadline passed) has ended: what it kept decides.
     fn settled(&self, id: String) -> BoxFuture<'_, Result<Option<Ticket>, StoreError>>;
+
+    /// Keeps a signed answer drawn without a ticket, at `now`.
+    fn keep(&self, kept: Kept, now: i64) -> BoxFuture<'_, Result<(), StoreError>>;
 
     /// Marks used ticket `id` and its predecessors revealed: how many were not shown before.
     fn reveal(&self, id: String) -> BoxFuture<'_, Result<u64, StoreError>>;

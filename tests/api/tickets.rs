@@ -509,3 +509,43 @@ async fn over_grpc(store: Store) {
     let bad = alice.list_tickets(pb::ListTicketsRequest { r#type: "x".into(), ..Default::default() }).await;
     assert!(bad.unwrap_err().message().starts_with("invalid_type: "));
 }
+
+on_both_stores!(keep_all, keep_all_on_sqlite, keep_all_on_postgres);
+
+/// `[results] keep_all`: every receipt of a draw that could take a ticket is kept before it
+/// is answered, over REST (GET and POST) and gRPC, and fetched again by its serial, byte for
+/// byte; a token's receipt (a secret) is never kept.
+async fn keep_all(store: Store) {
+    use drbgd::grpc::pb;
+    let Some(mut settings) = settings_on(store, "keepall").await else { return };
+    settings.results.keep_all = true;
+    let app = spawn_with(settings, Arc::new(OsEntropy)).await;
+    let app = &app;
+    let kept = |body: bytes::Bytes| async move {
+        let random = &serde_json::from_slice::<Value>(&body).unwrap()["random"];
+        let again = get(app, &format!("/results/{}", random["serial"].as_str().unwrap())).await;
+        (again.status().as_u16(), again.bytes().await.unwrap() == body)
+    };
+    let by_get = get(app, "/int?min=1&max=6&count=3&receipt=true").await;
+    assert_eq!(by_get.status(), 200);
+    assert_eq!(kept(by_get.bytes().await.unwrap()).await, (200, true), "a GET's receipt");
+    let by_post = post(app, "/bits", &json!({"n": 64, "receipt": true})).await;
+    assert_eq!(by_post.status(), 200);
+    assert_eq!(kept(by_post.bytes().await.unwrap()).await, (200, true), "a POST's receipt");
+    let token = get(app, "/token?receipt=true").await;
+    assert_eq!(token.status(), 200);
+    assert_eq!(kept(token.bytes().await.unwrap()).await.0, 404, "a token's receipt is never kept");
+    let channel = tonic::transport::Endpoint::from_shared(app.api.clone()).unwrap().connect().await.unwrap();
+    let mut alice = pb::randomness_service_client::RandomnessServiceClient::with_interceptor(
+        channel,
+        |mut r: tonic::Request<()>| {
+            r.metadata_mut().insert("authorization", format!("Bearer {ALICE}").parse().unwrap());
+            Ok(r)
+        },
+    );
+    let ints = pb::GetIntsRequest { min: 1, max: 6, count: 2, receipt: true, ..Default::default() };
+    let reply = alice.get_ints(ints).await.unwrap().into_inner();
+    let body = format!(r#"{{"random":{},"signature":"{}"}}"#, reply.receipt_json, reply.receipt_signature);
+    assert_eq!(kept(body.into()).await, (200, true), "a gRPC receipt, as REST answers it");
+    assert_eq!(app.state.metrics.tickets.kept.get(), 3);
+}

@@ -13,7 +13,7 @@ use crate::pipeline::params::{Accept, Param, Params};
 use crate::pipeline::{self, Answer, Endpoint, RandomFn, Report};
 use crate::receipts::TicketStamp;
 use crate::state::AppState;
-use crate::tickets::{self, Lookup, MAX_PER_CREATE, MAX_PER_PAGE, Ticket, TicketKind, Tickets, Use};
+use crate::tickets::{self, Kept, Lookup, MAX_PER_CREATE, MAX_PER_PAGE, Ticket, TicketKind, Tickets, Use};
 
 /// The header naming the ticket a draw's use created: the next of its chain.
 pub const NEXT_TICKET: HeaderName = HeaderName::from_static("drbgd-next-ticket");
@@ -167,6 +167,45 @@ fn again(tickets: &Tickets, used: Lookup, digest: &[u8], id: &str) -> Result<Ans
 /// A ticket id as a header value (ids are ASCII).
 fn header(id: &str) -> HeaderValue {
     HeaderValue::from_str(id).unwrap_or(HeaderValue::from_static(""))
+}
+
+/// The store that keeps every receipt of `endpoint` (`[results] keep_all`), if this one does:
+/// none for the endpoints of secrets (`/token`, `/nonce`), whose receipts are never kept.
+pub fn keeping<'a>(state: &'a AppState, endpoint: &Endpoint) -> Option<&'a Tickets> {
+    let takes = endpoint.guard.route.is_some_and(crate::route::Route::takes_tickets);
+    state.tickets.as_deref().filter(|t| takes && t.keeps_all())
+}
+
+/// `answer`, a receipt drawn without a ticket, kept first when `[results] keep_all` says so
+/// (`result`: the answer as REST sends it, `{"random": ..., "signature": ...}`): an answer the
+/// store could not keep is not sent (503), nor is its serial.
+///
+/// # Errors
+/// 503 `store_unavailable`, `store_full`.
+pub async fn keep(
+    tickets: &Tickets,
+    state: &AppState,
+    admission: &Admission,
+    serial: &str,
+    result: Vec<u8>,
+) -> Result<(), ApiError> {
+    let kept = Kept { serial: serial.to_owned(), caller: admission.caller.name().to_owned(), result };
+    tickets.keep(kept).await.inspect_err(|e| refused(state, e))
+}
+
+/// A REST answer of `endpoint`, kept first if it is a receipt drawn without a ticket and
+/// `[results] keep_all` says so ([`keep`]).
+pub async fn kept(endpoint: &Endpoint, state: &AppState, admission: &Admission, answer: Answer) -> Answer {
+    let Some(tickets) = keeping(state, endpoint) else { return answer };
+    let Some(serial) = answer.report.serial.clone().filter(|_| answer.report.ticket.is_none()) else {
+        return answer;
+    };
+    let (parts, body) = answer.response.into_parts();
+    let Ok(result) = axum::body::to_bytes(body, usize::MAX).await else { return ApiError::Internal.into() };
+    match keep(tickets, state, admission, &serial, result.to_vec()).await {
+        Ok(()) => Answer { response: Response::from_parts(parts, Body::from(result)), report: answer.report },
+        Err(e) => e.into(),
+    }
 }
 
 /// `n` (1..=50) new tickets of the caller's, each one request of its quota (the call's own
