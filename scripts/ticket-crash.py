@@ -146,6 +146,9 @@ def main():
     replicas = 2 if postgres else 1
     apis = [(f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}") for _ in range(replicas)]
     servers = [start(binary, api, admin, work, store) for api, admin in apis]
+    # Whatever ends the script (a failed check too), no server outlives it.
+    import atexit
+    atexit.register(lambda: [s.kill() for s in servers if s.poll() is None])
     api = apis[-1][0]
     tickets = []
     for _ in range(120):
