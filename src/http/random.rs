@@ -326,7 +326,7 @@ pub(crate) mod doc {
         let get = responses(d.op(&format!("get{id}"), get).parameters(Some(d.query(params::BITS, context))));
         let post =
             responses(d.op(&format!("post{id}"), post).request_body(Some(d.body(params::BITS, context))));
-        get_and_post(get, post)
+        get_and_post(d, get, post)
     }
 }
 

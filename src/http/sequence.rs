@@ -228,7 +228,7 @@ pub(crate) fn doc(d: &Describe<'_>, components: &mut Components) -> PathItem {
     let post = ok(d
         .op("postSequence", &format!("{summary}, parameters in a JSON body"))
         .request_body(Some(d.body(PARAMS, &context))));
-    get_and_post(get, post)
+    get_and_post(d, get, post)
 }
 
 #[cfg(test)]

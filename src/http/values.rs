@@ -235,6 +235,6 @@ pub(crate) mod doc {
         let post = ok(d
             .op(&format!("post{id}"), &format!("{summary}, parameters in a JSON body"))
             .request_body(Some(d.body(list, context))));
-        get_and_post(get, post)
+        get_and_post(d, get, post)
     }
 }

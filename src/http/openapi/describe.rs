@@ -397,8 +397,22 @@ pub(crate) const RANDOM_ERRORS: &[&str] = &["400", "403", "429", "503"];
 /// The errors of every metadata operation.
 pub(crate) const METADATA_ERRORS: &[&str] = &["403", "429", "503"];
 
-/// A path item of a GET and a POST.
-pub(crate) fn get_and_post(get: OperationBuilder, post: OperationBuilder) -> PathItem {
+/// A path item of a GET and a POST; with tickets served on the endpoint (`d.tickets`), the
+/// POST's answers to a draw under a ticket too.
+pub(crate) fn get_and_post(d: &Describe<'_>, get: OperationBuilder, mut post: OperationBuilder) -> PathItem {
+    if d.tickets {
+        post = post
+            .response("404", problem("No such ticket (ticket_not_found)"))
+            .response("409", problem("The ticket was used by another request (ticket_used; the detail names its serial)"))
+            .response(
+                "410",
+                problem("The ticket expired unused (ticket_expired), or its kept result passed its retention (result_expired)"),
+            )
+            .response(
+                "503",
+                problem("Unavailable: as for every draw, or the tickets' store unavailable (store_unavailable: nothing kept, the ticket unused), full (store_full), or not saying whether this draw was kept (store_outcome_unknown: send the same request again)"),
+            );
+    }
     PathItemBuilder::new()
         .operation(HttpMethod::Get, get.build())
         .operation(HttpMethod::Post, post.build())
