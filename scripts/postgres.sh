@@ -11,7 +11,9 @@
 set -euo pipefail
 bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 [ -x "$bin/pg_ctl" ] || { echo "no PostgreSQL server (apt-get install postgresql)"; exit 1; }
-cmd=$1 dir=$2
+cmd=$1 dir=$(realpath -m "$2")
+# The server's user may not enter the caller's working directory (a private temporary one).
+cd /
 as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
 case $cmd in
 start)

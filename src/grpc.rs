@@ -141,6 +141,17 @@ impl RandomnessAdapter {
         let start = Instant::now();
         let admission = admission(&request)?;
         let result = call(&admission.caller, request.into_inner());
+        self.finish(method, start, result)
+    }
+
+    /// A unary call's end: its latency by method, algorithm and code, and its reply with what
+    /// it served recorded.
+    fn finish<T>(
+        &self,
+        method: &'static str,
+        start: Instant,
+        result: Result<Unary<T>, ApiError>,
+    ) -> Reply<T> {
         match result {
             Ok(Unary { reply, alg, n_bits, serial }) => {
                 self.observe(method, alg.name(), None, start);
@@ -193,19 +204,21 @@ impl RandomnessAdapter {
         method: &'static str,
         call: impl FnOnce(&Arc<Caller>, Q) -> Result<Unary<T>, ApiError>,
     ) -> Reply<T> {
-        let admission = call::caller(&request).ok();
-        let reply = self.unary(request, method, call)?;
-        let keeping = admission.zip(tickets::keeping(&self.state, method));
-        let serial = reply.extensions().get::<crate::pipeline::Report>().and_then(|r| r.serial.clone());
-        let (Some((admission, keeping)), Some(serial)) = (keeping, serial) else { return Ok(reply) };
-        let result = reply.get_ref().kept_form();
-        match crate::http::tickets::calls::keep(keeping, &self.state, &admission, &serial, result).await {
-            Ok(()) => Ok(reply),
-            Err(e) => {
-                self.state.metrics.errors.with_label_values(&[e.code()]).inc();
-                Err(e.to_status())
+        let start = Instant::now();
+        let admission = admission(&request)?;
+        let mut result = call(&admission.caller, request.into_inner());
+        // A receipt drawn without a ticket, kept before the reply goes (its latency counted in
+        // the call's, a failure the call's code).
+        if let (Ok(unary), Some(keeping)) = (&result, tickets::keeping(&self.state, method))
+            && let Some(serial) = &unary.serial
+        {
+            let kept =
+                crate::http::tickets::calls::keep(keeping, &admission, serial, unary.reply.kept_form());
+            if let Err(e) = kept.await {
+                result = Err(e);
             }
         }
+        self.finish(method, start, result)
     }
 
     /// Records a finished call: its latency by method, algorithm and code, and its error.

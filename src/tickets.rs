@@ -123,14 +123,20 @@ pub fn valid_id(id: &str) -> bool {
 }
 
 /// What makes two draws the same request: the caller, the endpoint, and every parameter as
-/// sent (but the ticket), in name order, each length-prefixed. Defaults the server fills in
-/// later are not in it, so a reload that changes one turns no retry into a refusal.
+/// sent, in name order, each length-prefixed. Defaults the server fills in later are not in
+/// it, so a reload that changes one turns no retry into a refusal. Left out: the ticket itself,
+/// `receipt` (a ticket implies one), and a `false` flag or an empty string, which say what
+/// their absence says and which gRPC cannot tell from it (proto3's zero is unset): so a REST
+/// body and a gRPC message of one draw digest alike.
 pub fn request_digest<'a>(
     caller: &str,
     endpoint: &str,
     params: impl Iterator<Item = (&'a str, &'a str)>,
 ) -> Vec<u8> {
-    let mut pairs: Vec<(&str, &str)> = params.filter(|(name, _)| *name != "ticket").collect();
+    let said = |(name, value): &(&str, &str)| {
+        !matches!(*name, "ticket" | "receipt") && !matches!(*value, "false" | "")
+    };
+    let mut pairs: Vec<(&str, &str)> = params.filter(said).collect();
     pairs.sort_unstable();
     let mut hash = Sha256::new();
     for field in [caller, endpoint].into_iter().chain(pairs.iter().flat_map(|(k, v)| [*k, *v])) {

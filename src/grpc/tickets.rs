@@ -191,10 +191,11 @@ receipted!(
 /// A call's answer, or the domain's refusal (the adapter records and renders it).
 pub type Answered<T> = Result<Response<T>, ApiError>;
 
-/// A ticket as a message (times RFC 3339 UTC, empty for none); its kept answer when shown.
-fn message(state: &AppState, t: &Ticket) -> pb::Ticket {
+/// A ticket as a message (times RFC 3339 UTC, empty for none); its kept answer when shown and
+/// `read` (a page or a creation reads none: `GetTicket` gives it).
+fn message(state: &AppState, t: &Ticket, read: bool) -> pb::Ticket {
     let time = |ms: i64| crate::receipts::sign::rfc3339_millis(u64::try_from(ms).unwrap_or(0));
-    let shown = t.shows_result() && t.used_ms.is_some();
+    let shown = read && t.shows_result() && t.used_ms.is_some();
     pb::Ticket {
         ticket_id: t.id.clone(),
         caller_hash: state.tickets.as_deref().map(|k| k.caller_hash(&t.caller)).unwrap_or_default(),
@@ -223,7 +224,7 @@ pub async fn create(
     let r = request.into_inner();
     let n = if r.n == 0 { 1 } else { u64::from(r.n) };
     let created = calls::create(state, &admission, n, r.show_result).await?;
-    let tickets = created.iter().map(|t| message(state, t)).collect();
+    let tickets = created.iter().map(|t| message(state, t, false)).collect();
     Ok(Response::new(pb::CreateTicketsResponse { tickets }))
 }
 
@@ -237,14 +238,14 @@ pub async fn list(
     let kind = if r.r#type.is_empty() { "singleton" } else { r.r#type.as_str() };
     let limit = if r.limit == 0 { 100 } else { u64::from(r.limit) };
     let (page, next_after) = calls::list(state, &admission, kind, &r.after, limit).await?;
-    let tickets = page.iter().map(|t| message(state, t)).collect();
+    let tickets = page.iter().map(|t| message(state, t, false)).collect();
     Ok(Response::new(pb::ListTicketsResponse { tickets, next_after: next_after.unwrap_or_default() }))
 }
 
 /// `GetTicket`: public.
 pub async fn get(state: &AppState, request: Request<pb::GetTicketRequest>) -> Answered<pb::Ticket> {
     let ticket = calls::show(state, &request.get_ref().ticket_id).await?;
-    Ok(Response::new(message(state, &ticket)))
+    Ok(Response::new(message(state, &ticket, true)))
 }
 
 /// `RevealTicket`.

@@ -421,6 +421,15 @@ async fn without_tickets_a_ticketed_draw_is_refused() {
             .await;
     assert_problem(r, 400, "tickets_disabled").await;
     assert_eq!(app.get("/tickets/x").await.status(), 404);
+    // gRPC's methods exist whatever the settings: refused, naming why.
+    let mut c = drbgd::grpc::pb::randomness_service_client::RandomnessServiceClient::connect(app.api.clone())
+        .await
+        .unwrap();
+    let ticket =
+        drbgd::grpc::pb::GetTicketRequest { ticket_id: "018f0000-0000-7000-8000-000000000000".into() };
+    let refused = c.get_ticket(ticket).await.unwrap_err();
+    assert_eq!(refused.code(), tonic::Code::NotFound);
+    assert!(refused.message().starts_with("tickets_disabled: "), "{refused:?}");
 }
 
 on_both_stores!(over_grpc, over_grpc_on_sqlite, over_grpc_on_postgres);
@@ -439,9 +448,9 @@ async fn over_grpc(store: Store) {
         r.metadata_mut().insert("authorization", format!("Bearer {ALICE}").parse().unwrap());
         Ok(r)
     });
-    let created = alice.create_tickets(pb::CreateTicketsRequest { n: 3, show_result: false }).await.unwrap();
+    let created = alice.create_tickets(pb::CreateTicketsRequest { n: 4, show_result: false }).await.unwrap();
     let ids: Vec<String> = created.into_inner().tickets.into_iter().map(|t| t.ticket_id).collect();
-    assert_eq!(ids.len(), 3);
+    assert_eq!(ids.len(), 4);
     let ints = pb::GetIntsRequest { min: 1, max: 49, count: 6, ticket: ids[0].clone(), ..Default::default() };
     let first = alice.get_ints(ints.clone()).await.unwrap().into_inner();
     assert_eq!(first.values.len(), 6);
@@ -471,7 +480,21 @@ async fn over_grpc(store: Store) {
         alice.get_bits(pb::GetBitsRequest { n: 20, ticket: ids[1].clone(), ..Default::default() }).await;
     let bits = bits.unwrap().into_inner();
     assert_eq!(bits.receipt_json, serde_json::to_string(&rest_first["random"]).unwrap());
+    assert_eq!(bits.receipt_signature, rest_first["signature"].as_str().unwrap());
     assert_eq!((bits.n, bits.data.len()), (20, 3));
+    let hex = rest_first["random"]["data"].as_str().unwrap();
+    assert_eq!(data_encoding::HEXLOWER.encode(&bits.data), hex, "the reply's data is the receipt's");
+    assert_eq!(bits.ones, bits.data.iter().map(|b| u64::from(b.count_ones())).sum::<u64>());
+    // A REST use without `receipt`, retried over gRPC with receipt = true and an empty
+    // user_data: one draw (a ticket implies its receipt; unset is unset), one kept answer.
+    let rest_bytes = post(&app, "/bytes", &json!({"n": 5, "ticket": ids[3]})).await;
+    assert_eq!(rest_bytes.status(), 200);
+    let rest_bytes: Value = rest_bytes.json().await.unwrap();
+    let again = pb::GetBytesRequest { n: 5, receipt: true, ticket: ids[3].clone(), ..Default::default() };
+    let bytes = alice.get_bytes(again).await.unwrap().into_inner();
+    assert_eq!(bytes.receipt_json, serde_json::to_string(&rest_bytes["random"]).unwrap());
+    let hex = rest_bytes["random"]["data"].as_str().unwrap();
+    assert_eq!((bytes.n, data_encoding::HEXLOWER.encode(&bytes.data)), (5, hex.to_owned()));
     // Every draw that takes a ticket, over gRPC.
     let uuids = alice
         .get_uuids(pb::GetUuidsRequest { count: 2, version: 7, ticket: ids[2].clone(), ..Default::default() })
@@ -500,7 +523,10 @@ async fn over_grpc(store: Store) {
     assert_eq!(result.result_json, shown.result_json);
     let heads =
         alice.list_tickets(pb::ListTicketsRequest { r#type: "head".into(), ..Default::default() }).await;
-    assert_eq!(heads.unwrap().into_inner().tickets.len(), 3, "three chains begun");
+    let heads = heads.unwrap().into_inner().tickets;
+    assert_eq!(heads.len(), 4, "four chains begun");
+    let listed = heads.iter().find(|t| t.ticket_id == ids[0]).unwrap();
+    assert!(listed.revealed && listed.result_json.is_empty() && !listed.result_expired, "{listed:?}");
     // Refusals as REST's: no caller, another's, a secret's route.
     let unauthenticated = anyone.create_tickets(pb::CreateTicketsRequest::default()).await.unwrap_err();
     assert_eq!(unauthenticated.code(), tonic::Code::Unauthenticated);

@@ -21,7 +21,11 @@ pub const NEXT_TICKET: HeaderName = HeaderName::from_static("drbgd-next-ticket")
 /// The tickets of `state`, or 404 when they are off (the router serves no ticket route then;
 /// a ticketed draw is 400).
 pub fn of(state: &AppState) -> Result<&Tickets, ApiError> {
-    state.tickets.as_deref().ok_or(ApiError::NotFound)
+    // (REST serves no ticket route then; gRPC's methods exist whatever the settings.)
+    state.tickets.as_deref().ok_or_else(|| ApiError::Missing {
+        code: "tickets_disabled",
+        detail: "this server keeps no tickets ([tickets] enabled is off)".into(),
+    })
 }
 
 /// The caller a ticket is held for: one named by its credentials (tickets need auth on; the
@@ -184,13 +188,12 @@ pub fn keeping<'a>(state: &'a AppState, endpoint: &Endpoint) -> Option<&'a Ticke
 /// 503 `store_unavailable`, `store_full`.
 pub async fn keep(
     tickets: &Tickets,
-    state: &AppState,
     admission: &Admission,
     serial: &str,
     result: Vec<u8>,
 ) -> Result<(), ApiError> {
     let kept = Kept { serial: serial.to_owned(), caller: admission.caller.name().to_owned(), result };
-    tickets.keep(kept).await.inspect_err(|e| refused(state, e))
+    tickets.keep(kept).await
 }
 
 /// A REST answer of `endpoint`, kept first if it is a receipt drawn without a ticket and
@@ -202,7 +205,7 @@ pub async fn kept(endpoint: &Endpoint, state: &AppState, admission: &Admission, 
     };
     let (parts, body) = answer.response.into_parts();
     let Ok(result) = axum::body::to_bytes(body, usize::MAX).await else { return ApiError::Internal.into() };
-    match keep(tickets, state, admission, &serial, result.to_vec()).await {
+    match keep(tickets, admission, &serial, result.to_vec()).await {
         Ok(()) => Answer { response: Response::from_parts(parts, Body::from(result)), report: answer.report },
         Err(e) => e.into(),
     }
