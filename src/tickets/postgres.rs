@@ -277,11 +277,17 @@ const SETTLE: &str = "WITH used AS ( \
 /// at `timeout` (so a call abandoned at its deadline does not hold its connection or a ticket's
 /// row for long, and a use still running when its answer was lost ends soon); a transaction
 /// left idle ends at twice that; a peer gone silent is found by TCP keepalives and the kernel's
-/// user timeout rather than after minutes of retransmission. Options the URL set come first.
+/// user timeout rather than after minutes of retransmission. And each statement is planned
+/// with its values (`plan_cache_mode = force_custom_plan`): a prepared statement's generic plan,
+/// made while a new database's tables still had no statistics (before their first
+/// autoanalyze), could scan them whole, and a bench swung between 345 and 3,974 draws/s from
+/// one run to the next; planned each time, ~2,650 draws/s every run (benches/README.md).
+/// Options the URL set come first.
 fn bound(config: &mut tokio_postgres::Config, timeout: Duration) {
     let ms = timeout.as_millis();
     let ours = format!(
-        "-c statement_timeout={ms} -c lock_timeout={ms} -c idle_in_transaction_session_timeout={}",
+        "-c statement_timeout={ms} -c lock_timeout={ms} -c idle_in_transaction_session_timeout={} \
+         -c plan_cache_mode=force_custom_plan",
         2 * ms
     );
     let options = match config.get_options() {
