@@ -6,6 +6,7 @@ pub mod callers;
 pub mod error;
 pub mod quota;
 pub mod results;
+pub mod secret_file;
 pub mod tickets;
 pub mod tracing;
 

@@ -329,6 +329,25 @@ fn wire_format(format: SecretFormat) -> i32 {
     table.iter().find(|(f, _)| *f == format).map_or(pb::Format::Unspecified as i32, |(_, w)| *w)
 }
 
+/// The reply of a ticketed `GetBits` or `GetBytes` (`pb::$reply`, of the same fields) from its kept
+/// answer `$drawn`: the packed output decoded from the receipt, its bits and ones.
+macro_rules! packed_reply {
+    ($reply:ident, $drawn:expr) => {{
+        let d: &mut tickets::Drawn = $drawn;
+        let data = d.packed()?;
+        let ones = data.iter().map(|b| u64::from(b.count_ones())).sum();
+        Ok(pb::$reply {
+            data,
+            n: d.integer("n")?,
+            alg: d.alg()?.1,
+            ones,
+            receipt_json: std::mem::take(&mut d.receipt_json),
+            receipt_signature: std::mem::take(&mut d.signature),
+            next_ticket: std::mem::take(&mut d.next_ticket),
+        })
+    }};
+}
+
 /// A `GetBits` or `GetBytes` message (`n`, `alg`, `prediction_resistance`, and its receipt and
 /// ticket fields) as its REST body.
 fn packed_draw(
@@ -369,19 +388,7 @@ impl Randomness for RandomnessAdapter {
                     |r| {
                         packed_draw(r.n, r.alg, r.prediction_resistance, (r.receipt, &r.user_data, &r.ticket))
                     },
-                    |d| {
-                        let data = d.packed()?;
-                        let ones = data.iter().map(|b| u64::from(b.count_ones())).sum();
-                        Ok(pb::GetBitsResponse {
-                            data,
-                            n: d.integer("n")?,
-                            alg: d.alg()?.1,
-                            ones,
-                            receipt_json: std::mem::take(&mut d.receipt_json),
-                            receipt_signature: std::mem::take(&mut d.signature),
-                            next_ticket: std::mem::take(&mut d.next_ticket),
-                        })
-                    },
+                    |d| packed_reply!(GetBitsResponse, d),
                 )
                 .await;
         }
@@ -415,19 +422,7 @@ impl Randomness for RandomnessAdapter {
                     |r| {
                         packed_draw(r.n, r.alg, r.prediction_resistance, (r.receipt, &r.user_data, &r.ticket))
                     },
-                    |d| {
-                        let data = d.packed()?;
-                        let ones = data.iter().map(|b| u64::from(b.count_ones())).sum();
-                        Ok(pb::GetBytesResponse {
-                            data,
-                            n: d.integer("n")?,
-                            alg: d.alg()?.1,
-                            ones,
-                            receipt_json: std::mem::take(&mut d.receipt_json),
-                            receipt_signature: std::mem::take(&mut d.signature),
-                            next_ticket: std::mem::take(&mut d.next_ticket),
-                        })
-                    },
+                    |d| packed_reply!(GetBytesResponse, d),
                 )
                 .await;
         }

@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::error::ConfigError;
+use super::secret_file;
 
 /// `[quota]`.
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -133,14 +134,9 @@ impl QuotaStoreSettings {
             }
         }
         if let Some(file) = self.password_file() {
-            match std::fs::read_to_string(file) {
-                Ok(p) if !p.trim_end_matches(['\r', '\n']).is_empty() => {}
-                Ok(_) => return invalid("quota.password_file", format!("{} is empty", file.display())),
-                Err(e) => return invalid("quota.password_file", format!("{}: {e}", file.display())),
-            }
+            secret_file::check("quota.password_file", file)?;
         }
-        let from_env = std::env::var(PASSWORD_ENV).is_ok_and(|p| !p.is_empty());
-        self.check_password_transport(self.password_file().is_some() || from_env)
+        self.check_password_transport(secret_file::given(self.password_file(), PASSWORD_ENV))
     }
 
     /// Whether the password goes over plain `redis://` (the URL's scheme; a password inside
@@ -170,12 +166,12 @@ impl QuotaStoreSettings {
 
     /// `ca_file`, unless empty.
     pub fn ca_file(&self) -> Option<&std::path::Path> {
-        self.ca_file.as_deref().filter(|p| !p.as_os_str().is_empty())
+        secret_file::path(&self.ca_file)
     }
 
     /// `password_file`, unless empty.
     fn password_file(&self) -> Option<&std::path::Path> {
-        self.password_file.as_deref().filter(|p| !p.as_os_str().is_empty())
+        secret_file::path(&self.password_file)
     }
 
     /// The store's password, from `password_file` or else the environment, if any.
@@ -183,11 +179,7 @@ impl QuotaStoreSettings {
     /// # Errors
     /// The file cannot be read (it could at validation; it may have gone since).
     pub fn password(&self) -> std::io::Result<Option<zeroize::Zeroizing<String>>> {
-        if let Some(file) = self.password_file() {
-            let text = zeroize::Zeroizing::new(std::fs::read_to_string(file)?);
-            return Ok(Some(zeroize::Zeroizing::new(text.trim_end_matches(['\r', '\n']).to_string())));
-        }
-        Ok(std::env::var(PASSWORD_ENV).ok().filter(|p| !p.is_empty()).map(zeroize::Zeroizing::new))
+        secret_file::password(self.password_file(), PASSWORD_ENV)
     }
 }
 

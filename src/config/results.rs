@@ -10,6 +10,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use super::error::ConfigError;
+use super::secret_file;
 
 /// `[results]`.
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -138,14 +139,9 @@ impl ResultsSettings {
             }
         }
         if let Some(file) = self.password_file() {
-            match std::fs::read_to_string(file) {
-                Ok(p) if !p.trim_end_matches(['\r', '\n']).is_empty() => {}
-                Ok(_) => return invalid("results.password_file", format!("{} is empty", file.display())),
-                Err(e) => return invalid("results.password_file", format!("{}: {e}", file.display())),
-            }
+            secret_file::check("results.password_file", file)?;
         }
-        let has_password =
-            self.password_file().is_some() || std::env::var(PASSWORD_ENV).is_ok_and(|p| !p.is_empty());
+        let has_password = secret_file::given(self.password_file(), PASSWORD_ENV);
         if has_password && !tls && !self.allow_plaintext_password {
             return invalid(
                 "results.allow_plaintext_password",
@@ -169,12 +165,12 @@ impl ResultsSettings {
 
     /// `ca_file`, unless empty.
     pub fn ca_file(&self) -> Option<&std::path::Path> {
-        self.ca_file.as_deref().filter(|p| !p.as_os_str().is_empty())
+        secret_file::path(&self.ca_file)
     }
 
     /// `password_file`, unless empty.
     fn password_file(&self) -> Option<&std::path::Path> {
-        self.password_file.as_deref().filter(|p| !p.as_os_str().is_empty())
+        secret_file::path(&self.password_file)
     }
 
     /// The database password, from `password_file` or else the environment, if any.
@@ -182,11 +178,7 @@ impl ResultsSettings {
     /// # Errors
     /// The file cannot be read (it could at validation; it may have gone since).
     pub fn password(&self) -> std::io::Result<Option<zeroize::Zeroizing<String>>> {
-        if let Some(file) = self.password_file() {
-            let text = zeroize::Zeroizing::new(std::fs::read_to_string(file)?);
-            return Ok(Some(zeroize::Zeroizing::new(text.trim_end_matches(['\r', '\n']).to_string())));
-        }
-        Ok(std::env::var(PASSWORD_ENV).ok().filter(|p| !p.is_empty()).map(zeroize::Zeroizing::new))
+        secret_file::password(self.password_file(), PASSWORD_ENV)
     }
 
     /// Milliseconds a kept result stays.
