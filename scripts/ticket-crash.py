@@ -21,6 +21,9 @@ Afterwards:
     it, its answer was lost with the connection) or unused; using it now works once;
   - a used ticket answers its request again with the first answer's bytes (a second draw would
     differ), and refuses any other (409);
+  - a chain of three uses, the last revealed: GET /tickets/{id} without credentials shows each
+    result, whose signature verifies with `openssl pkeyutl` against the key of GET /keys, over
+    the very bytes kept;
   - in the store (read with sqlite3 or psql): no chain forks (two tickets with one
     predecessor), every used ticket has its one result, under its serial and naming it, and
     every result belongs to a used ticket.
@@ -28,6 +31,7 @@ Afterwards:
 usage: scripts/ticket-crash.py [--postgres DIR] [BINARY]   (default: $DRBGD_BIN, else
 target/release/drbgd)
 """
+import base64
 import hashlib
 from http.client import HTTPException
 import json
@@ -51,9 +55,10 @@ def free_port():
         return s.getsockname()[1]
 
 
-def http(method, url, body=None):
+def http(method, url, body=None, auth=True):
     data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(url, data=data, method=method, headers={"authorization": f"Bearer {KEY}"})
+    headers = {"authorization": f"Bearer {KEY}"} if auth else {}
+    request = urllib.request.Request(url, data=data, method=method, headers=headers)
     if body is not None:
         request.add_header("content-type", "application/json")
     try:
@@ -223,6 +228,7 @@ def main():
     servers[0] = start(binary, *apis[0], work, store)
     try:
         check(apis[0][0], tickets, received)
+        chain_verifies(apis[0][0], work)
         faults = postgres.faults() if postgres else sqlite_faults(path)
         assert faults == "0|0|0|0", f"chain forks|used without their result|results naming another|orphan results: {faults}"
         if postgres:
@@ -237,6 +243,53 @@ def main():
     print(f"  uses whose answer was lost and that were read back kept: {kept}")
     import shutil
     shutil.rmtree(work)  # (kept, with the servers' log, when a check fails)
+
+
+def chain_verifies(api, work):
+    """Three uses of one chain, the last revealed: each result, shown to anyone, verifies with
+    openssl over the bytes kept (the signed `random` is the kept answer's, byte for byte)."""
+    status, _, body = http("POST", f"http://{api}/tickets", {"n": 1})
+    ticket = json.loads(body)["tickets"][0]["ticket_id"]
+    chain = []
+    for _ in range(3):
+        status, headers, body = http("POST", f"http://{api}/int", {"min": 1, "max": 90, "count": 5, "ticket": ticket})
+        assert status == 200, body
+        chain.append(ticket)
+        ticket = {k.lower(): v for k, v in headers.items()}["drbgd-next-ticket"]
+    status, _, body = http("POST", f"http://{api}/tickets/{chain[-1]}/reveal", {})
+    assert status == 200 and json.loads(body)["revealed"] == 3, body
+    status, _, body = http("GET", f"http://{api}/keys", auth=False)
+    x = base64.urlsafe_b64decode(json.loads(body)["keys"][0]["x"] + "==")
+    der = bytes.fromhex("302a300506032b6570032100") + x  # SubjectPublicKeyInfo of an Ed25519 key
+    pem = os.path.join(work, "receipts.pub.pem")
+    with open(pem, "w") as f:
+        f.write("-----BEGIN PUBLIC KEY-----\n" + base64.b64encode(der).decode() + "\n-----END PUBLIC KEY-----\n")
+    for i, used in enumerate(chain):
+        status, _, view = http("GET", f"http://{api}/tickets/{used}", auth=False)
+        assert status == 200, view
+        kept = view[view.index(b',"result":') + len(b',"result":'):-1]  # the kept answer, as sent
+        random = kept[len(b'{"random":'):kept.rindex(b',"signature":"')]
+        signature = json.loads(kept)["signature"]
+        assert json.loads(random)["ticket"] == used and json.loads(random).get("previous_ticket") == (chain[i - 1] if i else None)
+        jcs, sig = os.path.join(work, f"chain{i}.jcs"), os.path.join(work, f"chain{i}.sig")
+        with open(jcs, "wb") as f:
+            f.write(random)
+        with open(sig, "wb") as f:
+            f.write(base64.urlsafe_b64decode(signature + "=" * (-len(signature) % 4)))
+        out = subprocess.run(["openssl", "pkeyutl", "-verify", "-pubin", "-inkey", pem, "-rawin", "-in", jcs,
+                              "-sigfile", sig], capture_output=True, text=True)
+        assert out.returncode == 0 and "Signature Verified Successfully" in out.stdout, out
+    # And a changed byte does not (the check can fail).
+    with open(jcs, "r+b") as f:
+        f.seek(len(random) // 2)
+        byte = f.read(1)
+        f.seek(len(random) // 2)
+        f.write(bytes([byte[0] ^ 1]))
+    out = subprocess.run(["openssl", "pkeyutl", "-verify", "-pubin", "-inkey", pem, "-rawin", "-in", jcs,
+                          "-sigfile", sig], capture_output=True, text=True)
+    assert out.returncode != 0, "openssl verified a changed byte"
+    print("  a chain of three uses, the last revealed: each result shown without credentials verifies with "
+          "openssl (a changed byte does not)")
 
 
 def wait_for(received, lock, count, seconds=20):
