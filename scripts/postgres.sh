@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A throwaway PostgreSQL (Debian's `postgresql` package) for the tickets' checks: a cluster in
 # DIR, run as the `postgres` user (the server refuses root), listening on 127.0.0.1:PORT only,
+# TLS on (a throwaway CA in DIR/ca.crt signs the server's certificate, for 127.0.0.1 and localhost),
 # with a role `drbgd` (password in DIR/password, scram-sha-256; it may create databases, as the
 # API tests do, one per test) owning a database `drbgd`.
 #
@@ -23,6 +24,19 @@ start)
   head -c 18 /dev/urandom | base64 | tr -d '/+=' >"$dir/password.tmp"
   [ "$(id -u)" = 0 ] && chown postgres "$dir/password.tmp"
   as_pg "$bin/initdb" -D "$dir/data" -U postgres -A scram-sha-256 --pwfile="$dir/password.tmp" >"$dir/initdb.log" 2>&1
+  # TLS: a CA of this cluster's own (its key thrown away) and the server's certificate.
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=drbgd-test-postgres-ca \
+    -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign \
+    -keyout "$dir/ca.key" -out "$dir/ca.crt" 2>/dev/null
+  openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=localhost \
+    -keyout "$dir/data/server.key" -out "$dir/server.csr" 2>/dev/null
+  printf '%s\n' basicConstraints=critical,CA:FALSE keyUsage=critical,digitalSignature extendedKeyUsage=serverAuth \
+    subjectAltName=IP:127.0.0.1,DNS:localhost >"$dir/server.ext"
+  openssl x509 -req -in "$dir/server.csr" -CA "$dir/ca.crt" -CAkey "$dir/ca.key" -CAcreateserial -days 2 \
+    -extfile "$dir/server.ext" -out "$dir/data/server.crt" 2>/dev/null
+  rm -f "$dir/ca.key" "$dir/ca.srl" "$dir/server.csr" "$dir/server.ext"
+  chmod 600 "$dir/data/server.key"
+  [ "$(id -u)" = 0 ] && chown postgres "$dir/data/server.key" "$dir/data/server.crt"
   cat >>"$dir/data/postgresql.conf" <<CONF
 listen_addresses = '127.0.0.1'
 port = $port
@@ -30,6 +44,9 @@ unix_socket_directories = '$dir'
 max_connections = 200
 fsync = on
 synchronous_commit = on
+ssl = on
+ssl_cert_file = 'server.crt'
+ssl_key_file = 'server.key'
 CONF
   as_pg "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null
   # The statements on standard input: the password stays off command lines.

@@ -104,6 +104,12 @@ impl Postgres {
     /// drbgd.
     pub async fn open(settings: &ResultsSettings, fresh: &[u8]) -> anyhow::Result<(Postgres, Vec<u8>)> {
         let mut config = settings.postgres_config()?;
+        // TLS is `sslmode=require`'s, verified; anything else is a plain connection: never an
+        // unverified TLS one, and not tokio-postgres' `prefer` (its default), which tries TLS
+        // and fails, without falling back, on a certificate it cannot verify.
+        if config.get_ssl_mode() != tokio_postgres::config::SslMode::Require {
+            config.ssl_mode(tokio_postgres::config::SslMode::Disable);
+        }
         if let Some(password) = settings.password()? {
             config.password(password.as_bytes());
         }
@@ -127,7 +133,7 @@ impl Postgres {
         loop {
             match store.prepare(fresh).await {
                 Ok(secret) => return Ok((store, secret)),
-                Err(e) if tokio::time::Instant::now() < deadline && e.downcast_ref::<Newer>().is_none() => {
+                Err(e) if tokio::time::Instant::now() < deadline && not_up_yet(&e) => {
                     tracing::warn!(error = %e, "the tickets' PostgreSQL store is not ready; retrying");
                     tokio::time::sleep(Duration::from_secs(1)).await;
                 }
@@ -300,6 +306,33 @@ fn bound(config: &mut tokio_postgres::Config, timeout: Duration) {
         .keepalives_idle(Duration::from_secs(5))
         .keepalives_interval(Duration::from_secs(1))
         .tcp_user_timeout(timeout.max(Duration::from_secs(1)) * 2);
+}
+
+/// Whether start-up's error is a database not up yet (nothing listening, a connection cut or
+/// timed out, a server still starting: retried), rather than one waiting will not mend (a
+/// certificate that does not verify, a refused password, a missing database, a newer schema:
+/// start-up stops at once, naming it).
+fn not_up_yet(error: &anyhow::Error) -> bool {
+    use std::io::ErrorKind;
+    error.chain().any(|cause| {
+        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+            return matches!(
+                io.kind(),
+                ErrorKind::ConnectionRefused
+                    | ErrorKind::ConnectionReset
+                    | ErrorKind::TimedOut
+                    | ErrorKind::NotFound
+            );
+        }
+        if let Some(pool) = cause.downcast_ref::<deadpool_postgres::PoolError>() {
+            return matches!(pool, deadpool_postgres::PoolError::Timeout(_));
+        }
+        // 57P03: the server is starting up (or shutting down).
+        cause
+            .downcast_ref::<tokio_postgres::Error>()
+            .and_then(tokio_postgres::Error::as_db_error)
+            .is_some_and(|db| db.code() == &tokio_postgres::error::SqlState::CANNOT_CONNECT_NOW)
+    })
 }
 
 /// A schema version this build does not know (a newer drbgd's).

@@ -575,3 +575,44 @@ async fn keep_all(store: Store) {
     assert_eq!(kept(body.into()).await, (200, true), "a gRPC receipt, as REST answers it");
     assert_eq!(app.state.metrics.tickets.kept.get(), 3);
 }
+
+/// TLS to PostgreSQL (`sslmode=require`): the server's certificate verified against
+/// `results.ca_file`, the connection encrypted (as the server reports it), the password sent
+/// without `allow_plaintext_password`; a certificate no configured root signs stops start-up at
+/// once, naming it, rather than being retried as a database not up yet.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn tls_to_postgres_is_verified() {
+    let Some(mut settings) = settings_on(Store::Postgres, "tls").await else { return };
+    let password_file = settings.results.password_file.clone().unwrap();
+    let ca = password_file.parent().unwrap().join("ca.crt");
+    assert!(ca.exists(), "scripts/postgres.sh writes the server's CA beside the password");
+    settings.results.url = format!("{}?sslmode=require", settings.results.url);
+    settings.results.allow_plaintext_password = false;
+    let mut untrusted = settings.clone();
+    settings.results.ca_file = Some(ca);
+    let app = spawn_with(settings.clone(), Arc::new(OsEntropy)).await;
+    assert_eq!(create(&app, json!({"n": 1})).await.len(), 1);
+    // The server's own view of drbgd's connections: encrypted.
+    let mut config: tokio_postgres::Config =
+        settings.results.url.replace("?sslmode=require", "").parse().unwrap();
+    config.password(std::fs::read_to_string(&password_file).unwrap().trim_end());
+    let (client, connection) = config.connect(tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(connection);
+    let row = client
+        .query_one(
+            "SELECT count(*) FILTER (WHERE s.ssl), count(*) FROM pg_stat_activity a JOIN pg_stat_ssl s USING (pid) \
+             WHERE a.application_name = 'drbgd' AND a.datname = current_database()",
+            &[],
+        )
+        .await
+        .unwrap();
+    let (encrypted, all): (i64, i64) = (row.get(0), row.get(1));
+    assert!(all > 0 && encrypted == all, "{encrypted} of {all} connections encrypted");
+    // The public roots do not sign this server's certificate: refused at once.
+    untrusted.results.ca_file = None;
+    let start = std::time::Instant::now();
+    let refused = drbgd::app::App::build_with_entropy(untrusted, Arc::new(OsEntropy)).await.err().unwrap();
+    let chain = format!("{refused:#}");
+    assert!(chain.to_lowercase().contains("certificate"), "{chain}");
+    assert!(start.elapsed() < std::time::Duration::from_secs(10), "not retried for {:?}", start.elapsed());
+}
