@@ -63,6 +63,8 @@ pub enum Lookup {
 const SWEEP_BATCH: u32 = 1000;
 /// How often the store's size is measured (and the sweep runs every [`SWEEP_EVERY`] of them).
 const MEASURE_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+/// Anyone's lookups in progress at once, at most (and at most half the PostgreSQL pool).
+const PUBLIC_LOOKUPS: usize = 8;
 /// Measurements between sweeps (a minute).
 const SWEEP_EVERY: u32 = 12;
 
@@ -75,6 +77,9 @@ pub struct Tickets {
     series: TicketSeries,
     /// The store held `results.max_bytes` or more when last measured.
     full: std::sync::atomic::AtomicBool,
+    /// Places for anyone's lookups (`GET /tickets/{id}`, `GetTicket`), a share of the store's
+    /// connections: a flood of public lookups leaves the callers' draws their own.
+    public: tokio::sync::Semaphore,
     /// The store's own secret: callers' hashes are keyed with it ([`Tickets::caller_hash`]).
     hash_key: zeroize::Zeroizing<Vec<u8>>,
     /// The tickets in use, by id (entries no draw holds are swept as the map grows).
@@ -176,6 +181,7 @@ impl Tickets {
             results: results.clone(),
             series,
             full: std::sync::atomic::AtomicBool::new(false),
+            public: tokio::sync::Semaphore::new(PUBLIC_LOOKUPS.min(results.pool_size as usize / 2).max(1)),
             hash_key: zeroize::Zeroizing::new(key),
             held: Mutex::new(HashMap::new()),
             sweep_at: std::sync::atomic::AtomicUsize::new(1024),
@@ -401,7 +407,17 @@ impl Tickets {
         Ok(())
     }
 
-    /// The ticket `id`, for anyone.
+    /// The ticket `id`, looked up for anyone (no caller: under the public lookups' places, 503
+    /// `overloaded` at once when none is free).
+    ///
+    /// # Errors
+    /// 503.
+    pub async fn get_public(&self, id: &str) -> Result<Option<Ticket>, ApiError> {
+        let _place = self.public.try_acquire().map_err(|_| ApiError::Overloaded)?;
+        self.get(id).await
+    }
+
+    /// The ticket `id`.
     ///
     /// # Errors
     /// 503.

@@ -266,7 +266,7 @@ pub async fn list(
 /// 404 `ticket_not_found`; 503.
 pub async fn show(state: &AppState, id: &str) -> Result<Ticket, ApiError> {
     let tickets = of(state)?;
-    tickets.get(ticket_id(id)?).await?.ok_or_else(|| tickets::not_found(id))
+    tickets.get_public(ticket_id(id)?).await?.ok_or_else(|| tickets::not_found(id))
 }
 
 /// Reveals the caller's used ticket `id` and its predecessors: how many now.
