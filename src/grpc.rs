@@ -677,7 +677,7 @@ impl Randomness for RandomnessAdapter {
         self.observed("ListTickets", tickets::list(&self.state, request)).await
     }
 
-    async fn get_ticket(&self, request: Request<pb::GetTicketRequest>) -> Reply<pb::Ticket> {
+    async fn get_ticket(&self, request: Request<pb::GetTicketRequest>) -> Reply<pb::GetTicketResponse> {
         self.observed("GetTicket", tickets::get(&self.state, request)).await
     }
 

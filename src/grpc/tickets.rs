@@ -243,9 +243,12 @@ pub async fn list(
 }
 
 /// `GetTicket`: public.
-pub async fn get(state: &AppState, request: Request<pb::GetTicketRequest>) -> Answered<pb::Ticket> {
+pub async fn get(
+    state: &AppState,
+    request: Request<pb::GetTicketRequest>,
+) -> Answered<pb::GetTicketResponse> {
     let ticket = calls::show(state, &request.get_ref().ticket_id).await?;
-    Ok(Response::new(message(state, &ticket, true)))
+    Ok(Response::new(pb::GetTicketResponse { ticket: Some(message(state, &ticket, true)) }))
 }
 
 /// `RevealTicket`.
