@@ -348,6 +348,21 @@ macro_rules! packed_reply {
     }};
 }
 
+/// The reply of a ticketed `GetInts` or `GetSequence` (`pb::$reply`, of the same fields) from its
+/// kept answer `$drawn`: the values of its receipt.
+macro_rules! integers_reply {
+    ($reply:ident, $drawn:expr) => {{
+        let d: &mut tickets::Drawn = $drawn;
+        Ok(pb::$reply {
+            values: d.integers()?,
+            alg: d.alg()?.1,
+            receipt_json: std::mem::take(&mut d.receipt_json),
+            receipt_signature: std::mem::take(&mut d.signature),
+            next_ticket: std::mem::take(&mut d.next_ticket),
+        })
+    }};
+}
+
 /// A `GetBits` or `GetBytes` message (`n`, `alg`, `prediction_resistance`, and its receipt and
 /// ticket fields) as its REST body.
 fn packed_draw(
@@ -589,17 +604,7 @@ impl Randomness for RandomnessAdapter {
             let body = |r: &pb::GetIntsRequest| {
                 integers_draw((r.min, r.max, r.count, r.alg), (r.receipt, &r.user_data, &r.ticket))
             };
-            return self
-                .ticketed("GetInts", request, body, |d| {
-                    Ok(pb::GetIntsResponse {
-                        values: d.integers()?,
-                        alg: d.alg()?.1,
-                        receipt_json: std::mem::take(&mut d.receipt_json),
-                        receipt_signature: std::mem::take(&mut d.signature),
-                        next_ticket: std::mem::take(&mut d.next_ticket),
-                    })
-                })
-                .await;
+            return self.ticketed("GetInts", request, body, |d| integers_reply!(GetIntsResponse, d)).await;
         }
         self.unary_kept(request, "GetInts", |caller, r| {
             let alg = alg_name(r.alg)?;
@@ -631,15 +636,7 @@ impl Randomness for RandomnessAdapter {
                 integers_draw((r.min, r.max, r.count, r.alg), (r.receipt, &r.user_data, &r.ticket))
             };
             return self
-                .ticketed("GetSequence", request, body, |d| {
-                    Ok(pb::GetSequenceResponse {
-                        values: d.integers()?,
-                        alg: d.alg()?.1,
-                        receipt_json: std::mem::take(&mut d.receipt_json),
-                        receipt_signature: std::mem::take(&mut d.signature),
-                        next_ticket: std::mem::take(&mut d.next_ticket),
-                    })
-                })
+                .ticketed("GetSequence", request, body, |d| integers_reply!(GetSequenceResponse, d))
                 .await;
         }
         self.unary_kept(request, "GetSequence", |caller, r| {

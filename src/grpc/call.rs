@@ -39,7 +39,7 @@ pub fn wire_alg(alg: Algorithm) -> i32 {
 /// fault), and serves nothing then.
 #[allow(clippy::result_large_err)] // tonic's Status
 pub fn admission<T>(request: &Request<T>) -> Result<Admission, Status> {
-    request.extensions().get::<Admission>().cloned().ok_or_else(|| ApiError::Internal.to_status())
+    caller(request).map_err(|e| e.to_status())
 }
 
 /// `response`, with what it serves (and the serial of its receipt) recorded for the front
@@ -76,7 +76,7 @@ pub fn alg_name(value: i32) -> Result<Option<String>, ApiError> {
 /// The caller's admission, as [`admission`] with the domain's error.
 ///
 /// # Errors
-/// 500 without one.
+/// 500 without one (a wiring fault, as there).
 pub fn caller<T>(request: &Request<T>) -> Result<Admission, ApiError> {
     request.extensions().get::<Admission>().cloned().ok_or(ApiError::Internal)
 }

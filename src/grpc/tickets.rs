@@ -191,14 +191,14 @@ receipted!(
 /// A call's answer, or the domain's refusal (the adapter records and renders it).
 pub type Answered<T> = Result<Response<T>, ApiError>;
 
-/// A ticket as a message (times RFC 3339 UTC, empty for none); its kept answer when shown and
-/// `read` (a page or a creation reads none: `GetTicket` gives it).
-fn message(state: &AppState, t: &Ticket, read: bool) -> pb::Ticket {
+/// A ticket as a message (times RFC 3339 UTC, empty for none), its caller as `caller_hash`; its
+/// kept answer when shown and `read` (a page or a creation reads none: `GetTicket` gives it).
+fn message(caller_hash: &str, t: &Ticket, read: bool) -> pb::Ticket {
     let time = |ms: i64| crate::receipts::sign::rfc3339_millis(u64::try_from(ms).unwrap_or(0));
     let shown = read && t.shows_result() && t.used_ms.is_some();
     pb::Ticket {
         ticket_id: t.id.clone(),
-        caller_hash: state.tickets.as_deref().map(|k| k.caller_hash(&t.caller)).unwrap_or_default(),
+        caller_hash: caller_hash.to_owned(),
         show_result: t.show_result,
         revealed: t.revealed,
         created_at: time(t.created_ms),
@@ -224,7 +224,9 @@ pub async fn create(
     let r = request.into_inner();
     let n = if r.n == 0 { 1 } else { u64::from(r.n) };
     let created = calls::create(state, &admission, n, r.show_result).await?;
-    let tickets = created.iter().map(|t| message(state, t, false)).collect();
+    // One caller's tickets: its hash made once.
+    let hash = calls::of(state)?.caller_hash(admission.caller.name());
+    let tickets = created.iter().map(|t| message(&hash, t, false)).collect();
     Ok(Response::new(pb::CreateTicketsResponse { tickets }))
 }
 
@@ -238,7 +240,8 @@ pub async fn list(
     let kind = if r.r#type.is_empty() { "singleton" } else { r.r#type.as_str() };
     let limit = if r.limit == 0 { 100 } else { u64::from(r.limit) };
     let (page, next_after) = calls::list(state, &admission, kind, &r.after, limit).await?;
-    let tickets = page.iter().map(|t| message(state, t, false)).collect();
+    let hash = calls::of(state)?.caller_hash(admission.caller.name());
+    let tickets = page.iter().map(|t| message(&hash, t, false)).collect();
     Ok(Response::new(pb::ListTicketsResponse { tickets, next_after: next_after.unwrap_or_default() }))
 }
 
@@ -248,7 +251,8 @@ pub async fn get(
     request: Request<pb::GetTicketRequest>,
 ) -> Answered<pb::GetTicketResponse> {
     let ticket = calls::show(state, &request.get_ref().ticket_id).await?;
-    Ok(Response::new(pb::GetTicketResponse { ticket: Some(message(state, &ticket, true)) }))
+    let hash = calls::of(state)?.caller_hash(&ticket.caller);
+    Ok(Response::new(pb::GetTicketResponse { ticket: Some(message(&hash, &ticket, true)) }))
 }
 
 /// `RevealTicket`.

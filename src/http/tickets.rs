@@ -32,7 +32,7 @@ use crate::error::ApiError;
 use crate::pipeline::params::{Accept, Param, Params};
 use crate::pipeline::{self, Answer, Endpoint, RandomFn};
 use crate::state::AppState;
-use crate::tickets::{Ticket, Tickets};
+use crate::tickets::Ticket;
 pub use calls::NEXT_TICKET;
 
 /// The draw of a random endpoint's POST that names a ticket: the ticket held (concurrent uses of
@@ -79,8 +79,9 @@ async fn create(
     params.allow_only(crate::pipeline::params::TICKETS)?;
     let n = params.u64(Param::N)?.unwrap_or(1);
     let created = calls::create(&state, &admission, n, params.flag(Param::ShowResult)?).await?;
-    let tickets = calls::of(&state)?;
-    let views: Vec<View> = created.iter().map(|t| View::of(tickets, t)).collect();
+    // One caller's tickets: its hash made once.
+    let hash = calls::of(&state)?.caller_hash(admission.caller.name());
+    let views: Vec<View> = created.iter().map(|t| View::of(&hash, t)).collect();
     Ok((StatusCode::CREATED, Json(Page { tickets: views, next_after: None })).into_response())
 }
 
@@ -96,8 +97,8 @@ async fn list(
     let kind = params.get(Param::Type).unwrap_or("singleton");
     let (after, limit) = (params.get(Param::After).unwrap_or(""), params.u64(Param::Limit)?.unwrap_or(100));
     let (page, next_after) = calls::list(&state, &admission, kind, after, limit).await?;
-    let tickets = calls::of(&state)?;
-    let views = page.iter().map(|t| View::of(tickets, t)).collect();
+    let hash = calls::of(&state)?.caller_hash(admission.caller.name());
+    let views = page.iter().map(|t| View::of(&hash, t)).collect();
     Ok(Json(Page { tickets: views, next_after }).into_response())
 }
 
@@ -105,7 +106,8 @@ async fn list(
 /// shown or revealed; no `result` member when hidden.
 async fn show(State(state): State<AppState>, Path(id): Path<String>) -> Result<Response, ApiError> {
     let ticket = calls::show(&state, &id).await?;
-    Ok(json_with_result(&View::of(calls::of(&state)?, &ticket), &ticket))
+    let hash = calls::of(&state)?.caller_hash(&ticket.caller);
+    Ok(json_with_result(&View::of(&hash, &ticket), &ticket))
 }
 
 /// `POST /tickets/{id}/reveal`: `{"revealed": n}`.
@@ -152,11 +154,12 @@ struct View {
 }
 
 impl View {
-    fn of(tickets: &Tickets, t: &Ticket) -> View {
+    /// Ticket `t`, its caller shown as `caller_hash` ([`crate::tickets::Tickets::caller_hash`]).
+    fn of(caller_hash: &str, t: &Ticket) -> View {
         let time = |ms: i64| crate::receipts::sign::rfc3339_millis(u64::try_from(ms).unwrap_or(0));
         View {
             ticket_id: t.id.clone(),
-            caller_hash: tickets.caller_hash(&t.caller),
+            caller_hash: caller_hash.to_owned(),
             show_result: t.show_result,
             revealed: t.revealed,
             created_at: time(t.created_ms),

@@ -18,10 +18,10 @@ use crate::tickets::{self, Kept, Lookup, MAX_PER_CREATE, MAX_PER_PAGE, Ticket, T
 /// The header naming the ticket a draw's use created: the next of its chain.
 pub const NEXT_TICKET: HeaderName = HeaderName::from_static("drbgd-next-ticket");
 
-/// The tickets of `state`, or 404 when they are off (the router serves no ticket route then;
-/// a ticketed draw is 400).
+/// The tickets of `state`, or 404 `tickets_disabled` when they are off (REST then serves no
+/// ticket route, so only gRPC's methods, which exist whatever the settings, meet it; a
+/// ticketed draw is 400).
 pub fn of(state: &AppState) -> Result<&Tickets, ApiError> {
-    // (REST serves no ticket route then; gRPC's methods exist whatever the settings.)
     state.tickets.as_deref().ok_or_else(|| ApiError::Missing {
         code: "tickets_disabled",
         detail: "this server keeps no tickets ([tickets] enabled is off)".into(),
