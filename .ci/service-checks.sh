@@ -12,8 +12,10 @@ log=$(mktemp)
 "$bin" serve --listen "$api" --admin-listen "$admin" >"$log" 2>&1 &
 pid=$!
 trap 'kill "$pid" 2>/dev/null || true' EXIT
-for _ in $(seq 100); do curl -fsS "http://$admin/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
-curl -fsS "http://$admin/readyz"
+# Up to 30 s (a machine busy with the steps beside it starts the server slower); if it is not
+# ready then, its log says why (a port taken, a failed self-test).
+for _ in $(seq 300); do curl -fsS "http://$admin/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
+curl -fsS "http://$admin/readyz" || { echo "drbgd not ready on $admin; its log:"; cat "$log"; exit 1; }
 
 echo "--- traffic, then promtool check metrics on the live /metrics"
 for alg in chacha20 aes256ctr blake3 randen aes128ctr aes192ctr hash_sha256 hash_sha512 hmac_sha256 hmac_sha512; do curl -fsS "http://$api/bits?n=4096&alg=$alg" >/dev/null; done
