@@ -15,12 +15,16 @@
 #    /readyz polled to 200, the manifests' uid and read-only root in force, and the ConfigMap's
 #    shutdown delay seen on SIGTERM (/readyz 503 while the listeners still serve, then exit 0).
 # 3. The prod overlay's Deployment + ConfigMap, through the test overlay .ci/podman-overlay-prod
-#    (as for dev, plus prod's three Secrets made at run time: a throwaway CA and server
+#    (as for dev, plus prod's five Secrets made at run time: a throwaway CA and server
 #    certificate, a random API key's digest, the URL and password of a redis-server started on
-#    the host for the quota store), run by `podman kube play`: /readyz polled to 200, /token over
-#    HTTPS with the key 200 (without it 401), GetToken over gRPC with TLS, /usage's quota scope
-#    `global` with the caller's bucket and the replica set under prod's key prefix in the store,
-#    SIGTERM leaving the replica set and exiting 0.
+#    the host for the quota store, the URL, password and CA of a PostgreSQL server started on
+#    the host for tickets and kept results, and a receipt signing key), run by `podman kube
+#    play`: /readyz polled to 200, /token over HTTPS with the key 200 (without it 401), GetToken
+#    over gRPC with TLS, /usage's quota scope `global` with the caller's bucket and the replica
+#    set under prod's key prefix in the store, a ticket used once (its retry answered the kept
+#    receipt byte for byte, another use 409, the public lookup showing it, the rows in
+#    PostgreSQL), a stopped database refusing ticketed draws with 503 and the ticket then used
+#    after its restart, SIGTERM leaving the replica set and exiting 0.
 #
 # Usage: .ci/container.sh                   the Dockerfile built as it is (builder stages too)
 #        .ci/container.sh --prebuilt BIN    CI: the runtime stage around BIN, then 1-3 as above
@@ -41,8 +45,8 @@
 # reaches this run's build from outside the repository (environment, cargo config files above
 # it). Running the script with no argument still builds the whole Dockerfile.
 #
-# Runs as root on Debian 12 with podman, runc, catatonit, uidmap, mmdebstrap, redis-server and
-# openssl installed (.ci/run installs them), kustomize and grpcurl on PATH, and the Rust toolchain that
+# Runs as root on Debian 12 with podman, runc, catatonit, uidmap, mmdebstrap, redis-server,
+# postgresql and openssl installed (.ci/run installs them), kustomize and grpcurl on PATH, and the Rust toolchain that
 # rust-toolchain.toml names. Idempotent: the stand-in base images are built once and reused
 # (rebuilt when their recipe version below changes); the image build reuses podman's layer
 # cache and, read-only through an overlay mount, the host's cargo registry.
@@ -142,6 +146,10 @@ cleanup() {
     done
   fi
   [ -s "$work/redis.pid" ] && kill "$(cat "$work/redis.pid")" 2>/dev/null
+  if [ -n "${pg_dir:-}" ]; then
+    [ -e "$pg_dir/data/postmaster.pid" ] && bash "$repo/scripts/postgres.sh" stop "$pg_dir" >/dev/null 2>&1
+    rm -rf "$pg_dir"
+  fi
   rm -rf "$repo/.ci/podman-overlay-prod/secrets" "${prod_yaml_dir:-}" "$pod_yaml_dir" "$work"
 }
 trap cleanup EXIT
@@ -471,26 +479,32 @@ podman secret rm "$secret" >/dev/null
 
 # --- 3. the prod overlay's pod with podman kube play ---------------------------------------------
 
-# prod needs its three Secrets and the shared quota store. All are made here and go when the
-# script exits: a throwaway CA and a server certificate for 127.0.0.1 (as cert-manager's
-# drbgd-tls: ECDSA P-256, serverAuth, with ca.crt), a random API key of which only the SHA-256
-# digest is written, and a redis-server with a random password on the host. The pod has its
-# own network namespace on kube play's network (podman-default-kube-network): redis-server
-# listens on that bridge's host address, which the quota store Secret's URL names.
+# prod needs its five Secrets, the shared quota store and the tickets' database. All are made
+# here and go when the script exits: a throwaway CA and a server certificate for 127.0.0.1 (as
+# cert-manager's drbgd-tls: ECDSA P-256, serverAuth, with ca.crt), a random API key of which only
+# the SHA-256 digest is written, a redis-server with a random password on the host, a PostgreSQL
+# server (scripts/postgres.sh: TLS from a CA of its own, a random password) and an Ed25519
+# receipt key. The pod has its own network namespace on kube play's network
+# (podman-default-kube-network): redis-server and PostgreSQL listen on that bridge's host
+# address, which the stores' Secrets' URLs name (PostgreSQL admits the bridge's network over TLS
+# only).
 t_prod=$SECONDS
 prod_dir=.ci/podman-overlay-prod
 prod_secrets=$prod_dir/secrets
 prod_pod=drbgd-pod-0
 prod_ctr=$prod_pod-drbgd
-prod_secret_names=(drbgd-tls drbgd-api-keys drbgd-quota-store)
-redis_port=26379
+prod_secret_names=(drbgd-tls drbgd-api-keys drbgd-quota-store drbgd-results-store drbgd-receipt-key)
+redis_port=26379 pg_port=25432
 prod_yaml_dir=$(mktemp -d)
 command -v redis-server >/dev/null && command -v redis-cli >/dev/null && command -v openssl >/dev/null \
-  || fail "redis-server, redis-cli and openssl are needed for the prod pod (.ci/run installs them)"
+  && compgen -G '/usr/lib/postgresql/*/bin/pg_ctl' >/dev/null \
+  || fail "redis-server, redis-cli, postgresql and openssl are needed for the prod pod (.ci/run installs them)"
 kube_net=podman-default-kube-network
 podman network exists "$kube_net" || fail "no podman network $kube_net (the dev pod's kube play above makes it)"
 gw=$(podman network inspect --format '{{range .Subnets}}{{.Gateway}}{{end}}' "$kube_net")
 [[ "$gw" =~ ^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+$ ]] || fail "no IPv4 gateway on podman network $kube_net ($gw)"
+subnet=$(podman network inspect --format '{{range .Subnets}}{{.Subnet}}{{end}}' "$kube_net")
+[[ "$subnet" =~ ^[0-9.]+/[0-9]+$ ]] || fail "no IPv4 subnet on podman network $kube_net ($subnet)"
 # Left by an interrupted run: the pod and Secrets go by name; a redis-server still on the port is
 # an error (its password is gone with that run).
 podman pod rm -f -t 0 "$prod_pod" >/dev/null 2>&1 || true
@@ -521,6 +535,21 @@ printf 'ci %s\n' "$(printf %s "$api_key" | sha256sum | cut -d' ' -f1)" >"$prod_s
 redis_pass=$(openssl rand -hex 24)
 printf %s "$redis_pass" >"$prod_secrets/quota-password"
 printf %s "redis://$gw:$redis_port" >"$prod_secrets/quota-url"
+# The tickets' database: its own server (the API tests' is on loopback only), run as the
+# postgres user, so in a directory of its own outside this script's private one.
+for p in "$gw:$pg_port" "127.0.0.1:$pg_port"; do
+  if (exec 3<>"/dev/tcp/${p%:*}/${p#*:}") 2>/dev/null; then fail "$p (the test database's port) is in use: a PostgreSQL left by a killed run? (ss -ltnp)"; fi
+done
+pg_dir=$(mktemp -d "${TMPDIR:-/tmp}/drbgd-ci-pod-postgres.XXXXXX")
+bash scripts/postgres.sh start "$pg_dir" "$pg_port" "$gw" "$subnet" >/dev/null || { cat "$pg_dir/server.log" 2>/dev/null; fail "PostgreSQL on $gw:$pg_port"; }
+printf %s "postgresql://drbgd@$gw:$pg_port/drbgd?sslmode=require" >"$prod_secrets/results-url"
+cp "$pg_dir/password" "$prod_secrets/results-password"
+cp "$pg_dir/ca.crt" "$prod_secrets/results-ca.crt"
+openssl genpkey -algorithm ed25519 -out "$prod_secrets/signing.pem" 2>/dev/null || fail "openssl: the receipt signing key"
+# psql over the bridge, as the pod connects: TLS, the server's certificate checked for $gw.
+pg_bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
+pg_tls_url="postgresql://drbgd@$gw:$pg_port/drbgd?sslmode=verify-full&sslrootcert=$pg_dir/ca.crt"
+psql_drbgd() { PGPASSWORD=$(cat "$pg_dir/password") "$pg_bin/psql" -X -A -t -q -v ON_ERROR_STOP=1 "$pg_tls_url" -c "$1"; }
 kustomize build "$prod_dir" >"$work/prod-full.yaml"
 kustomize build k8s/overlays/prod >"$work/prod.yaml"
 cp "$prod_secrets/ca.crt" "$work/ca.crt"
@@ -539,10 +568,16 @@ ea, eb = ({e["name"]: e for e in c.pop("env")} for c in (ca, cb))
 # podman 4.3 cannot resolve a secretKeyRef to a Secret of the YAML: the url comes from a
 # ConfigMap of the same file (the Secret keeps it too).
 assert ea["DRBGD__QUOTA__URL"]["valueFrom"] == {"secretKeyRef": {"name": "drbgd-quota-store", "key": "url"}}
-assert eb["DRBGD__QUOTA__URL"]["valueFrom"] == {"configMapKeyRef": {"name": "drbgd-ci-quota-url", "key": "url"}}
-url = pod["ConfigMap", "drbgd-ci-quota-url"]["data"]["url"]
-assert base64.b64decode(pod["Secret", "drbgd-quota-store"]["data"]["url"]).decode() == url
-eb["DRBGD__QUOTA__URL"] = ea["DRBGD__QUOTA__URL"]
+urls = {}
+for var, store in (("QUOTA", "quota"), ("RESULTS", "results")):
+    var, secret, cm = f"DRBGD__{var}__URL", f"drbgd-{store}-store", f"drbgd-ci-{store}-url"
+    assert ea[var]["valueFrom"] == {"secretKeyRef": {"name": secret, "key": "url"}}
+    assert eb[var]["valueFrom"] == {"configMapKeyRef": {"name": cm, "key": "url"}}
+    urls[store] = pod["ConfigMap", cm]["data"]["url"]
+    assert base64.b64decode(pod["Secret", secret]["data"]["url"]).decode() == urls[store]
+    eb[var] = ea[var]
+    del pod["ConfigMap", cm]
+assert ea["DRBGD__RESULTS__STORE"]["value"] == "postgres" and ea["DRBGD__TICKETS__ENABLED"]["value"] == "true"
 extra = sorted(set(eb) - set(ea))
 assert extra == ["DRBGD__CALLERS__CI__QUOTA__BURST", "DRBGD__CALLERS__CI__QUOTA__REQUESTS_PER_SECOND",
                  "DRBGD__QUOTA__ALLOW_PLAINTEXT_PASSWORD"], extra
@@ -553,14 +588,13 @@ for k in ("image", "livenessProbe"):
     ca.pop(k); cb.pop(k, None)
 assert a == b, "the test overlay changes more of prod's Deployment than image, hostPort/hostIP, livenessProbe, env"
 secrets = {n for k, n in pod if k == "Secret"}
-del pod["ConfigMap", "drbgd-ci-quota-url"]
 assert {k: v for k, v in pod.items() if k[0] != "Secret"} == prod, "the test overlay changes more than the Deployment and Secrets"
 mounted = {v["secret"]["secretName"] for v in b["volumes"] if "secret" in v}
-assert secrets == mounted == {"drbgd-tls", "drbgd-api-keys", "drbgd-quota-store"}, (secrets, mounted)
+assert secrets == mounted == {"drbgd-tls", "drbgd-api-keys", "drbgd-quota-store", "drbgd-results-store", "drbgd-receipt-key"}, (secrets, mounted)
 assert pod["Secret", "drbgd-tls"]["type"] == "kubernetes.io/tls"
-print(f"  Secrets supplied: {sorted(secrets)} (the names prod's Deployment uses); quota url {url} (ConfigMap drbgd-ci-quota-url, as in the Secret)")
+print(f"  Secrets supplied: {sorted(secrets)} (the names prod's Deployment uses); urls {urls} (ConfigMaps drbgd-ci-*-url, as in the Secrets)")
 PY
-proved "the prod test overlay = prod with only: image, hostPort+hostIP 127.0.0.1, livenessProbe removed, its three Secrets supplied, DRBGD__QUOTA__URL from a ConfigMap (not secretKeyRef), the ci caller's quota and the plain redis:// password allowed (env)"
+proved "the prod test overlay = prod with only: image, hostPort+hostIP 127.0.0.1, livenessProbe removed, its five Secrets supplied, DRBGD__QUOTA__URL and DRBGD__RESULTS__URL from ConfigMaps (not secretKeyRef), the ci caller's quota and the plain redis:// password allowed (env)"
 
 # podman 4.3's Secret volumes write each `data` value as kube play stored it, still
 # base64-encoded (pkg/specgen/generate/kube/volume.go reads data as strings), and ignore
@@ -597,6 +631,8 @@ for _ in $(seq 50); do [ "$(rcli ping 2>/dev/null)" = PONG ] && break; sleep 0.1
 redis_pid=$(cat "$work/redis.pid")
 [[ "$(redis-cli -h "$gw" -p "$redis_port" ping 2>&1)" =~ NOAUTH ]] || fail "the test quota store answers without its password"
 proved "quota store: redis-server $(redis-server --version | sed 's/.* v=\([^ ]*\).*/\1/') (pid $redis_pid) on $gw:$redis_port (the host's address on $kube_net), password required (NOAUTH without it)"
+[ "$(psql_drbgd 'SHOW ssl')" = on ] || fail "the test database does not answer over TLS on $gw:$pg_port"
+proved "tickets' database: PostgreSQL $(psql_drbgd 'SHOW server_version' | cut -d' ' -f1) on $gw:$pg_port, TLS (CA $pg_dir/ca.crt), clients of $subnet over TLS only"
 
 (cd "$prod_yaml_dir" && podman kube play --build=false prod.yaml >"$work/prod-play.out" 2>&1) \
   || { cat "$work/prod-play.out"; fail "podman kube play of the prod overlay"; }
@@ -614,7 +650,7 @@ pid=$(podman inspect --format '{{.State.Pid}}' "$prod_ctr")
 uids=$(awk '/^Uid:/ {print $2, $3, $4, $5}' "/proc/$pid/status")
 [ "$uids" = "65532 65532 65532 65532" ] || fail "the prod pod's container runs as uids $uids"
 [[ "$(awk '$5 == "/" {print $6}' "/proc/$pid/mountinfo")" =~ (^|,)ro(,|$) ]] || fail "the prod pod's root filesystem is writable"
-for m in /etc/drbgd/tls /etc/drbgd/keys /etc/drbgd/quota; do
+for m in /etc/drbgd/tls /etc/drbgd/keys /etc/drbgd/quota /etc/drbgd/results /etc/drbgd/receipts; do
   [[ "$(awk -v m="$m" '$5 == m {print $6}' "/proc/$pid/mountinfo")" =~ (^|,)ro(,|$) ]] || fail "$m is not mounted read-only"
 done
 limits=$(python3 -c 'import sys, yaml; d = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d["kind"] == "Deployment"][0]; l = d["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]; print(int(l["memory"].removesuffix("Mi")) << 20, int(float(l["cpu"]) * 1e9))' "$prod_yaml_dir/prod.yaml")
@@ -622,8 +658,10 @@ limits=$(python3 -c 'import sys, yaml; d = [d for d in yaml.safe_load_all(open(s
   || fail "the prod pod's memory/CPU limits are not the manifest's ($limits)"
 tr '\0' '\n' <"/proc/$pid/environ" | grep -qx "DRBGD__QUOTA__URL=redis://$gw:$redis_port" \
   || fail "DRBGD__QUOTA__URL is not the Secret's url"
-if tr '\0' '\n' <"/proc/$pid/environ" | grep -q "$redis_pass"; then fail "the store's password is in the environment"; fi
-proved "prod pod: uid/gid 65532, read-only root, the three Secrets mounted read-only at /etc/drbgd/{tls,keys,quota}, DRBGD__QUOTA__URL the Secret's url (the password only in the mounted file), limits $limits"
+tr '\0' '\n' <"/proc/$pid/environ" | grep -qx "DRBGD__RESULTS__URL=postgresql://drbgd@$gw:$pg_port/drbgd?sslmode=require" \
+  || fail "DRBGD__RESULTS__URL is not the Secret's url"
+if tr '\0' '\n' <"/proc/$pid/environ" | grep -qF -e "$redis_pass" -e "$(cat "$pg_dir/password")"; then fail "a store's password is in the environment"; fi
+proved "prod pod: uid/gid 65532, read-only root, the five Secrets mounted read-only at /etc/drbgd/{tls,keys,quota,results,receipts}, DRBGD__QUOTA__URL and DRBGD__RESULTS__URL the Secrets' urls (the passwords only in the mounted files), limits $limits"
 
 api=https://127.0.0.1:28443
 body=$(curl -sS --cacert "$work/ca.crt" -H "Authorization: Bearer $api_key" -D "$work/prod-token.h" -o "$work/prod-token.b" -w '%{http_code} %{ssl_verify_result} %{http_version}' "$api/token") \
@@ -670,6 +708,12 @@ members=$(rcli zcard drbgd-prod:replicas)
 [ "$members" = 1 ] || fail "the replica set holds $members members, not 1"
 bucket="$(rcli hgetall 'drbgd-prod:{ci}:requests' | xargs), expires in $(rcli pttl 'drbgd-prod:{ci}:requests') ms"
 proved "/usage: $summary; redis-cli --scan: $keys (bucket: $bucket; 1 replica), nothing outside the prefix"
+
+# Tickets in the fleet's database, as prod keeps them: used once, kept, shown, and through a
+# database outage (stopped and restarted under the running pod).
+CI_API_KEY=$api_key python3 .ci/prod_tickets.py "$api" "$work/ca.crt" "$pg_dir" "$pg_tls_url" "$pg_bin/psql" \
+  || { podman logs "$prod_ctr" 2>&1 | tail -20; fail "the prod pod's tickets in PostgreSQL"; }
+proved "prod pod: tickets and kept results in PostgreSQL on $gw:$pg_port (as above)"
 
 # SIGTERM: the replica leaves the store's replica set and exits 0 within the grace period.
 t1=$(date +%s%N)

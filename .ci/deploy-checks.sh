@@ -75,18 +75,18 @@ EOF
 kustomize build "$out/prod-cm" >"$out/prod-cm.yaml"
 grep -q '^kind: Certificate' "$out/prod-cm.yaml"
 echo "prod + components/cert-manager: $(grep -c '^kind:' "$out/prod-cm.yaml") objects"
-# The tickets' fleet store, a component onto prod as its comment says; and the SQLite overlay
-# is one pod, replaced whole, on its claim, with no autoscaler.
-sed -i 's|components/cert-manager|components/tickets-postgres|' "$out/prod-cm/kustomization.yaml"
-kustomize build "$out/prod-cm" >"$out/prod-tickets.yaml"
-kubernetes-validate --strict --quiet "$out/prod-tickets.yaml"
-python3 - "$out/prod-tickets.yaml" "$out/tickets-sqlite.yaml" <<'PY'
+# prod's tickets live in PostgreSQL shared by the fleet (components/tickets-postgres); the SQLite
+# overlay is one pod, replaced whole, on its claim, with no autoscaler.
+python3 - "$out/prod.yaml" "$out/tickets-sqlite.yaml" <<'PY'
 import sys, yaml
 fleet, single = ([d for d in yaml.safe_load_all(open(p)) if d] for p in sys.argv[1:])
 def deployment(docs):
     return next(d for d in docs if d["kind"] == "Deployment")
-env = {e["name"]: e for e in deployment(fleet)["spec"]["template"]["spec"]["containers"][0]["env"]}
+pod = deployment(fleet)["spec"]["template"]["spec"]
+env = {e["name"]: e for e in pod["containers"][0]["env"]}
+assert env["DRBGD__TICKETS__ENABLED"]["value"] == "true" and env["DRBGD__RECEIPTS__ENABLED"]["value"] == "true"
 assert env["DRBGD__RESULTS__STORE"]["value"] == "postgres" and "secretKeyRef" in env["DRBGD__RESULTS__URL"]["valueFrom"]
+assert "DRBGD__RESULTS__PATH" not in env and not any("persistentVolumeClaim" in v for v in pod["volumes"])
 assert any(d["kind"] == "HorizontalPodAutoscaler" for d in fleet), "the fleet keeps its autoscaler"
 d = deployment(single)
 assert d["spec"]["replicas"] == 1 and d["spec"]["strategy"] == {"type": "Recreate"}, d["spec"]
@@ -100,14 +100,14 @@ assert c["securityContext"]["readOnlyRootFilesystem"] is True
 mount = next(m for m in c["volumeMounts"] if m["name"] == "tickets")["mountPath"]
 path = {e["name"]: e.get("value") for e in c["env"]}["DRBGD__RESULTS__PATH"]
 assert path.startswith(mount + "/"), (path, mount)
-print("prod + components/tickets-postgres, tickets-sqlite: as their comments say")
+print("prod (tickets in PostgreSQL), tickets-sqlite: as their comments say")
 PY
 
 echo "--- NetworkPolicy by meaning: clients reach the API port, Prometheus the admin port, nobody else"
 python3 .ci/netpol_check.py --self-test "$out/dev.yaml" "$out/prod.yaml"
 
 echo "--- rendered manifests by meaning: rollout timing, no replicas under the HPA, selectors, probes, TLS"
-python3 .ci/manifest_check.py --require-tls "$out/prod.yaml" --require-tls "$out/tickets-sqlite.yaml" --require-tls "$out/prod-tickets.yaml" "$out/dev.yaml" "$out/prod.yaml" "$out/tickets-sqlite.yaml" "$out/prod-tickets.yaml"
+python3 .ci/manifest_check.py --require-tls "$out/prod.yaml" --require-tls "$out/tickets-sqlite.yaml" "$out/dev.yaml" "$out/prod.yaml" "$out/tickets-sqlite.yaml"
 
 echo "--- PrometheusRule: promtool check rules, and identical to deploy/prometheus/rules.yml"
 python3 - "$out/prod.yaml" "$out/k8s-rules.yml" <<'PY'

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # A throwaway PostgreSQL (Debian's `postgresql` package) for the tickets' checks: a cluster in
-# DIR, run as the `postgres` user (the server refuses root), listening on 127.0.0.1:PORT only,
-# TLS on (a throwaway CA in DIR/ca.crt signs the server's certificate, for 127.0.0.1 and localhost),
+# DIR, run as the `postgres` user (the server refuses root), listening on 127.0.0.1:PORT (and on
+# ADDR:PORT for clients in the network CLIENTS, over TLS only, when given: a pod on podman's
+# bridge), TLS on (a throwaway CA in DIR/ca.crt signs the server's certificate, for 127.0.0.1,
+# localhost and ADDR),
 # with a role `drbgd` (password in DIR/password, scram-sha-256; it may create databases, as the
 # API tests do, one per test) owning a database `drbgd`.
 #
-# Usage: scripts/postgres.sh start DIR PORT   (prints the results.url to use)
+# Usage: scripts/postgres.sh start DIR PORT [ADDR CLIENTS]   (prints the results.url to use)
 #        scripts/postgres.sh stop DIR         (fast shutdown)
 #        scripts/postgres.sh kill DIR         (SIGKILL of the postmaster and every backend: a crash)
 #        scripts/postgres.sh restart DIR      (after stop or kill)
@@ -18,7 +20,10 @@ cd /
 as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
 case $cmd in
 start)
-  port=$3
+  port=$3 addr=${4:-} clients=${5:-}
+  [ -z "$addr" ] || [ -n "$clients" ] || { echo "postgres.sh: ADDR needs CLIENTS (a CIDR)"; exit 2; }
+  listen=127.0.0.1 san=IP:127.0.0.1,DNS:localhost
+  [ -z "$addr" ] || { listen="127.0.0.1,$addr"; san="$san,IP:$addr"; }
   mkdir -p "$dir"
   [ "$(id -u)" = 0 ] && chown postgres "$dir"
   head -c 18 /dev/urandom | base64 | tr -d '/+=' >"$dir/password.tmp"
@@ -31,14 +36,14 @@ start)
   openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=localhost \
     -keyout "$dir/data/server.key" -out "$dir/server.csr" 2>/dev/null
   printf '%s\n' basicConstraints=critical,CA:FALSE keyUsage=critical,digitalSignature extendedKeyUsage=serverAuth \
-    subjectAltName=IP:127.0.0.1,DNS:localhost >"$dir/server.ext"
+    subjectAltName=$san >"$dir/server.ext"
   openssl x509 -req -in "$dir/server.csr" -CA "$dir/ca.crt" -CAkey "$dir/ca.key" -CAcreateserial -days 2 \
     -extfile "$dir/server.ext" -out "$dir/data/server.crt" 2>/dev/null
   rm -f "$dir/ca.key" "$dir/ca.srl" "$dir/server.csr" "$dir/server.ext"
   chmod 600 "$dir/data/server.key"
   [ "$(id -u)" = 0 ] && chown postgres "$dir/data/server.key" "$dir/data/server.crt"
   cat >>"$dir/data/postgresql.conf" <<CONF
-listen_addresses = '127.0.0.1'
+listen_addresses = '$listen'
 port = $port
 unix_socket_directories = '$dir'
 max_connections = 200
@@ -48,6 +53,8 @@ ssl = on
 ssl_cert_file = 'server.crt'
 ssl_key_file = 'server.key'
 CONF
+  # initdb's pg_hba.conf admits loopback only; CLIENTS may log in as drbgd, over TLS only.
+  [ -z "$clients" ] || printf 'hostssl drbgd drbgd %s scram-sha-256\n' "$clients" >>"$dir/data/pg_hba.conf"
   as_pg "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null
   # The statements on standard input: the password stays off command lines.
   printf "CREATE ROLE drbgd LOGIN CREATEDB PASSWORD '%s';\nCREATE DATABASE drbgd OWNER drbgd;\n" "$(cat "$dir/password.tmp")" |
@@ -84,5 +91,5 @@ restart)
   fi
   as_pg "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null
   ;;
-*) echo "usage: $0 start DIR PORT | stop DIR | kill DIR | restart DIR"; exit 2 ;;
+*) echo "usage: $0 start DIR PORT [ADDR CLIENTS] | stop DIR | kill DIR | restart DIR"; exit 2 ;;
 esac
