@@ -27,14 +27,17 @@
 //! - [`chain`]: the chain's public parameters, its hash as drand computes it, its `/info`.
 //! - [`clock`]: which round is due when.
 //! - [`cache`]: the signed rounds kept.
-//! - [`round`]: the scheme's constants, the message of a round and a signed round (what every
-//!   other file here names; it names none of them).
+//! - [`round`]: the constants of the scheme drbgd signs with, the message of a round and a
+//!   signed round (what every other file here names).
+//! - [`scheme`]: drand's schemes as drbgd verifies them (its own, and the chained one of drand's
+//!   default network): what a round signs, and the check of a signature. It names nothing here.
 
 pub mod cache;
 pub mod chain;
 pub mod clock;
 pub mod key;
 pub mod round;
+pub mod scheme;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};

@@ -9,11 +9,11 @@
 //! BLS draft's `SK` encoding). `drbgd beacon keygen` writes one, mode 0600, never over an
 //! existing file.
 
-use blst::BLST_ERROR;
-use blst::min_sig::{PublicKey, SecretKey, Signature};
+use blst::min_sig::SecretKey;
 use zeroize::Zeroizing;
 
 use super::round::{DST, PUBLIC_KEY_LEN, SIGNATURE_LEN, round_message};
+use super::scheme::{Scheme, Verifier};
 use crate::drbg::secret_mem::{Protection, SecretSlice};
 
 /// Bytes of a secret key (a scalar below the group order, big-endian).
@@ -165,10 +165,7 @@ impl Signer {
 /// Whether `signature` is round `round`'s under `public_key` (both compressed), the signature
 /// and the key checked to be in their groups.
 pub fn verify(public_key: &[u8], round: u64, signature: &[u8]) -> bool {
-    let (Ok(pk), Ok(sig)) = (PublicKey::key_validate(public_key), Signature::from_bytes(signature)) else {
-        return false;
-    };
-    sig.verify(true, &round_message(round), DST, &[], &pk, false) == BLST_ERROR::BLST_SUCCESS
+    Verifier::new(Scheme::UnchainedG1Rfc9380, public_key).is_some_and(|v| v.verify(round, &[], signature))
 }
 
 /// The start-up self-test of the beacon: a known answer (quicknet's published round verifies,

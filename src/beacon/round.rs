@@ -1,14 +1,17 @@
-//! The scheme's constants (drand's `bls-unchained-g1-rfc9380`), the message signed for a
-//! round, and a signed round as every replica serves it. It names nothing else of `beacon`.
+//! The constants of the scheme drbgd signs with (drand's `bls-unchained-g1-rfc9380`), the
+//! message signed for a round, and a signed round as every replica serves it. It names nothing
+//! else of `beacon` but [`super::scheme`].
 
 use sha2::{Digest, Sha256};
 
+use super::scheme::Scheme;
+
 /// drand's name of the scheme, `schemeID` in `/info`.
-pub const SCHEME_ID: &str = "bls-unchained-g1-rfc9380";
+pub const SCHEME_ID: &str = Scheme::UnchainedG1Rfc9380.id();
 
 /// The hash-to-curve domain separation tag of signatures on G1 (RFC 9380's suite for
 /// BLS12-381 G1 with SHA-256, as drand's quicknet and the IETF BLS draft name it).
-pub const DST: &[u8] = b"BLS_SIG_BLS12381G1_XMD:SHA-256_SSWU_RO_NUL_";
+pub const DST: &[u8] = super::scheme::DST_G1;
 
 /// The beacon id drand leaves out of the chain hash (its "default" beacon).
 pub const DEFAULT_BEACON_ID: &str = "default";
@@ -22,7 +25,7 @@ pub const PUBLIC_KEY_LEN: usize = 96;
 /// The message signed for round `round`: SHA-256 of the round as 8 bytes, big-endian (drand's
 /// unchained schemes; chained ones put the previous signature first).
 pub fn round_message(round: u64) -> [u8; 32] {
-    Sha256::digest(round.to_be_bytes()).into()
+    Scheme::UnchainedG1Rfc9380.message(round, &[])
 }
 
 /// A signed round, as every replica serves it: its number, signature and randomness, and its

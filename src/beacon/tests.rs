@@ -82,6 +82,18 @@ fn quicknet_values_give_its_published_chain_hash() {
     );
 }
 
+/// drand's League of Entropy mainnet (`pedersen-bls-chained`, beacon id `default`), as
+/// `https://drand.cloudflare.com/info` publishes it: its values give its published hash.
+#[test]
+fn mainnet_values_give_its_published_chain_hash() {
+    let pk = hex(
+        "868f005eb8e6e4ca0a47c8a77ceaa5309a47978a7c71bc5cce96366b5d7a569937c529eeda66c7293784a9402801af31",
+    );
+    let group = hex("176f93498eac9ca337150b46d21dd58673ea4e3581185f869672e59fa4cb390a");
+    let hash = chain_hash(30, 1_595_431_050, &pk, &group, "default");
+    assert_eq!(const_hex::encode(hash), "8990e7a9aaed2ffed73dbd7092123d6f289930540d7651336225dc172e51b2ce");
+}
+
 #[test]
 fn published_quicknet_rounds_verify_with_our_code_path() {
     let pk = hex(QUICKNET_PUBLIC_KEY);
