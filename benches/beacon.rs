@@ -20,9 +20,15 @@ use drbgd::beacon::{Beacon, Chain, ChainParams, Signer, key};
 const EXAMPLE_KEY: &str = include_str!("../config/examples/beacon-example.key");
 const GENESIS: u64 = 1_767_225_600;
 
+fn example_signer() -> Signer {
+    Signer::from_key_text(EXAMPLE_KEY).expect("the example key")
+}
+
 fn chain() -> Chain {
-    let signer = Signer::from_key_text(EXAMPLE_KEY).expect("the example key");
-    Chain::new(signer, ChainParams { period_s: 3, genesis_time: GENESIS, beacon_id: "example".into() })
+    Chain::of_signer(
+        &example_signer(),
+        ChainParams { period_s: 3, genesis_time: GENESIS, beacon_id: "example".into() },
+    )
 }
 
 fn beacon(c: &mut Criterion) {
@@ -37,7 +43,7 @@ fn beacon(c: &mut Criterion) {
     });
     // Far past genesis, so that every round asked for is old (outside the recent window).
     let now = Duration::from_secs(GENESIS + 3 * 10_000_000);
-    let beacon = Beacon::new(chain());
+    let beacon = Beacon::new(chain(), example_signer());
     let mut round = 0u64;
     group.bench_function("uncached", |b| {
         b.iter(|| {

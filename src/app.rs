@@ -92,8 +92,8 @@ impl App {
         entropy.fill(&mut prefix).context("cannot draw the request-id prefix from the OS")?;
         let request_ids = ProcessRequestIds::new(u64::from_le_bytes(prefix));
         warn_if_unprotected(pool.protection());
-        let beacon = beacon_of(&settings.beacon)?;
         let metrics = Arc::new(Metrics::new(pool.stats().clone()));
+        let beacon = beacon_of(&settings.beacon, &metrics).await?;
         metrics.shards.set(pool.shard_count() as i64);
         metrics.approved_only.set(i64::from(settings.drbg.approved_only));
         for failure in &failures {
@@ -215,6 +215,9 @@ impl App {
             tickets.measure().await;
             tokio::spawn(async move { tickets.upkeep().await });
         }
+        if let Some(beacon) = self.state.beacon.clone().filter(|b| b.follows()) {
+            tokio::spawn(beacon.follow());
+        }
         let store_keeper = {
             let state = self.state.clone();
             tokio::spawn(async move { state.callers.keep_store().await })
@@ -332,9 +335,15 @@ impl App {
 /// # Errors
 /// The key file cannot be read or holds no key, the self-test fails, or the chain is not the
 /// pinned one.
-fn beacon_of(settings: &crate::config::beacon::BeaconSettings) -> anyhow::Result<Option<Arc<Beacon>>> {
+async fn beacon_of(
+    settings: &crate::config::beacon::BeaconSettings,
+    metrics: &Metrics,
+) -> anyhow::Result<Option<Arc<Beacon>>> {
     if !settings.enabled {
         return Ok(None);
+    }
+    if settings.source == crate::config::beacon::BeaconSource::Drand {
+        return followed_beacon(settings, metrics).await.map(Some);
     }
     let signer = beacon_signer(&settings.secret_key_file)?;
     crate::beacon::key::selftest(&signer)
@@ -347,7 +356,7 @@ fn beacon_of(settings: &crate::config::beacon::BeaconSettings) -> anyhow::Result
             "the beacon's key page could not be both excluded from core dumps and locked in memory"
         );
     }
-    let chain = Chain::new(signer, settings.chain_params());
+    let chain = Chain::of_signer(&signer, settings.chain_params());
     settings.check_chain_hash(chain.hash_hex())?;
     warn_if_example_key(&chain);
     if settings.chain_hash.is_empty() {
@@ -364,7 +373,55 @@ fn beacon_of(settings: &crate::config::beacon::BeaconSettings) -> anyhow::Result
         genesis_time = settings.genesis_time,
         "beacon on"
     );
-    Ok(Some(Arc::new(Beacon::new(chain))))
+    Ok(Some(Arc::new(Beacon::new(chain, signer))))
+}
+
+/// The beacon that follows the drand network `[beacon]` names: its upstreams asked for `/info`
+/// once before serving (one naming the pinned chain is enough; none answering is not a reason
+/// not to start, the follower asks again), then followed by [`Beacon::follow`] once serving.
+///
+/// # Errors
+/// The CA file cannot be read, or every upstream answered and none named the pinned chain.
+async fn followed_beacon(
+    settings: &crate::config::beacon::BeaconSettings,
+    metrics: &Metrics,
+) -> anyhow::Result<Arc<Beacon>> {
+    let pins = settings.pins().context("beacon.chain_hash or beacon.public_key (validated)")?;
+    let ca = (!settings.ca_file.as_os_str().is_empty()).then_some(settings.ca_file.as_path());
+    let tls = crate::tls_client::client_config(ca, "beacon.ca_file")?;
+    metrics.register_beacon();
+    let timeout = Duration::from_millis(settings.upstream_timeout_ms);
+    let upstreams = crate::beacon::follow::Upstreams::new(
+        &settings.upstreams,
+        pins,
+        timeout,
+        tls,
+        settings.allow_http,
+        metrics.beacon.clone(),
+    );
+    let beacon = Arc::new(Beacon::following(upstreams));
+    match beacon.first_contact().await {
+        Ok(true) => {
+            let chain = beacon.chain().context("the chain, once found")?;
+            tracing::info!(
+                chain_hash = chain.hash_hex(),
+                scheme = chain.scheme().id(),
+                period_s = chain.schedule().period_s,
+                genesis_time = chain.schedule().genesis_time,
+                upstreams = settings.upstreams.len(),
+                "beacon on: following a drand network"
+            );
+        }
+        Ok(false) => tracing::warn!(
+            chain_hash = settings.chain_hash,
+            "beacon: no upstream answered; serving 503 on /beacon until one does (asked again in the background)"
+        ),
+        Err(_) => anyhow::bail!(
+            "beacon.upstreams: every upstream answered, and none with the pinned chain {} (each is named in the log)",
+            settings.chain_hash
+        ),
+    }
+    Ok(beacon)
 }
 
 /// Logs at error level a chain whose key is the example key published with drbgd's source: its

@@ -496,7 +496,7 @@ fn beacon_keygen(args: &BeaconKeygenArgs) -> anyhow::Result<()> {
         );
         return Ok(());
     }
-    let chain = Chain::new(signer, beacon.chain_params());
+    let chain = Chain::of_signer(&signer, beacon.chain_params());
     println!(
         "chain hash: {} (period {} s, genesis time {}, beacon id {:?})",
         chain.hash_hex(),
@@ -517,7 +517,7 @@ fn beacon_info(config: Option<std::path::PathBuf>) -> anyhow::Result<()> {
     anyhow::ensure!(!beacon.secret_key_file.as_os_str().is_empty(), "[beacon] secret_key_file is not set");
     beacon.validate_chain()?;
     let signer = crate::app::beacon_signer(&beacon.secret_key_file)?;
-    let chain = Chain::new(signer, beacon.chain_params());
+    let chain = Chain::of_signer(&signer, beacon.chain_params());
     beacon.check_chain_hash(chain.hash_hex())?;
     println!("{}", String::from_utf8_lossy(chain.info_json()));
     if beacon.chain_hash.is_empty() {

@@ -709,7 +709,8 @@ impl Settings {
             if !d.default_alg.approved() {
                 return invalid("drbg.default_alg", &not_approved(d.default_alg));
             }
-            if self.beacon.enabled {
+            // A followed network's rounds are its own; drbgd only verifies and serves them.
+            if self.beacon.enabled && self.beacon.source == beacon::BeaconSource::Key {
                 return invalid(
                     "beacon.enabled",
                     "the beacon's BLS signatures are not an approved mechanism (drbg.approved_only)",

@@ -145,6 +145,13 @@ pub enum ApiError {
         /// A human sentence.
         detail: String,
     },
+    /// 503: the beacon follows a drand network and has no verified copy of what is asked: the
+    /// network's chain (no upstream has answered yet), any round yet, or an old round no
+    /// upstream gave verified.
+    #[error(
+        "the followed drand network's round is not available here yet (no upstream gave a verified copy)"
+    )]
+    BeaconUnavailable,
     /// 503: the store that must hold a result (the tickets') could not; nothing was kept.
     #[error("the store that keeps tickets and results is unavailable; nothing was kept")]
     StoreUnavailable,
@@ -204,6 +211,7 @@ impl ApiError {
             ApiError::StoreUnavailable => "store_unavailable",
             ApiError::StoreFull => "store_full",
             ApiError::StoreOutcomeUnknown => "store_outcome_unknown",
+            ApiError::BeaconUnavailable => "beacon_unavailable",
             ApiError::EntropyUnavailable => "entropy_unavailable",
             ApiError::GeneratorFailed => "generator_failed",
             ApiError::NotReady => "not_ready",
@@ -238,6 +246,7 @@ impl ApiError {
             | ApiError::StoreUnavailable
             | ApiError::StoreFull
             | ApiError::StoreOutcomeUnknown
+            | ApiError::BeaconUnavailable
             | ApiError::Timeout
             | ApiError::EntropyUnavailable
             | ApiError::GeneratorFailed
@@ -270,6 +279,7 @@ impl ApiError {
             | ApiError::StoreUnavailable
             | ApiError::StoreFull
             | ApiError::StoreOutcomeUnknown
+            | ApiError::BeaconUnavailable
             | ApiError::QuotaStoreUnavailable => tonic::Code::Unavailable,
         }
     }

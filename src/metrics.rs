@@ -84,6 +84,8 @@ pub struct Metrics {
     pub quota_store: QuotaStoreSeries,
     /// The tickets' and kept results' series (registered with `[tickets] enabled`).
     pub tickets: TicketSeries,
+    /// A followed drand network's series (registered with `[beacon] source = "drand"`).
+    pub beacon: crate::beacon::follow::BeaconSeries,
     /// Each algorithm's series, resolved on first use (see [`AlgSeries`]).
     per_alg: [OnceLock<AlgSeries>; Algorithm::ALL.len()],
     /// `http_duration` of status 200 per (route, algorithm or none), resolved on first use.
@@ -320,6 +322,7 @@ impl Metrics {
             caller_denials,
             quota_store: QuotaStoreSeries::new(),
             tickets: TicketSeries::new(),
+            beacon: crate::beacon::follow::BeaconSeries::new(),
             per_alg: Default::default(),
             http_ok: (0..(MAX_ROUTE_LABELS + 1) * (Algorithm::ALL.len() + 1))
                 .map(|_| OnceLock::new())
@@ -382,6 +385,16 @@ impl Metrics {
         }
         for event in ["created", "used", "replayed"] {
             t.events.with_label_values(&[event]);
+        }
+    }
+
+    /// Registers a followed drand network's series: only with `[beacon] source = "drand"`.
+    pub fn register_beacon(&self) {
+        let b = &self.beacon;
+        let collectors: [Box<dyn Collector>; 3] =
+            [Box::new(b.rounds.clone()), Box::new(b.latest.clone()), Box::new(b.lag.clone())];
+        for c in collectors {
+            let _ = self.registry.register(c);
         }
     }
 

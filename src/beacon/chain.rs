@@ -6,18 +6,20 @@
 //! quicknet's values give its published hash, `52db9ba7…e971` (a unit test).
 //!
 //! **The group hash** is where one signer differs from drand: drand's is the hash of its
-//! group file (its nodes, threshold and distributed key), fixed at the group's genesis. drbgd
-//! has no group, so by its convention the group hash is SHA-256 of the compressed public key.
-//! Clients only carry it (in `/info` as `groupHash`) and hash it into the chain hash; none
-//! checks it against anything else. So the chain hash depends on the key, the period, the
-//! genesis time and the id alone, and a new key is a new chain.
+//! group file (its nodes, threshold and distributed key), fixed at the group's genesis. drbgd's
+//! own key has no group, so by its convention the group hash is SHA-256 of the compressed public
+//! key. Clients only carry it (in `/info` as `groupHash`) and hash it into the chain hash; none
+//! checks it against anything else. So the chain hash of drbgd's key depends on the key, the
+//! period, the genesis time and the id alone, and a new key is a new chain. A drand network's
+//! chain ([`Chain::new`] with its `/info`'s values) keeps the network's group hash.
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::clock::Schedule;
 use super::key::Signer;
-use super::round::{DEFAULT_BEACON_ID, PUBLIC_KEY_LEN, SCHEME_ID};
+use super::round::DEFAULT_BEACON_ID;
+use super::scheme::Scheme;
 
 /// What the operator chooses of a chain besides its key (`[beacon]`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,11 +32,11 @@ pub struct ChainParams {
     pub beacon_id: String,
 }
 
-/// A chain: its key and public parameters, its hash and its `/info` body, computed once.
+/// A chain: its scheme, public key and parameters, its hash and its `/info` body, computed once.
 #[derive(Debug)]
 pub struct Chain {
-    signer: Signer,
-    public_key: [u8; PUBLIC_KEY_LEN],
+    scheme: Scheme,
+    public_key: Vec<u8>,
     group_hash: [u8; 32],
     hash: [u8; 32],
     hash_hex: String,
@@ -44,42 +46,49 @@ pub struct Chain {
 }
 
 impl Chain {
-    /// The chain of `signer` with `params`.
-    pub fn new(signer: Signer, params: ChainParams) -> Self {
+    /// The chain of drbgd's own key `signer` with `params` (its scheme
+    /// `bls-unchained-g1-rfc9380`, its group hash by drbgd's convention).
+    pub fn of_signer(signer: &Signer, params: ChainParams) -> Self {
         let public_key = signer.public_key();
         let group_hash = group_hash(&public_key);
-        // Validated with the settings to fit (a genesis in i64's range).
+        Chain::new(Scheme::UnchainedG1Rfc9380, public_key.to_vec(), group_hash, params)
+    }
+
+    /// The chain of `scheme` under `public_key` (compressed), with `group_hash` and `params`.
+    pub fn new(scheme: Scheme, public_key: Vec<u8>, group_hash: [u8; 32], params: ChainParams) -> Self {
+        // Validated with the settings (or read from a verified /info) to fit: a genesis in
+        // i64's range.
         let genesis = i64::try_from(params.genesis_time).unwrap_or(i64::MAX);
         let hash = chain_hash(params.period_s, genesis, &public_key, &group_hash, &params.beacon_id);
         let hash_hex = const_hex::encode(hash);
         let info = {
             let info = Info {
-                public_key: const_hex::encode(public_key),
+                public_key: const_hex::encode(&public_key),
                 period: params.period_s,
                 genesis_time: params.genesis_time,
                 hash: hash_hex.clone(),
                 group_hash: const_hex::encode(group_hash),
-                scheme_id: SCHEME_ID,
+                scheme_id: scheme.id(),
                 metadata: Metadata { beacon_id: &params.beacon_id },
             };
             // Serializing plain strings and numbers to memory cannot fail.
             bytes::Bytes::from(serde_json::to_vec(&info).unwrap_or_default())
         };
         let schedule = Schedule { genesis_time: params.genesis_time, period_s: params.period_s };
-        Chain { signer, public_key, group_hash, hash, hash_hex, schedule, beacon_id: params.beacon_id, info }
+        Chain { scheme, public_key, group_hash, hash, hash_hex, schedule, beacon_id: params.beacon_id, info }
     }
 
-    /// The secret key.
-    pub fn signer(&self) -> &Signer {
-        &self.signer
+    /// The scheme.
+    pub fn scheme(&self) -> Scheme {
+        self.scheme
     }
 
     /// The public key, compressed.
-    pub fn public_key(&self) -> &[u8; PUBLIC_KEY_LEN] {
+    pub fn public_key(&self) -> &[u8] {
         &self.public_key
     }
 
-    /// The group hash (drbgd's convention: see the module documentation).
+    /// The group hash (drbgd's convention for its own key: see the module documentation).
     pub fn group_hash(&self) -> &[u8; 32] {
         &self.group_hash
     }

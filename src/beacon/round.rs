@@ -28,15 +28,18 @@ pub fn round_message(round: u64) -> [u8; 32] {
     Scheme::UnchainedG1Rfc9380.message(round, &[])
 }
 
-/// A signed round, as every replica serves it: its number, signature and randomness, and its
-/// JSON body rendered once (`{"round", "randomness", "signature"}`, no `previous_signature`
-/// key at all: drand-client refuses even an empty one on an unchained scheme).
+/// A signed round, as every replica serves it: its number, signature (and the previous
+/// round's, on a chained scheme) and randomness, and its JSON body rendered once, in drand's
+/// order: `{"round", "randomness", "signature"}` and, chained, `"previous_signature"` last (an
+/// unchained round has no such key at all: drand-client refuses even an empty one).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SignedRound {
     /// The round number.
     pub round: u64,
-    /// The BLS signature (compressed G1).
-    pub signature: [u8; SIGNATURE_LEN],
+    /// The BLS signature, compressed (48 bytes on G1, 96 on G2).
+    pub signature: bytes::Bytes,
+    /// The previous round's signature, on a chained scheme.
+    pub previous: Option<bytes::Bytes>,
     /// SHA-256 of the signature.
     pub randomness: [u8; 32],
     /// The JSON body.
@@ -44,15 +47,26 @@ pub struct SignedRound {
 }
 
 impl SignedRound {
-    /// The round of `signature`, its randomness computed and its body rendered.
-    pub fn new(round: u64, signature: [u8; SIGNATURE_LEN]) -> Self {
+    /// The round of `signature` (after `previous`, on a chained scheme), its randomness
+    /// computed and its body rendered.
+    pub fn new(round: u64, signature: &[u8], previous: Option<&[u8]>) -> Self {
         let randomness: [u8; 32] = Sha256::digest(signature).into();
         // Written by hand: the order is fixed, and the values need no escaping.
-        let json = format!(
-            "{{\"round\":{round},\"randomness\":\"{}\",\"signature\":\"{}\"}}",
+        let mut json = format!(
+            "{{\"round\":{round},\"randomness\":\"{}\",\"signature\":\"{}\"",
             const_hex::encode(randomness),
             const_hex::encode(signature)
         );
-        SignedRound { round, signature, randomness, json: bytes::Bytes::from(json) }
+        if let Some(previous) = previous {
+            json.push_str(&format!(",\"previous_signature\":\"{}\"", const_hex::encode(previous)));
+        }
+        json.push('}');
+        SignedRound {
+            round,
+            signature: bytes::Bytes::copy_from_slice(signature),
+            previous: previous.map(bytes::Bytes::copy_from_slice),
+            randomness,
+            json: bytes::Bytes::from(json),
+        }
     }
 }

@@ -51,12 +51,19 @@ fn hex(s: &str) -> Vec<u8> {
     const_hex::decode(s).unwrap()
 }
 
+fn example_signer() -> Signer {
+    Signer::from_key_text(EXAMPLE_KEY).unwrap()
+}
+
 fn example_chain() -> Chain {
-    let signer = Signer::from_key_text(EXAMPLE_KEY).unwrap();
-    Chain::new(
-        signer,
+    Chain::of_signer(
+        &example_signer(),
         ChainParams { period_s: 3, genesis_time: EXAMPLE_GENESIS, beacon_id: "example".into() },
     )
+}
+
+fn example_beacon() -> Beacon {
+    Beacon::new(example_chain(), example_signer())
 }
 
 /// `seconds` after the example chain's genesis (before it, negative).
@@ -100,7 +107,7 @@ fn published_quicknet_rounds_verify_with_our_code_path() {
     let (round, signature) = QUICKNET_ROUND;
     assert!(key::verify(&pk, round, &hex(signature)));
     assert!(!key::verify(&pk, round + 1, &hex(signature)), "a signature names its round");
-    let signed = SignedRound::new(round, const_hex::decode_to_array(signature).unwrap());
+    let signed = SignedRound::new(round, &hex(signature), None);
     assert_eq!(
         const_hex::encode(signed.randomness),
         "fb8f7bc29bf24db51871ec8c79f3a1e4bd0557bc0dfcee9ed1d924e69d1c60dc",
@@ -110,7 +117,7 @@ fn published_quicknet_rounds_verify_with_our_code_path() {
     let signature =
         "b713718a38ae728dfd477991af2822e08d2f305e47718cef9f7848ce4050e7be41076862b98fad56e91a6b85b89cd97b";
     assert!(key::verify(&pk, 657_413, &hex(signature)));
-    let signed = SignedRound::new(657_413, const_hex::decode_to_array(signature).unwrap());
+    let signed = SignedRound::new(657_413, &hex(signature), None);
     assert_eq!(
         const_hex::encode(signed.randomness),
         "fc1873a13f3545aeade8401532ef5519920652eee6b0d2b19ca12643b87b3587"
@@ -129,8 +136,8 @@ fn the_example_key_signs_as_an_independent_implementation_does() {
     assert_eq!(chain.group_hash(), &group_hash(chain.public_key()));
     assert_eq!(chain.hash_hex(), EXAMPLE_HASH);
     for (round, signature, randomness) in EXAMPLE_ROUNDS {
-        let signed = SignedRound::new(round, chain.signer().sign(round));
-        assert_eq!(const_hex::encode(signed.signature), signature, "round {round}");
+        let signed = SignedRound::new(round, &example_signer().sign(round), None);
+        assert_eq!(const_hex::encode(&signed.signature), signature, "round {round}");
         assert_eq!(const_hex::encode(signed.randomness), randomness, "round {round}");
         assert!(key::verify(chain.public_key(), round, &signed.signature));
     }
@@ -157,8 +164,7 @@ fn info_has_drands_shape() {
 
 #[test]
 fn a_round_is_exactly_round_randomness_and_signature() {
-    let chain = example_chain();
-    let signed = SignedRound::new(2, chain.signer().sign(2));
+    let signed = SignedRound::new(2, &example_signer().sign(2), None);
     let body: serde_json::Value = serde_json::from_slice(&signed.json).unwrap();
     assert_eq!(
         body,
@@ -240,11 +246,11 @@ fn rounds_follow_the_clock() {
 
 #[test]
 fn only_due_rounds_are_served_and_the_next_is_worth_waiting_for() {
-    let beacon = Beacon::new(example_chain());
+    let beacon = example_beacon();
     // Round 11 is due at +30 s.
     let now = at(31.0);
     let signed = beacon.signed(11, now).unwrap();
-    assert_eq!(const_hex::encode(signed.signature), const_hex::encode(beacon.chain().signer().sign(11)));
+    assert_eq!(const_hex::encode(&signed.signature), const_hex::encode(example_signer().sign(11)));
     assert_eq!(beacon.signed(12, now), Err(Refusal::NotDue { wait: Duration::from_secs(2), next: true }));
     // Three periods ahead and a hundred: refused outright.
     assert_eq!(beacon.signed(14, now), Err(Refusal::NotDue { wait: Duration::from_secs(8), next: false }));
@@ -265,7 +271,7 @@ fn only_due_rounds_are_served_and_the_next_is_worth_waiting_for() {
 
 #[test]
 fn a_round_is_signed_once_and_replicas_agree_byte_for_byte() {
-    let (a, b) = (Beacon::new(example_chain()), Beacon::new(example_chain()));
+    let (a, b) = (example_beacon(), example_beacon());
     let now = at(3000.0);
     let first = a.signed(1000, now).unwrap();
     assert!(Arc::ptr_eq(&first, &a.signed(1000, now).unwrap()), "the second answer is the cached one");
@@ -275,7 +281,7 @@ fn a_round_is_signed_once_and_replicas_agree_byte_for_byte() {
 
 #[test]
 fn the_cache_is_bounded_and_old_rounds_never_evict_the_current_one() {
-    let beacon = Beacon::new(example_chain());
+    let beacon = example_beacon();
     let now = at(3.0 * 5000.0);
     let current = beacon.latest(now).unwrap().0;
     for round in 1..=(OLD_CAPACITY as u64 + 50) {
@@ -290,7 +296,7 @@ fn the_cache_is_bounded_and_old_rounds_never_evict_the_current_one() {
 
 #[test]
 fn old_rounds_are_signed_one_at_a_time_and_recent_ones_never_wait() {
-    let beacon = Beacon::new(example_chain());
+    let beacon = example_beacon();
     let now = at(3000.0);
     let held = beacon.old_signing.try_acquire().unwrap();
     assert_eq!(beacon.signed(5, now), Err(Refusal::Busy));
@@ -306,7 +312,7 @@ fn old_rounds_are_signed_one_at_a_time_and_recent_ones_never_wait() {
 
 #[tokio::test(start_paused = true)]
 async fn an_old_round_waits_a_moment_for_its_turn_then_is_busy() {
-    let beacon = Beacon::new(example_chain());
+    let beacon = example_beacon();
     let now = at(3000.0);
     // The turn comes within the wait: signed (or found signed) under it.
     let held = beacon.old_signing.try_acquire().unwrap();
@@ -328,12 +334,12 @@ async fn an_old_round_waits_a_moment_for_its_turn_then_is_busy() {
 
 #[test]
 fn the_start_up_self_test_passes_with_the_example_key() {
-    key::selftest(example_chain().signer()).unwrap();
+    key::selftest(&example_signer()).unwrap();
 }
 
 #[test]
 fn waiters_are_bounded_and_give_their_place_back() {
-    let beacon = Beacon::new(example_chain());
+    let beacon = example_beacon();
     let peer = |i: usize| PeerKey::of(Some(std::net::Ipv4Addr::from(u32::try_from(i).unwrap()).into()));
     let places: Vec<_> =
         (0..MAX_WAITERS).map(|i| beacon.waiter(peer(i / MAX_WAITERS_PER_PEER)).expect("a place")).collect();
@@ -344,7 +350,7 @@ fn waiters_are_bounded_and_give_their_place_back() {
 
 #[test]
 fn one_peer_takes_at_most_its_share_of_the_waiters() {
-    let beacon = Beacon::new(example_chain());
+    let beacon = example_beacon();
     let (a, b) = (PeerKey::of(Some([192, 0, 2, 1].into())), PeerKey::of(Some([192, 0, 2, 2].into())));
     let of_a: Vec<_> = (0..MAX_WAITERS_PER_PEER).map(|_| beacon.waiter(a).expect("a place")).collect();
     assert!(beacon.waiter(a).is_none(), "no place past the peer's share");
@@ -358,7 +364,7 @@ fn one_peer_takes_at_most_its_share_of_the_waiters() {
 #[test]
 fn a_recent_round_is_signed_once_however_many_ask_at_once() {
     // As when a round falls due with requests waiting for it: one signature, shared.
-    let beacon = Beacon::new(example_chain());
+    let beacon = example_beacon();
     let now = at(3000.0);
     let rounds: Vec<Arc<SignedRound>> = std::thread::scope(|s| {
         let asking: Vec<_> = (0..8).map(|_| s.spawn(|| beacon.signed(1001, now).unwrap())).collect();

@@ -1,7 +1,9 @@
 //! `[beacon]`: the drand-compatible randomness beacon (`GET /beacon/...`, docs/verifiable.md).
-//! Off by default; on, it needs a secret key file (`drbgd beacon keygen`) and a genesis time.
-//! The chain's checks ([`BeaconSettings::validate_chain`]) are also what `drbgd beacon keygen`
-//! and `drbgd beacon info` run before they compute a chain hash.
+//! Off by default. On, its rounds are signed with drbgd's own key (`source = "key"`, the
+//! default: a secret key file from `drbgd beacon keygen` and a genesis time), or followed from
+//! a drand network (`source = "drand"`: its upstreams, and its chain hash and public key
+//! pinned). The chain's checks ([`BeaconSettings::validate_chain`]) are also what `drbgd beacon
+//! keygen` and `drbgd beacon info` run before they compute a chain hash.
 
 use std::path::PathBuf;
 
@@ -16,12 +18,39 @@ pub const MAX_PERIOD_S: u32 = 86_400;
 /// almost surely milliseconds, which would put round 1 millennia ahead.
 pub const MAX_GENESIS_TIME: u64 = 100_000_000_000;
 
+/// The most upstreams a followed network may have.
+pub const MAX_UPSTREAMS: usize = 16;
+
+/// Where the beacon's rounds come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BeaconSource {
+    /// drbgd's own key signs them.
+    Key,
+    /// A drand network makes them; drbgd verifies and serves them.
+    Drand,
+}
+
 /// `[beacon]`.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct BeaconSettings {
     /// Serve the beacon's routes.
     pub enabled: bool,
+    /// Where the rounds come from.
+    pub source: BeaconSource,
+    /// `source = "drand"`: the network's nodes' or relays' HTTP API base URLs.
+    pub upstreams: Vec<String>,
+    /// `source = "drand"`: the network's public key (hex), pinned.
+    pub public_key: String,
+    /// `source = "drand"`: accept `http://` upstreams (rounds are verified either way; the
+    /// opt-in says that a network path may see which rounds are asked).
+    pub allow_http: bool,
+    /// `source = "drand"`: the CAs an `https://` upstream's certificate chains to (PEM); empty:
+    /// the Mozilla roots.
+    pub ca_file: PathBuf,
+    /// `source = "drand"`: each request to an upstream, at most.
+    pub upstream_timeout_ms: u64,
     /// The secret key's file (`drbgd beacon keygen --out FILE`): read once at start-up. Empty:
     /// none (refused while `enabled`).
     pub secret_key_file: PathBuf,
@@ -42,6 +71,12 @@ impl Default for BeaconSettings {
     fn default() -> Self {
         BeaconSettings {
             enabled: false,
+            source: BeaconSource::Key,
+            upstreams: Vec::new(),
+            public_key: String::new(),
+            allow_http: false,
+            ca_file: PathBuf::new(),
+            upstream_timeout_ms: 2000,
             secret_key_file: PathBuf::new(),
             period_s: 3,
             genesis_time: 0,
@@ -63,6 +98,9 @@ impl BeaconSettings {
         if !self.enabled {
             return Ok(());
         }
+        if self.source == BeaconSource::Drand {
+            return self.validate_followed();
+        }
         if self.secret_key_file.as_os_str().is_empty() {
             return invalid(
                 "beacon.secret_key_file",
@@ -70,6 +108,78 @@ impl BeaconSettings {
             );
         }
         self.validate_chain()
+    }
+
+    /// Checks `source = "drand"`'s keys: no key of drbgd's own, one to [`MAX_UPSTREAMS`]
+    /// upstreams (`https://`, or `http://` with `allow_http`; no credentials, query or
+    /// fragment), the chain hash and public key pinned, a sane timeout. `period_s`,
+    /// `genesis_time` and `beacon_id` are the network's (its `/info`, checked against the
+    /// pinned hash), not read.
+    ///
+    /// # Errors
+    /// The first invalid key.
+    fn validate_followed(&self) -> Result<(), ConfigError> {
+        if !self.secret_key_file.as_os_str().is_empty() {
+            return invalid(
+                "beacon.secret_key_file",
+                "a followed drand network's rounds are its own: drbgd signs nothing (leave it empty)",
+            );
+        }
+        if !(1..=MAX_UPSTREAMS).contains(&self.upstreams.len()) {
+            return invalid("beacon.upstreams", "one to 16 drand nodes' or relays' base URLs");
+        }
+        for upstream in &self.upstreams {
+            self.check_upstream(upstream)?;
+        }
+        let hex = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_hexdigit());
+        if !hex(&self.chain_hash, 64) {
+            return invalid(
+                "beacon.chain_hash",
+                "following a drand network needs its chain hash pinned (64 hex digits, its /info's `hash`)",
+            );
+        }
+        if !(hex(&self.public_key, 96) || hex(&self.public_key, 192)) {
+            return invalid(
+                "beacon.public_key",
+                "following a drand network needs its public key pinned (its /info's `public_key`: 96 or 192 hex digits)",
+            );
+        }
+        if !(100..=60_000).contains(&self.upstream_timeout_ms) {
+            return invalid("beacon.upstream_timeout_ms", "must be in 100..=60000");
+        }
+        Ok(())
+    }
+
+    fn check_upstream(&self, upstream: &str) -> Result<(), ConfigError> {
+        let refuse = |why: &str| {
+            Err(ConfigError::Invalid { key: "beacon.upstreams", reason: format!("{upstream:?}: {why}") })
+        };
+        let Ok(url) = url::Url::parse(upstream) else { return refuse("not a URL") };
+        match url.scheme() {
+            "https" => {}
+            "http" if self.allow_http => {}
+            "http" => return refuse("http:// only with beacon.allow_http = true"),
+            _ => return refuse("https:// (or http:// with beacon.allow_http)"),
+        }
+        if url.host_str().is_none_or(str::is_empty) {
+            return refuse("no host");
+        }
+        if !url.username().is_empty()
+            || url.password().is_some()
+            || url.query().is_some()
+            || url.fragment().is_some()
+        {
+            return refuse("a base URL: no credentials, query or fragment");
+        }
+        Ok(())
+    }
+
+    /// The pins of a followed network (validated: 32 bytes of hash and a key's bytes).
+    pub fn pins(&self) -> Option<crate::beacon::upstream::Pins> {
+        Some(crate::beacon::upstream::Pins {
+            chain_hash: const_hex::decode_to_array(&self.chain_hash).ok()?,
+            public_key: const_hex::decode(&self.public_key).ok()?,
+        })
     }
 
     /// Checks what makes the chain besides its key: the period, the id, the genesis time (set,

@@ -139,23 +139,31 @@ pub async fn get(State(state): State<AppState>, peer: Option<Extension<PeerKey>>
 
 async fn answer(state: &AppState, peer: PeerKey, path: &str) -> Result<Answer, ApiError> {
     let beacon = state.beacon.as_deref().ok_or(ApiError::NotFound)?;
-    let BeaconPath { chain, resource } = parse(path).ok_or(ApiError::NotFound)?;
-    if chain.is_some_and(|c| !beacon.chain().is_named_by(c)) {
+    let BeaconPath { chain: named, resource } = parse(path).ok_or(ApiError::NotFound)?;
+    // Following a network whose upstreams have not answered yet: nothing to serve.
+    let chain = beacon.chain().ok_or_else(|| refused(Refusal::Unavailable, 0))?;
+    if named.is_some_and(|c| !chain.is_named_by(c)) {
         return Err(ApiError::NotFound);
     }
     match resource {
         Resource::Info => {
-            let cache = if chain.is_some() { IMMUTABLE } else { UNPINNED_INFO };
-            Ok(json(beacon.chain().info_json().clone(), Some(HeaderValue::from_static(cache))))
+            let cache = if named.is_some() { IMMUTABLE } else { UNPINNED_INFO };
+            Ok(json(chain.info_json().clone(), Some(HeaderValue::from_static(cache))))
         }
         Resource::Chains => {
-            let body = format!("[\"{}\"]", beacon.chain().hash_hex());
+            let body = format!("[\"{}\"]", chain.hash_hex());
             Ok(json(body.into(), None))
         }
         Resource::Health => {
-            let current = beacon.chain().schedule().round_at(now());
-            let body = format!("{{\"current\":{current},\"expected\":{current}}}");
-            Ok(json(body.into(), None))
+            let health = beacon.health(now()).ok_or_else(|| refused(Refusal::Unavailable, 0))?;
+            let body = format!("{{\"current\":{},\"expected\":{}}}", health.current, health.expected);
+            let mut answer = json(body.into(), None);
+            if !health.healthy {
+                // drand's relays: 503 while the latest round served is behind the clock's
+                // by more than one.
+                *answer.response.status_mut() = axum::http::StatusCode::SERVICE_UNAVAILABLE;
+            }
+            Ok(answer)
         }
         Resource::Latest => latest(beacon),
         Resource::Round(text) => match round_number(text)? {
@@ -230,6 +238,7 @@ fn refused(refusal: Refusal, round: u64) -> ApiError {
         }
         Refusal::Busy => ApiError::Overloaded,
         Refusal::NoRound => ApiError::invalid("invalid_round", "round", "a chain has no round 0"),
+        Refusal::Unavailable => ApiError::BeaconUnavailable,
     }
 }
 
