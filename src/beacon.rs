@@ -256,16 +256,19 @@ impl Beacon {
         Ok(self.sign_old(signer, round, current, permit))
     }
 
-    /// Following a network, why a due round not kept is not served at once: the next one after
-    /// the latest verified is looked for again shortly, one further ahead is not served until
-    /// the network's rounds reach it, and an old one is fetched in turn ([`Refusal::Busy`]).
+    /// Following a network, why a due round not kept is not served at once: one up to the latest
+    /// verified is fetched in turn ([`Refusal::Busy`]; [`Refusal::Unavailable`] if no upstream
+    /// gives a verified copy); one after it is not out yet as far as drbgd can verify (425): the
+    /// clock's current round (due within the last period: the network may still be making it,
+    /// the follower fetching it) is looked for again shortly, as the next round is waited for;
+    /// an older one (the network is behind, or halted) is not waited for.
     fn unverified(&self, chain: &Chain, round: u64, now: UnixTime) -> Refusal {
-        let latest = self.latest_round();
-        if round <= latest {
+        if round <= self.latest_round() {
             return Refusal::Busy;
         }
+        let current = chain.schedule().round_at(now);
         let wait = chain.schedule().until(round, now).max(NEXT_ROUND_POLL);
-        Refusal::NotDue { wait, next: round == latest + 1 }
+        Refusal::NotDue { wait, next: round >= current }
     }
 
     /// Round `round` as [`Beacon::signed`] gives it, but an uncached old round waits up to

@@ -3,6 +3,7 @@
 mod admin;
 mod approved;
 mod beacon;
+mod beacon_follow;
 mod callers;
 mod callers_config;
 mod callers_mtls;
