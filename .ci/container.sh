@@ -130,6 +130,7 @@ if [ "$mode" = align ]; then check_alignment; exit 0; fi
 
 pod_yaml_dir=$(mktemp -d)
 work=$(mktemp -d)
+pg_dir=  # the prod pod's PostgreSQL (part 3), stopped and removed by cleanup
 
 cleanup() {
   set +e
@@ -537,8 +538,13 @@ printf %s "$redis_pass" >"$prod_secrets/quota-password"
 printf %s "redis://$gw:$redis_port" >"$prod_secrets/quota-url"
 # The tickets' database: its own server (the API tests' is on loopback only), run as the
 # postgres user, so in a directory of its own outside this script's private one.
+# One left by a killed run (its directory's pattern is this script's) is stopped and removed.
+for d in "${TMPDIR:-/tmp}"/drbgd-ci-pod-postgres.*; do
+  [ -e "$d/data/postmaster.pid" ] && bash scripts/postgres.sh stop "$d" >/dev/null 2>&1
+  rm -rf "$d"
+done
 for p in "$gw:$pg_port" "127.0.0.1:$pg_port"; do
-  if (exec 3<>"/dev/tcp/${p%:*}/${p#*:}") 2>/dev/null; then fail "$p (the test database's port) is in use: a PostgreSQL left by a killed run? (ss -ltnp)"; fi
+  if (exec 3<>"/dev/tcp/${p%:*}/${p#*:}") 2>/dev/null; then fail "$p (the test database's port) is in use (ss -ltnp)"; fi
 done
 pg_dir=$(mktemp -d "${TMPDIR:-/tmp}/drbgd-ci-pod-postgres.XXXXXX")
 bash scripts/postgres.sh start "$pg_dir" "$pg_port" "$gw" "$subnet" >/dev/null || { cat "$pg_dir/server.log" 2>/dev/null; fail "PostgreSQL on $gw:$pg_port"; }
@@ -632,7 +638,11 @@ redis_pid=$(cat "$work/redis.pid")
 [[ "$(redis-cli -h "$gw" -p "$redis_port" ping 2>&1)" =~ NOAUTH ]] || fail "the test quota store answers without its password"
 proved "quota store: redis-server $(redis-server --version | sed 's/.* v=\([^ ]*\).*/\1/') (pid $redis_pid) on $gw:$redis_port (the host's address on $kube_net), password required (NOAUTH without it)"
 [ "$(psql_drbgd 'SHOW ssl')" = on ] || fail "the test database does not answer over TLS on $gw:$pg_port"
-proved "tickets' database: PostgreSQL $(psql_drbgd 'SHOW server_version' | cut -d' ' -f1) on $gw:$pg_port, TLS (CA $pg_dir/ca.crt), clients of $subnet over TLS only"
+# From the bridge's network without TLS: no pg_hba.conf line admits it.
+plain=$(PGPASSWORD=$(cat "$pg_dir/password") "$pg_bin/psql" -X -A -t -q "postgresql://drbgd@$gw:$pg_port/drbgd?sslmode=disable" -c 'SELECT 1' 2>&1) \
+  && fail "the test database admits a plaintext connection from $subnet"
+[[ "$plain" == *"no pg_hba.conf entry"* ]] || fail "a plaintext connection was refused, but not by pg_hba.conf: $plain"
+proved "tickets' database: PostgreSQL $(psql_drbgd 'SHOW server_version' | cut -d' ' -f1) on $gw:$pg_port, TLS verified (CA $pg_dir/ca.crt, name $gw); a plaintext connection from $subnet refused (no pg_hba.conf entry)"
 
 (cd "$prod_yaml_dir" && podman kube play --build=false prod.yaml >"$work/prod-play.out" 2>&1) \
   || { cat "$work/prod-play.out"; fail "podman kube play of the prod overlay"; }
@@ -711,7 +721,7 @@ proved "/usage: $summary; redis-cli --scan: $keys (bucket: $bucket; 1 replica), 
 
 # Tickets in the fleet's database, as prod keeps them: used once, kept, shown, and through a
 # database outage (stopped and restarted under the running pod).
-CI_API_KEY=$api_key python3 .ci/prod_tickets.py "$api" "$work/ca.crt" "$pg_dir" "$pg_tls_url" "$pg_bin/psql" \
+CI_API_KEY=$api_key python3 .ci/prod_tickets.py "$api" "$work/ca.crt" "$pg_dir" "$pg_tls_url" "$pg_bin/psql" "$prod_ctr" "$subnet" \
   || { podman logs "$prod_ctr" 2>&1 | tail -20; fail "the prod pod's tickets in PostgreSQL"; }
 proved "prod pod: tickets and kept results in PostgreSQL on $gw:$pg_port (as above)"
 
@@ -732,6 +742,9 @@ for v in $prod_cm_volumes; do podman volume rm -f "$v" >/dev/null; done
 for s in "${prod_secret_names[@]}"; do podman secret rm "$s" >/dev/null && podman volume rm "$s" >/dev/null; done
 kill "$redis_pid" && for _ in $(seq 50); do kill -0 "$redis_pid" 2>/dev/null || break; sleep 0.1; done
 ! kill -0 "$redis_pid" 2>/dev/null || fail "redis-server $redis_pid did not stop"
+bash scripts/postgres.sh stop "$pg_dir" || fail "PostgreSQL (the prod pod's) did not stop"
+[ ! -e "$pg_dir/data/postmaster.pid" ] || fail "PostgreSQL (the prod pod's) left its pid file"
+rm -rf "$pg_dir"
 ! podman pod exists "$prod_pod" || fail "pod $prod_pod left behind"
 proved "prod part: $((SECONDS - t_prod)) s"
 echo "container checks OK"

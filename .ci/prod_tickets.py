@@ -6,12 +6,13 @@ client of prod meets them: over HTTPS (the test CA), with the test API key.
   byte for byte; another draw under it is 409 `ticket_used` naming the serial.
 - Without credentials, `GET /tickets/{id}` shows it used, with the answer as sent; the caller's
   `GET /results/{serial}` gives the same bytes; the database holds that one result, those bytes,
-  and the ticket used once.
+  and the ticket used once; every session of the pod's (from the bridge's network) is TLS.
 - The database stopped (scripts/postgres.sh stop): a draw under the second ticket is 503
-  `store_unavailable` and nothing is kept. Restarted: the same ticket is used (polled while the
-  pod's pool reconnects), once.
+  `store_unavailable`, a lookup 503; draws without a ticket are served and /readyz stays 200.
+  Restarted: the ticket is still unused (nothing was kept), then used (polled while the pod's
+  pool reconnects), once, by the same container process (no restart in between).
 
-Usage: python3 .ci/prod_tickets.py API CA PG_DIR PG_URL PSQL  (the key in $CI_API_KEY)
+Usage: python3 .ci/prod_tickets.py API CA PG_DIR PG_URL PSQL CONTAINER SUBNET  (the key in $CI_API_KEY)
 """
 
 import json
@@ -23,7 +24,8 @@ import time
 import urllib.error
 import urllib.request
 
-API, CA, PG_DIR, PG_URL, PSQL = sys.argv[1:6]
+API, CA, PG_DIR, PG_URL, PSQL, CONTAINER, SUBNET = sys.argv[1:8]
+ADMIN = "http://127.0.0.1:28444"
 KEY = os.environ["CI_API_KEY"]
 TLS = ssl.create_default_context(cafile=CA)
 
@@ -43,17 +45,35 @@ def http(method, path, body=None, auth=True):
         return e.code, {k.lower(): v for k, v in e.headers.items()}, e.read()
 
 
-def sql(query):
-    """One value from the database, as the pod reaches it (the password from PG_DIR's file)."""
+def sql(query, **values):
+    """One value from the database, as the pod reaches it (the password from PG_DIR's file);
+    `values` bound as psql variables (`:'name'` in the query), never spliced into it."""
     with open(os.path.join(PG_DIR, "password")) as f:
         env = dict(os.environ, PGPASSWORD=f.read().strip())
-    out = subprocess.run([PSQL, "-X", "-A", "-t", "-q", "-v", "ON_ERROR_STOP=1", PG_URL, "-c", query],
-                         env=env, capture_output=True, text=True, check=True)
+    args = [PSQL, "-X", "-A", "-t", "-q", "-v", "ON_ERROR_STOP=1", PG_URL]
+    for name, value in values.items():
+        args += ["-v", f"{name}={value}"]
+    # psql expands variables in what it reads, not in -c: the query on standard input.
+    out = subprocess.run(args, input=query, env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
     return out.stdout.strip()
 
 
 def postgres(command):
-    subprocess.run(["bash", "scripts/postgres.sh", command, PG_DIR], check=True, capture_output=True)
+    out = subprocess.run(["bash", "scripts/postgres.sh", command, PG_DIR], capture_output=True, text=True)
+    assert out.returncode == 0, f"postgres.sh {command}: {out.stdout}{out.stderr}"
+
+
+def container():
+    """The pod's container: its process id and restart count."""
+    out = subprocess.run(["podman", "inspect", "--format", "{{.State.Pid}} {{.RestartCount}}", CONTAINER],
+                         capture_output=True, text=True, check=True)
+    return out.stdout.split()
+
+
+def ready():
+    with urllib.request.urlopen(ADMIN + "/readyz", timeout=10) as r:
+        return r.status
 
 
 def used_once(first):
@@ -74,31 +94,46 @@ def used_once(first):
     assert view.endswith(b',"result":' + answer + b"}"), "the public lookup does not show the answer as sent"
     status, _, kept = http("GET", f"/results/{serial}")
     assert status == 200 and kept == answer, "GET /results/{serial}: not the answer as sent"
-    assert sql(f"SELECT encode(body, 'hex') FROM drbgd_results WHERE ticket_id = '{first}'") == answer.hex()
+    assert sql("SELECT encode(body, 'hex') FROM drbgd_results WHERE ticket_id = :'t'", t=first) == answer.hex()
     assert sql("SELECT count(*) FROM drbgd_results") == "1"
-    assert sql(f"SELECT serial FROM drbgd_tickets WHERE id = '{first}' AND used_ms IS NOT NULL") == serial
-    assert sql(f"SELECT previous_id FROM drbgd_tickets WHERE id = '{successor}' AND used_ms IS NULL") == first
+    assert sql("SELECT serial FROM drbgd_tickets WHERE id = :'t' AND used_ms IS NOT NULL", t=first) == serial
+    assert sql("SELECT previous_id FROM drbgd_tickets WHERE id = :'t' AND used_ms IS NULL", t=successor) == first
+    # The pod's sessions (from the bridge's network; not this one) are TLS, every one.
+    sessions = sql("SELECT count(*) || ' ' || coalesce(bool_and(s.ssl)::text, 'none') FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) "
+                   "WHERE a.usename = 'drbgd' AND a.client_addr <<= :'net'::inet AND a.pid <> pg_backend_pid()",
+                   net=SUBNET)
+    count, tls = sessions.split()
+    assert int(count) >= 1 and tls == "true", f"the pod's sessions: {sessions}"
     return serial
 
 
 def through_an_outage(second):
     request = {"min": 1, "max": 90, "count": 6, "ticket": second}
+    before = container()
     postgres("stop")
     status, _, body = http("POST", "/int", request)
     assert status == 503 and json.loads(body)["code"] == "store_unavailable", (status, body[:300])
     assert http("GET", f"/tickets/{second}", auth=False)[0] == 503, "a lookup with the database down"
+    # The rest of drbgd serves on, and stays in its Services.
+    status, _, token = http("GET", "/token")
+    assert status == 200 and len(token) == 43, (status, token[:100])
+    assert ready() == 200, "/readyz with the database down"
     postgres("restart")
+    # The refused use kept nothing: the ticket is unused.
+    assert sql("SELECT count(*) FROM drbgd_tickets WHERE id = :'t' AND used_ms IS NULL", t=second) == "1"
     deadline, status = time.monotonic() + 30, 0
     while time.monotonic() < deadline:
-        status, _, answer = http("POST", "/int", request)
+        status, headers, answer = http("POST", "/int", request)
         if status == 200:
             break
-        assert status == 503, (status, answer[:300])
-        time.sleep(0.2)
+        assert status in (503, 429), (status, answer[:300])
+        # 429: the test caller's quota (1/s); 503: the pool not reconnected yet.
+        time.sleep(float(headers.get("retry-after", "0.5")) if status == 429 else 0.5)
     assert status == 200, "the ticket kept no use through the outage, yet is not usable after it"
     serial = json.loads(answer)["random"]["serial"]
-    assert sql(f"SELECT count(*) FROM drbgd_results WHERE ticket_id = '{second}'") == "1"
+    assert sql("SELECT count(*) FROM drbgd_results WHERE ticket_id = :'t'", t=second) == "1"
     assert sql("SELECT count(*) FROM drbgd_results") == "2"
+    assert container() == before, f"the container restarted during the outage: {before} -> {container()}"
     return serial
 
 
@@ -112,8 +147,8 @@ def main():
     print(f"  ticket {first}: used once (serial {serial}); the same request again the kept answer byte for "
           "byte, another 409 ticket_used; shown without credentials, by GET /results, and in drbgd_results as sent")
     serial = through_an_outage(second)
-    print(f"  database stopped: a draw under {second} 503 store_unavailable, nothing kept; "
-          f"restarted: the ticket used once (serial {serial})")
+    print(f"  database stopped: a draw under {second} 503 store_unavailable, a lookup 503, /token 200, /readyz 200; "
+          f"restarted: the ticket still unused, then used once (serial {serial}), the same container process")
 
 
 if __name__ == "__main__":

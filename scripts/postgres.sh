@@ -4,7 +4,8 @@
 # ADDR:PORT for clients in the network CLIENTS, over TLS only, when given: a pod on podman's
 # bridge), TLS on (a throwaway CA in DIR/ca.crt signs the server's certificate, for 127.0.0.1,
 # localhost and ADDR),
-# with a role `drbgd` (password in DIR/password, scram-sha-256; it may create databases, as the
+# with a role `drbgd` (password in DIR/password, scram-sha-256; the superuser's, another, in
+# DIR/superuser.password; it may create databases, as the
 # API tests do, one per test) owning a database `drbgd`.
 #
 # Usage: scripts/postgres.sh start DIR PORT [ADDR CLIENTS]   (prints the results.url to use)
@@ -26,9 +27,13 @@ start)
   [ -z "$addr" ] || { listen="127.0.0.1,$addr"; san="$san,IP:$addr"; }
   mkdir -p "$dir"
   [ "$(id -u)" = 0 ] && chown postgres "$dir"
+  # Two passwords: the superuser's (DIR/superuser.password, never handed out) and drbgd's
+  # (DIR/password, which the checks give to drbgd, a pod's Secret among them).
   head -c 18 /dev/urandom | base64 | tr -d '/+=' >"$dir/password.tmp"
-  [ "$(id -u)" = 0 ] && chown postgres "$dir/password.tmp"
-  as_pg "$bin/initdb" -D "$dir/data" -U postgres -A scram-sha-256 --pwfile="$dir/password.tmp" >"$dir/initdb.log" 2>&1
+  head -c 18 /dev/urandom | base64 | tr -d '/+=' >"$dir/superuser.password"
+  chmod 600 "$dir/password.tmp" "$dir/superuser.password"
+  [ "$(id -u)" = 0 ] && chown postgres "$dir/password.tmp" "$dir/superuser.password"
+  as_pg "$bin/initdb" -D "$dir/data" -U postgres -A scram-sha-256 --pwfile="$dir/superuser.password" >"$dir/initdb.log" 2>&1
   # TLS: a CA of this cluster's own (its key thrown away) and the server's certificate.
   openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=drbgd-test-postgres-ca \
     -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign \
@@ -58,8 +63,8 @@ CONF
   as_pg "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null
   # The statements on standard input: the password stays off command lines.
   printf "CREATE ROLE drbgd LOGIN CREATEDB PASSWORD '%s';\nCREATE DATABASE drbgd OWNER drbgd;\n" "$(cat "$dir/password.tmp")" |
-    PGPASSWORD=$(cat "$dir/password.tmp") as_pg "$bin/psql" -h 127.0.0.1 -p "$port" -U postgres -q -v ON_ERROR_STOP=1 postgres
-  chmod 600 "$dir/password.tmp"; mv "$dir/password.tmp" "$dir/password"
+    PGPASSWORD=$(cat "$dir/superuser.password") as_pg "$bin/psql" -h 127.0.0.1 -p "$port" -U postgres -q -v ON_ERROR_STOP=1 postgres
+  mv "$dir/password.tmp" "$dir/password"
   echo "$port" >"$dir/port"
   echo "postgresql://drbgd@127.0.0.1:$port/drbgd"
   ;;
