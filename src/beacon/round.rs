@@ -46,21 +46,41 @@ pub struct SignedRound {
     pub json: bytes::Bytes,
 }
 
+/// The order of a round's JSON members.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    /// drand's relays' (and drand-client's examples'): `round`, `randomness`, `signature`,
+    /// `previous_signature`. drbgd's own rounds.
+    Relay,
+    /// A drand v2 node's own HTTP API: `round`, `signature`, `previous_signature`, `randomness`.
+    Node,
+}
+
 impl SignedRound {
     /// The round of `signature` (after `previous`, on a chained scheme), its randomness
-    /// computed and its body rendered.
+    /// computed and its body rendered in the relays' order.
     pub fn new(round: u64, signature: &[u8], previous: Option<&[u8]>) -> Self {
+        Self::in_order(round, signature, previous, Order::Relay)
+    }
+
+    /// As [`SignedRound::new`], the body's members in `order`.
+    pub fn in_order(round: u64, signature: &[u8], previous: Option<&[u8]>, order: Order) -> Self {
         let randomness: [u8; 32] = Sha256::digest(signature).into();
+        let member = |name: &str, value: &[u8]| format!(",\"{name}\":\"{}\"", const_hex::encode(value));
+        let previous_member = previous.map(|p| member("previous_signature", p)).unwrap_or_default();
         // Written by hand: the order is fixed, and the values need no escaping.
-        let mut json = format!(
-            "{{\"round\":{round},\"randomness\":\"{}\",\"signature\":\"{}\"",
-            const_hex::encode(randomness),
-            const_hex::encode(signature)
-        );
-        if let Some(previous) = previous {
-            json.push_str(&format!(",\"previous_signature\":\"{}\"", const_hex::encode(previous)));
-        }
-        json.push('}');
+        let json = match order {
+            Order::Relay => format!(
+                "{{\"round\":{round}{}{}{previous_member}}}",
+                member("randomness", &randomness),
+                member("signature", signature)
+            ),
+            Order::Node => format!(
+                "{{\"round\":{round}{}{previous_member}{}}}",
+                member("signature", signature),
+                member("randomness", &randomness)
+            ),
+        };
         SignedRound {
             round,
             signature: bytes::Bytes::copy_from_slice(signature),

@@ -11,13 +11,14 @@
 //! - **A round** is accepted only when its signature verifies under the chain's key
 //!   ([`super::scheme::Verifier`]) for the round asked, after its `previous_signature` on a
 //!   chained scheme, and its stated `randomness` is SHA-256 of the signature. What is kept and
-//!   served is re-rendered from the verified values ([`SignedRound::new`]), never the
-//!   upstream's bytes.
+//!   served is rendered from the verified values ([`SignedRound::in_order`]): in a drand node's
+//!   member order when the upstream's body is exactly that rendering (so a node's bytes are
+//!   served as they are), else in the relays' order; never other bytes of the upstream's.
 
 use serde::Deserialize;
 
 use super::chain::{Chain, ChainParams, chain_hash};
-use super::round::SignedRound;
+use super::round::{Order, SignedRound};
 use super::scheme::{Scheme, Verifier};
 
 /// What drbgd is told to follow (`[beacon]`'s `chain_hash` and `public_key`).
@@ -178,7 +179,10 @@ pub fn check_round(body: &[u8], verifier: &Verifier, asked: Option<u64>) -> Resu
     if remote.randomness.is_some_and(|r| !r.eq_ignore_ascii_case(&const_hex::encode(signed.randomness))) {
         return Err(RoundError::BadRandomness(remote.round));
     }
-    Ok(signed)
+    // In the upstream's own order when its body is exactly that rendering of the verified
+    // values (a drand node's), so that drbgd serves the network's bytes; else the relays'.
+    let node = SignedRound::in_order(remote.round, &signature, previous.as_deref(), Order::Node);
+    Ok(if body == &node.json[..] { node } else { signed })
 }
 
 #[cfg(test)]
@@ -247,6 +251,12 @@ mod tests {
         let sig = const_hex::decode(published["signature"].as_str().unwrap()).unwrap();
         assert_eq!(served["randomness"], const_hex::encode(sha2::Sha256::digest(sig)));
         assert_eq!(check_round(MAINNET_72785.as_bytes(), &verifier, None).unwrap(), round);
+        // A body that is exactly the node order's rendering is kept as it is; the relays' too.
+        let node =
+            SignedRound::in_order(round.round, &round.signature, round.previous.as_deref(), Order::Node);
+        assert_ne!(node.json, round.json);
+        assert_eq!(check_round(&node.json, &verifier, None).unwrap().json, node.json);
+        assert_eq!(check_round(&round.json, &verifier, None).unwrap().json, round.json);
     }
 
     #[test]

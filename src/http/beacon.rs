@@ -289,7 +289,12 @@ pub(crate) mod doc {
             .schema_type(Type::Object)
             .property("round", integer("The round number"))
             .property("randomness", hex("SHA-256 of the signature (32 bytes)"))
-            .property("signature", hex("BLS signature on G1 of SHA-256(round as u64 big-endian), 48 bytes"))
+            .property(
+                "signature",
+                hex("BLS signature: on G1 of SHA-256(round as u64 big-endian), 48 bytes (bls-unchained-g1-rfc9380); \
+                     on G2 of SHA-256(previous signature || round), 96 bytes (pedersen-bls-chained, a followed network)"),
+            )
+            .property("previous_signature", hex("The previous round's signature: pedersen-bls-chained only"))
             .required("round")
             .required("randomness")
             .required("signature")
@@ -298,16 +303,16 @@ pub(crate) mod doc {
     fn info_schema() -> ObjectBuilder {
         ObjectBuilder::new()
             .schema_type(Type::Object)
-            .property("public_key", hex("The chain's public key, compressed G2 (96 bytes)"))
+            .property("public_key", hex("The chain's public key: compressed G2 (96 bytes), or G1 (48) on pedersen-bls-chained"))
             .property("period", integer("Seconds between rounds"))
             .property("genesis_time", integer("Unix seconds at which round 1 is due"))
             .property("hash", hex("The chain hash, as drand computes it"))
-            .property("groupHash", hex("SHA-256 of the public key (drbgd's convention: it has no group)"))
+            .property("groupHash", hex("drbgd's key: SHA-256 of the public key (it has no group); a followed network: its group's hash"))
             .property(
                 "schemeID",
                 ObjectBuilder::new()
                     .schema_type(Type::String)
-                    .enum_values(Some(["bls-unchained-g1-rfc9380"])),
+                    .enum_values(Some(["bls-unchained-g1-rfc9380", "pedersen-bls-chained"])),
             )
             .property(
                 "metadata",
