@@ -108,6 +108,11 @@ pub struct QuotaStoreSeries {
     pub fallback_seconds: prometheus::Counter,
 }
 
+/// The tickets' store's operations (`op` of `drbgd_results_store_duration_seconds` and
+/// `drbgd_results_store_errors_total`, as `tickets.rs` names them), each exported from the start.
+pub const RESULTS_STORE_OPS: [&str; 10] =
+    ["create", "find", "settle", "settled", "reveal", "list", "result", "keep", "sweep", "size"];
+
 /// The tickets' and their store's series.
 #[derive(Debug, Clone)]
 pub struct TicketSeries {
@@ -385,6 +390,12 @@ impl Metrics {
         }
         for event in ["created", "used", "replayed"] {
             t.events.with_label_values(&[event]);
+        }
+        // Every store operation's series from the start, at 0: a rate of errors over calls is
+        // defined before the first failure (DrbgdResultsStoreDown).
+        for op in RESULTS_STORE_OPS {
+            t.errors.with_label_values(&[op]);
+            t.duration.with_label_values(&[op]);
         }
     }
 

@@ -33,9 +33,10 @@ use super::upstream::{Pins, check_info, check_round};
 /// "drand"`).
 #[derive(Debug, Clone)]
 pub struct BeaconSeries {
-    /// `drbgd_beacon_upstream_rounds_total{upstream,outcome}`: answers of each upstream:
-    /// `verified`, `invalid` (a round that does not verify: passed over), `unavailable` (no
-    /// answer, or not a 200), `refused` (its `/info` is another chain's).
+    /// `drbgd_beacon_upstream_rounds_total{upstream,outcome}`: answers of each upstream (to
+    /// `/info` and for rounds): `verified`, `invalid` (a round that does not verify: passed
+    /// over), `unavailable` (no answer, or not a 200), `refused` (its `/info` is another
+    /// chain's).
     pub rounds: prometheus::IntCounterVec,
     /// `drbgd_beacon_latest_round`: the latest round verified.
     pub latest: prometheus::IntGauge,
@@ -142,10 +143,16 @@ impl Upstreams {
         let builder = if allow_http { builder.https_or_http() } else { builder.https_only() };
         let connector = builder.enable_http1().build();
         let client = Client::builder(TokioExecutor::new()).build(connector);
-        let list = bases
+        let list: Vec<Upstream> = bases
             .iter()
             .map(|b| Upstream { base: b.trim_end_matches('/').to_string(), refused: AtomicBool::new(false) })
             .collect();
+        // Every upstream's series from the start, at 0.
+        for upstream in &list {
+            for outcome in ["verified", "invalid", "unavailable", "refused"] {
+                series.rounds.with_label_values(&[&upstream.base, outcome]);
+            }
+        }
         Upstreams {
             client,
             list,
@@ -195,6 +202,7 @@ impl Upstreams {
                 Fetched::Body(body) => body,
                 Fetched::Unavailable(why) => {
                     tracing::warn!(upstream = %upstream.base, why, "beacon upstream: no chain info");
+                    self.series.rounds.with_label_values(&[&upstream.base, "unavailable"]).inc();
                     down = true;
                     continue;
                 }

@@ -288,9 +288,43 @@ async fn dashboards_and_rules_only_use_exported_series() {
         let client = app.client.clone();
         async move { client.get(format!("{admin}/metrics")).send().await.unwrap().text().await.unwrap() }
     };
+    // Tickets on (their store's series), and a beacon following a drand network (its
+    // upstream unreachable: the series are exported all the same).
+    let tickets_dir = crate::tickets::dir("series");
+    let tickets = crate::helpers::spawn_with(
+        crate::tickets::ticket_settings(&tickets_dir),
+        std::sync::Arc::new(drbgd::drbg::entropy::OsEntropy),
+    )
+    .await;
+    // A ticket refused (unknown): the refusals' series by code.
+    let refused = tickets
+        .client
+        .post(tickets.url("/int"))
+        .bearer_auth("alice-key")
+        .json(&serde_json::json!({"min": 1, "max": 6, "ticket": "01a24949-c3e5-74af-9d49-2c2f1dbf2f0d"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 404);
+    let mut following = crate::helpers::test_settings();
+    following.beacon.enabled = true;
+    following.beacon.source = drbgd::config::beacon::BeaconSource::Drand;
+    following.beacon.upstreams = vec!["http://127.0.0.1:9".into()];
+    following.beacon.allow_http = true;
+    following.beacon.chain_hash = "52db9ba70e0cc0f6eaf7803dd07447a1f5477735fd3f661792ba94600c84e971".into();
+    following.beacon.public_key = drbgd::beacon::key::QUICKNET_PUBLIC_KEY.into();
+    following.beacon.upstream_timeout_ms = 200;
+    let follower =
+        crate::helpers::spawn_with(following, std::sync::Arc::new(drbgd::drbg::entropy::OsEntropy)).await;
     let alone = scrape(app.admin.clone()).await;
     assert!(!alone.contains("drbgd_quota_store"), "a replica without a shared store exports no store series");
-    let metrics = alone + &scrape(fleet.admin.clone()).await;
+    assert!(!alone.contains("drbgd_results_store"), "a replica without tickets exports no store series");
+    assert!(!alone.contains("drbgd_beacon_"), "a replica not following a network exports no beacon series");
+    let metrics = alone
+        + &scrape(fleet.admin.clone()).await
+        + &scrape(tickets.admin.clone()).await
+        + &scrape(follower.admin.clone()).await;
+    let _ = std::fs::remove_dir_all(&tickets_dir);
     let root = env!("CARGO_MANIFEST_DIR");
     let mut names = std::collections::BTreeSet::new();
     let files = [

@@ -17,7 +17,7 @@ use sha2::Digest;
 use crate::helpers::{TestApp, assert_problem, eventually, spawn_with, test_settings};
 
 /// A fresh directory for one test.
-fn dir(tag: &str) -> std::path::PathBuf {
+pub(crate) fn dir(tag: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("drbgd-tickets-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -81,7 +81,7 @@ macro_rules! on_both_stores {
 }
 
 /// Settings with receipts (a key of `seed`) and tickets on, their file in `dir`.
-fn ticket_settings(dir: &std::path::Path) -> Settings {
+pub(crate) fn ticket_settings(dir: &std::path::Path) -> Settings {
     use std::os::unix::fs::PermissionsExt;
     let (pem, _) = drbgd::receipts::keys::private_pem(&[5; 32]).unwrap();
     let key = dir.join("signing.pem");
