@@ -9,7 +9,7 @@ drand's HTTP API, as `/public/latest` too (they have no other round).
   serves the honest one's round, verified: npm drand-client 1.4.2 pinned to mainnet's chain
   hash and key fetches and verifies it through drbgd, and PyPI drand-verify 0.2.1's
   `verify_pedersen_bls_chained` accepts it.
-- drbgd following the forger alone: no round is ever served (latest 503, round 72785 425).
+- drbgd following the forger alone: no round is ever served (latest 503, round 72785 503).
 
 usage: drand-fake-upstream.py check DRBGD_BIN WORKDIR
 """
@@ -148,8 +148,8 @@ drand.fetchBeacon(client, 72785).then((b) => {
         processes.append(alone)
         time.sleep(1.5)
         assert get(f"{base}/beacon/public/latest")[0] == 503
-        assert get(f"{base}/beacon/public/72785")[0] == 425
-        print("  the forger alone: no round served (latest 503, round 72785 425)")
+        assert get(f"{base}/beacon/public/72785")[0] == 503
+        print("  the forger alone: no round served (latest 503, round 72785 503)")
     finally:
         for p in processes:
             p.kill()

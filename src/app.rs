@@ -215,9 +215,7 @@ impl App {
             tickets.measure().await;
             tokio::spawn(async move { tickets.upkeep().await });
         }
-        if let Some(beacon) = self.state.beacon.clone().filter(|b| b.follows()) {
-            tokio::spawn(beacon.follow());
-        }
+        let follower = self.state.beacon.clone().filter(|b| b.follows()).map(|b| tokio::spawn(b.follow()));
         let store_keeper = {
             let state = self.state.clone();
             tokio::spawn(async move { state.callers.keep_store().await })
@@ -250,6 +248,9 @@ impl App {
         let admin = tokio::spawn(serve(self.admin, admin_router, admin_options, None, admin_rx));
         let drained = serve(self.api, api, options, self.tls, phase_rx).await;
         store_keeper.abort();
+        if let Some(follower) = follower {
+            follower.abort();
+        }
         self.state.callers.leave_store().await;
         let _ = admin_tx.send(Phase::Stopped);
         let _ = admin.await;

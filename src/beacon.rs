@@ -245,6 +245,11 @@ impl Beacon {
         if let Some(signed) = self.cache.get(round) {
             return Ok(signed);
         }
+        // Following a network, its latest verified round is kept apart (the cache's recent tier
+        // counts from the clock, which a halted network no longer follows).
+        if let Some(latest) = self.latest_verified().filter(|l| l.round == round) {
+            return Ok(latest);
+        }
         let signer = match &self.origin {
             Origin::Key(signer) => signer,
             Origin::Drand(_) => return Err(self.unverified(chain, round, now)),
@@ -258,17 +263,20 @@ impl Beacon {
 
     /// Following a network, why a due round not kept is not served at once: one up to the latest
     /// verified is fetched in turn ([`Refusal::Busy`]; [`Refusal::Unavailable`] if no upstream
-    /// gives a verified copy); one after it is not out yet as far as drbgd can verify (425): the
-    /// clock's current round (due within the last period: the network may still be making it,
-    /// the follower fetching it) is looked for again shortly, as the next round is waited for;
-    /// an older one (the network is behind, or halted) is not waited for.
+    /// gives a verified copy); the clock's current round (due within the last period: the
+    /// network may still be making it, the follower fetching it) is looked for again shortly,
+    /// as the next round is waited for (then 425); one between the latest verified and the
+    /// clock's current (the network behind, or halted) is [`Refusal::Unavailable`]: past, and
+    /// not verified here.
     fn unverified(&self, chain: &Chain, round: u64, now: UnixTime) -> Refusal {
         if round <= self.latest_round() {
             return Refusal::Busy;
         }
-        let current = chain.schedule().round_at(now);
+        if round < chain.schedule().round_at(now) {
+            return Refusal::Unavailable;
+        }
         let wait = chain.schedule().until(round, now).max(NEXT_ROUND_POLL);
-        Refusal::NotDue { wait, next: round >= current }
+        Refusal::NotDue { wait, next: true }
     }
 
     /// Round `round` as [`Beacon::signed`] gives it, but an uncached old round waits up to
@@ -297,7 +305,9 @@ impl Beacon {
                 }
                 let fetched = upstreams.round(chain, Some(round)).await.ok_or(Refusal::Unavailable)?;
                 let fetched = Arc::new(fetched);
-                self.cache.insert(fetched.clone(), current);
+                // Recent as counted from the latest verified round, as `accept` counts: an old
+                // round fetched while the network halts never evicts the rounds before it.
+                self.cache.insert(fetched.clone(), self.latest_round().max(1));
                 drop(permit);
                 Ok(fetched)
             }
@@ -346,9 +356,13 @@ impl Beacon {
         }
         let signed = match self.origin {
             Origin::Key(_) => self.signed(current, now)?,
-            Origin::Drand(_) => self.latest_verified().ok_or(Refusal::Unavailable)?,
+            // Never a round the clock says is not due (a clock stepped back since it was kept).
+            Origin::Drand(_) => self
+                .latest_verified()
+                .filter(|l| l.round <= current.saturating_add(1))
+                .ok_or(Refusal::Unavailable)?,
         };
-        Ok((signed.clone(), schedule.until(signed.round + 1, now)))
+        Ok((signed.clone(), schedule.until(signed.round.saturating_add(1), now)))
     }
 
     /// Following a network, the latest verified round.
@@ -367,7 +381,11 @@ impl Beacon {
             Origin::Key(_) => expected,
             Origin::Drand(_) => self.latest_round(),
         };
-        Some(Health { current, expected, healthy: current == expected || current + 1 == expected })
+        Some(Health {
+            current,
+            expected,
+            healthy: current == expected || current.saturating_add(1) == expected,
+        })
     }
 
     /// Following a network, keeps `verified` (checked against the chain's key by
@@ -452,6 +470,8 @@ impl Beacon {
             if let Some(chain) = self.chain.get() {
                 break chain;
             }
+            // -1: the network's chain not known yet (no upstream has answered /info).
+            upstreams.series().lag.set(-1);
             if let follow::InfoOutcome::Found(chain) = upstreams.info().await {
                 let _ = self.chain.set(*chain);
                 continue;
@@ -467,7 +487,7 @@ impl Beacon {
             let latest = self.latest_round();
             upstreams.series().lag.set(i64::try_from(current.saturating_sub(latest)).unwrap_or(i64::MAX));
             if current == 0 || latest >= current {
-                let next = latest.max(current) + 1;
+                let next = latest.max(current).saturating_add(1);
                 tokio::time::sleep(schedule.until(next, wall_clock()) + FETCH_DELAY).await;
                 retry = RETRY_FIRST;
                 continue;

@@ -635,6 +635,15 @@ impl Settings {
         self.results.validate(self.tickets.enabled)?;
         self.tracing.validate()?;
         self.beacon.validate()?;
+        if self.beacon.enabled
+            && self.beacon.source == beacon::BeaconSource::Drand
+            && self.beacon.upstream_timeout_ms >= self.server.request_timeout_ms
+        {
+            return invalid(
+                "beacon.upstream_timeout_ms",
+                "must be below server.request_timeout_ms (an old round is fetched within a request)",
+            );
+        }
         self.quota.validate()
     }
 

@@ -58,7 +58,7 @@ pub enum Order {
 
 impl SignedRound {
     /// The round of `signature` (after `previous`, on a chained scheme), its randomness
-    /// computed and its body rendered in the relays' order.
+    /// computed and its body rendered in the relays' order (drbgd's own rounds).
     pub fn new(round: u64, signature: &[u8], previous: Option<&[u8]>) -> Self {
         Self::in_order(round, signature, previous, Order::Relay)
     }

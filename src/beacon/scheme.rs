@@ -120,10 +120,18 @@ impl Verifier {
     }
 
     /// Whether `signature` (compressed) is round `round`'s, after `previous` (the previous
-    /// round's signature; read only by a chained scheme). The signature is checked to be in its
-    /// group.
+    /// round's signature, compressed; read only by a chained scheme). The signature is checked
+    /// to be in its group, and to be in compressed form: blst also parses the uncompressed
+    /// encoding of the same point, whose SHA-256 (the round's randomness) differs, so that a
+    /// second encoding would give a round a second value.
     pub fn verify(&self, round: u64, previous: &[u8], signature: &[u8]) -> bool {
-        let message = self.scheme().message(round, previous);
+        let scheme = self.scheme();
+        if signature.len() != scheme.signature_len()
+            || (scheme.chained() && previous.len() != scheme.signature_len())
+        {
+            return false;
+        }
+        let message = scheme.message(round, previous);
         let outcome = match &self.key {
             Key::G2(pk) => match blst::min_sig::Signature::from_bytes(signature) {
                 Ok(sig) => sig.verify(true, &message, DST_G1, &[], pk, false),
@@ -167,6 +175,14 @@ mod tests {
         assert!(!v.verify(72785, &other, &signature), "another previous signature");
         assert!(!v.verify(72785, &previous, &hex(MAINNET_1)), "another round's signature");
         assert!(!v.verify(72785, &previous, &signature[..48]), "a truncated signature");
+        // The same point uncompressed: blst parses it, and it is the round's signature, but its
+        // hash (the randomness) is another value.
+        let uncompressed = blst::min_pk::Signature::from_bytes(&signature).unwrap().serialize();
+        assert_eq!(uncompressed.len(), 192);
+        assert!(blst::min_pk::Signature::from_bytes(&uncompressed).is_ok());
+        assert!(!v.verify(72785, &previous, &uncompressed), "an uncompressed signature");
+        // The chained message with an empty previous signature is the unchained one's: refused.
+        assert!(!v.verify(72785, b"", &signature));
     }
 
     #[test]
@@ -182,6 +198,9 @@ mod tests {
         let mut flipped = signature.clone();
         flipped[47] ^= 1;
         assert!(!v.verify(round, b"", &flipped));
+        let uncompressed = blst::min_sig::Signature::from_bytes(&signature).unwrap().serialize();
+        assert!(blst::min_sig::Signature::from_bytes(&uncompressed).is_ok());
+        assert!(!v.verify(round, b"", &uncompressed), "an uncompressed signature");
     }
 
     #[test]

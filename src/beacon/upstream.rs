@@ -10,10 +10,17 @@
 //!   about this one, is refused by name.
 //! - **A round** is accepted only when its signature verifies under the chain's key
 //!   ([`super::scheme::Verifier`]) for the round asked, after its `previous_signature` on a
-//!   chained scheme, and its stated `randomness` is SHA-256 of the signature. What is kept and
-//!   served is rendered from the verified values ([`SignedRound::in_order`]): in a drand node's
-//!   member order when the upstream's body is exactly that rendering (so a node's bytes are
-//!   served as they are), else in the relays' order; never other bytes of the upstream's.
+//!   chained scheme (a previous signature of the scheme's length: an empty one would make the
+//!   chained message the unchained one's), in compressed form (a second encoding of the same
+//!   point would hash to a second randomness), not ahead of the clock's next round (a valid
+//!   round early is still early), and its stated `randomness` is SHA-256 of the signature. What
+//!   is kept and served is rendered from the verified values ([`SignedRound::in_order`]), as a
+//!   drand v2 node renders it, whichever upstream answered: never the upstream's bytes, and the
+//!   same bytes on every replica.
+//!
+//! The scheme is `/info`'s word, which drand's chain hash does not cover; but the pinned key's
+//! length names the one scheme of the two drbgd verifies that has a key of that group (96 bytes:
+//! `bls-unchained-g1-rfc9380`; 48: `pedersen-bls-chained`), and a key of the other is refused.
 
 use serde::Deserialize;
 
@@ -83,6 +90,14 @@ pub enum RoundError {
     /// The signature does not verify.
     #[error("round {0}'s signature does not verify under the chain's key")]
     BadSignature(u64),
+    /// A round the clock says is not due yet.
+    #[error("round {round} is ahead of the clock (round {latest} at most)")]
+    Ahead {
+        /// The round given.
+        round: u64,
+        /// The latest round the clock allows.
+        latest: u64,
+    },
     /// The stated randomness is not SHA-256 of the signature.
     #[error("round {0}'s randomness is not SHA-256 of its signature")]
     BadRandomness(u64),
@@ -156,11 +171,19 @@ pub fn check_info(body: &[u8], pins: &Pins) -> Result<(Chain, Verifier), InfoErr
 }
 
 /// The round an upstream's round body holds, verified (see the module documentation);
-/// `asked`: the round asked for (`None`: the latest, any round).
+/// `asked`: the round asked for (`None`: the latest, any round); `not_after`: the latest round
+/// the clock allows (the round after the clock's current one: a round further ahead is refused
+/// even if it verifies, so that a clock behind the network's, or a network's colluding
+/// signers, never make drbgd serve a round before its time).
 ///
 /// # Errors
 /// What is wrong with it.
-pub fn check_round(body: &[u8], verifier: &Verifier, asked: Option<u64>) -> Result<SignedRound, RoundError> {
+pub fn check_round(
+    body: &[u8],
+    verifier: &Verifier,
+    asked: Option<u64>,
+    not_after: Option<u64>,
+) -> Result<SignedRound, RoundError> {
     let remote: RemoteRound =
         serde_json::from_slice(body).map_err(|e| RoundError::Malformed(e.to_string()))?;
     if let Some(asked) = asked.filter(|a| *a != remote.round) {
@@ -175,14 +198,16 @@ pub fn check_round(body: &[u8], verifier: &Verifier, asked: Option<u64>) -> Resu
     if !verifier.verify(remote.round, previous.as_deref().unwrap_or_default(), &signature) {
         return Err(RoundError::BadSignature(remote.round));
     }
+    if let Some(latest) = not_after.filter(|l| remote.round > *l) {
+        return Err(RoundError::Ahead { round: remote.round, latest });
+    }
     let signed = SignedRound::new(remote.round, &signature, previous.as_deref());
     if remote.randomness.is_some_and(|r| !r.eq_ignore_ascii_case(&const_hex::encode(signed.randomness))) {
         return Err(RoundError::BadRandomness(remote.round));
     }
-    // In the upstream's own order when its body is exactly that rendering of the verified
-    // values (a drand node's), so that drbgd serves the network's bytes; else the relays'.
-    let node = SignedRound::in_order(remote.round, &signature, previous.as_deref(), Order::Node);
-    Ok(if body == &node.json[..] { node } else { signed })
+    // Rendered as a drand v2 node renders it, whichever upstream answered: every replica serves
+    // one round as the same bytes, and they are the network's nodes' own.
+    Ok(SignedRound::in_order(remote.round, &signature, previous.as_deref(), Order::Node))
 }
 
 #[cfg(test)]
@@ -239,7 +264,7 @@ mod tests {
     #[test]
     fn a_published_chained_round_verifies_and_is_rendered_with_its_previous_signature() {
         let (_, verifier) = check_info(MAINNET_INFO.as_bytes(), &pins()).unwrap();
-        let round = check_round(MAINNET_72785.as_bytes(), &verifier, Some(72785)).unwrap();
+        let round = check_round(MAINNET_72785.as_bytes(), &verifier, Some(72785), None).unwrap();
         let served: serde_json::Value = serde_json::from_slice(&round.json).unwrap();
         let published: serde_json::Value = serde_json::from_str(MAINNET_72785).unwrap();
         assert_eq!(served["signature"], published["signature"]);
@@ -250,13 +275,21 @@ mod tests {
         use sha2::Digest;
         let sig = const_hex::decode(published["signature"].as_str().unwrap()).unwrap();
         assert_eq!(served["randomness"], const_hex::encode(sha2::Sha256::digest(sig)));
-        assert_eq!(check_round(MAINNET_72785.as_bytes(), &verifier, None).unwrap(), round);
-        // A body that is exactly the node order's rendering is kept as it is; the relays' too.
+        assert_eq!(check_round(MAINNET_72785.as_bytes(), &verifier, None, None).unwrap(), round);
+        // Rendered as a drand node renders it, whatever the upstream's order.
         let node =
             SignedRound::in_order(round.round, &round.signature, round.previous.as_deref(), Order::Node);
-        assert_ne!(node.json, round.json);
-        assert_eq!(check_round(&node.json, &verifier, None).unwrap().json, node.json);
-        assert_eq!(check_round(&round.json, &verifier, None).unwrap().json, round.json);
+        assert_eq!(round.json, node.json);
+        assert!(node.json.starts_with(b"{\"round\":72785,\"signature\":\"82f5"), "{:?}", node.json);
+        let relay = SignedRound::new(round.round, &round.signature, round.previous.as_deref());
+        assert_ne!(relay.json, node.json);
+        assert_eq!(check_round(&relay.json, &verifier, None, None).unwrap().json, node.json);
+        // Not after the clock's next round, even verified.
+        assert_eq!(
+            check_round(MAINNET_72785.as_bytes(), &verifier, None, Some(72784)).err(),
+            Some(RoundError::Ahead { round: 72785, latest: 72784 })
+        );
+        assert!(check_round(MAINNET_72785.as_bytes(), &verifier, None, Some(72785)).is_ok());
     }
 
     #[test]
@@ -264,22 +297,34 @@ mod tests {
         let (_, verifier) = check_info(MAINNET_INFO.as_bytes(), &pins()).unwrap();
         let body = MAINNET_72785.as_bytes();
         assert_eq!(
-            check_round(body, &verifier, Some(72786)).err(),
+            check_round(body, &verifier, Some(72786), None).err(),
             Some(RoundError::OtherRound { asked: 72786, got: 72785 })
         );
         let renumbered = edited(MAINNET_72785, "round", 72786.into());
-        assert_eq!(check_round(&renumbered, &verifier, None).err(), Some(RoundError::BadSignature(72786)));
+        assert_eq!(
+            check_round(&renumbered, &verifier, None, None).err(),
+            Some(RoundError::BadSignature(72786))
+        );
         let mut v: serde_json::Value = serde_json::from_str(MAINNET_72785).unwrap();
         v.as_object_mut().unwrap().remove("previous_signature");
         assert_eq!(
-            check_round(&serde_json::to_vec(&v).unwrap(), &verifier, None).err(),
+            check_round(&serde_json::to_vec(&v).unwrap(), &verifier, None, None).err(),
             Some(RoundError::NoPrevious)
         );
         let wrong_previous = edited(MAINNET_72785, "previous_signature", "a6".repeat(96).into());
-        assert!(check_round(&wrong_previous, &verifier, None).is_err());
+        assert_eq!(
+            check_round(&wrong_previous, &verifier, None, None).err(),
+            Some(RoundError::BadSignature(72785))
+        );
+        // An empty previous signature would make the chained message the unchained one's.
+        let empty_previous = edited(MAINNET_72785, "previous_signature", "".into());
+        assert_eq!(
+            check_round(&empty_previous, &verifier, None, None).err(),
+            Some(RoundError::BadSignature(72785))
+        );
         let wrong_randomness = edited(MAINNET_72785, "randomness", "00".repeat(32).into());
         assert_eq!(
-            check_round(&wrong_randomness, &verifier, None).err(),
+            check_round(&wrong_randomness, &verifier, None, None).err(),
             Some(RoundError::BadRandomness(72785))
         );
     }

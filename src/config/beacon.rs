@@ -128,8 +128,12 @@ impl BeaconSettings {
         if !(1..=MAX_UPSTREAMS).contains(&self.upstreams.len()) {
             return invalid("beacon.upstreams", "one to 16 drand nodes' or relays' base URLs");
         }
-        for upstream in &self.upstreams {
+        for (i, upstream) in self.upstreams.iter().enumerate() {
             self.check_upstream(upstream)?;
+            let same = |other: &String| url::Url::parse(other).ok() == url::Url::parse(upstream).ok();
+            if self.upstreams[..i].iter().any(same) {
+                return invalid("beacon.upstreams", "an upstream is listed twice");
+            }
         }
         let hex = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_hexdigit());
         if !hex(&self.chain_hash, 64) {
@@ -170,6 +174,12 @@ impl BeaconSettings {
             || url.fragment().is_some()
         {
             return refuse("a base URL: no credentials, query or fragment");
+        }
+        // drbgd appends /{chainhash}/...: a base that already ends in a chain hash (as
+        // drand-client's chain URLs do) would ask /{hash}/{hash}/info.
+        let last = url.path_segments().and_then(|mut s| s.rfind(|seg| !seg.is_empty())).unwrap_or_default();
+        if last.len() == 64 && last.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return refuse("the node's or relay's base URL, without the chain hash (drbgd adds it)");
         }
         Ok(())
     }

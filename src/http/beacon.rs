@@ -7,19 +7,21 @@
 //! | `/beacon/{chainhash}/info` | the same, the chain named | `public, max-age=604800, immutable` |
 //! | `/beacon/public/latest` | the latest round | `public, max-age=<seconds until the next round>` |
 //! | `/beacon/public/{round}` | round `round` (0: the latest), once due | `public, max-age=604800, immutable` |
-//! | `/beacon/health` | `{"current", "expected"}` (both the clock's round: it never lags) | `no-store` |
+//! | `/beacon/health` | `{"current", "expected"}`: with drbgd's key both the clock's round (it never lags); following a network the latest verified and the clock's, 503 when behind by more than one | `no-store` |
 //! | `/beacon/chains` | `["<chain hash>"]` | `no-store` |
 //!
 //! and every path but `/chains` under `/beacon/{chainhash}/` too, 404 for another chain's
 //! hash. The round after the current one is waited for (up to a period, within
 //! `server.request_timeout_ms`) while a waiter's place is free, in all and for the request's
 //! peer; else, and for one further ahead or any before genesis, 425 Too Early with
-//! `Retry-After`. An uncached old round waits a moment for its turn to be signed, then is 503.
+//! `Retry-After`. An uncached old round waits a moment for its turn to be signed (or fetched,
+//! following a network), then is 503; following a network, nothing is served before its chain
+//! is known and its rounds verified (503 `beacon_unavailable`).
 //! Every answer of these handlers, errors too, has `Access-Control-Allow-Origin: *` (and exposes
 //! `Retry-After`); the shared pipeline's own refusals (429, 503) do not. The query string is ignored
 //! (drand-client adds `?<ms>` to defeat caches). Public routes: no credentials, the per-peer
 //! limits of public requests (`pipeline/admit.rs`). A round's body is the same bytes on every
-//! replica holding the key.
+//! replica holding the key, or following the same network (rendered as its nodes render it).
 //!
 //! `/info` without the chain's hash in its path may name another chain after a key rotation
 //! (a new chain), so it is kept five minutes, not a week.
