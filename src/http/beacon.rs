@@ -217,6 +217,15 @@ async fn signed_round(
             Err(Refusal::NotDue { wait, next: true }) if start.elapsed().saturating_add(wait) <= budget => {
                 wait
             }
+            // Following a network, a round waited for that did not come while it was the
+            // clock's current one (the network behind, or halted) is still the waiter's 425:
+            // it may come yet.
+            Err(Refusal::Unavailable) if waiter.is_some() => {
+                return Err(refused(
+                    Refusal::NotDue { wait: crate::beacon::NEXT_ROUND_POLL, next: true },
+                    round,
+                ));
+            }
             Err(refusal) => return Err(refused(refusal, round)),
         };
         if waiter.is_none() {
