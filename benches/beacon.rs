@@ -15,6 +15,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use drbgd::beacon::scheme::{Scheme, Verifier};
 use drbgd::beacon::{Beacon, Chain, ChainParams, Signer, key};
 
 const EXAMPLE_KEY: &str = include_str!("../config/examples/beacon-example.key");
@@ -60,8 +61,33 @@ fn beacon(c: &mut Criterion) {
     group.bench_function("verify", |b| {
         b.iter(|| assert!(key::verify(black_box(&public_key), 7, black_box(&signature))))
     });
+    // What following a drand network costs a round: its check with the key decoded once (as
+    // the follower holds it), for each scheme, on published rounds.
+    let quicknet =
+        Verifier::new(Scheme::UnchainedG1Rfc9380, &hex(key::QUICKNET_PUBLIC_KEY)).expect("quicknet's key");
+    let (round, signature) = key::QUICKNET_ROUND;
+    let signature = hex(signature);
+    group.bench_function("follow-verify-unchained", |b| {
+        b.iter(|| assert!(quicknet.verify(round, b"", black_box(&signature))))
+    });
+    let mainnet = Verifier::new(Scheme::PedersenBlsChained, &hex(MAINNET_KEY)).expect("mainnet's key");
+    let (previous, signature) = (hex(MAINNET_72785_PREVIOUS), hex(MAINNET_72785));
+    group.bench_function("follow-verify-chained", |b| {
+        b.iter(|| assert!(mainnet.verify(72785, black_box(&previous), black_box(&signature))))
+    });
     group.finish();
 }
+
+fn hex(s: &str) -> Vec<u8> {
+    const_hex::decode(s).expect("hex")
+}
+
+/// League of Entropy mainnet's key and round 72785 (`pedersen-bls-chained`; noislabs'
+/// drand-verify vectors, as `src/beacon/scheme.rs`'s tests).
+const MAINNET_KEY: &str =
+    "868f005eb8e6e4ca0a47c8a77ceaa5309a47978a7c71bc5cce96366b5d7a569937c529eeda66c7293784a9402801af31";
+const MAINNET_72785_PREVIOUS: &str = "a609e19a03c2fcc559e8dae14900aaefe517cb55c840f6e69bc8e4f66c8d18e8a609685d9917efbfb0c37f058c2de88f13d297c7e19e0ab24813079efe57a182554ff054c7638153f9b26a60e7111f71a0ff63d9571704905d3ca6df0b031747";
+const MAINNET_72785: &str = "82f5d3d2de4db19d40a6980e8aa37842a0e55d1df06bd68bddc8d60002e8e959eb9cfa368b3c1b77d18f02a54fe047b80f0989315f83b12a74fd8679c4f12aae86eaf6ab5690b34f1fddd50ee3cc6f6cdf59e95526d5a5d82aaa84fa6f181e42";
 
 criterion_group!(benches, beacon);
 criterion_main!(benches);
