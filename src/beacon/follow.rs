@@ -212,7 +212,7 @@ impl Upstreams {
         let uri = format!("{base}{path}");
         let request = async {
             let uri = uri.parse().map_err(|e| format!("{e}"))?;
-            let response = self.client.get(uri).await.map_err(|e| format!("{e}"))?;
+            let response = self.client.get(uri).await.map_err(|e| causes(&e))?;
             if response.status() != hyper::StatusCode::OK {
                 return Ok(Err(response.status().as_u16()));
             }
@@ -336,4 +336,17 @@ impl Upstreams {
         }
         None
     }
+}
+
+/// An error and its causes, `: `-separated (hyper's own message is only "client error
+/// (Connect)"; the cause says which: refused, no route, a certificate not trusted...).
+fn causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }

@@ -381,3 +381,16 @@ fn following_needs_pins_and_https_unless_told() {
     s.drbg.enabled = vec![drbgd::drbg::Algorithm::Aes256Ctr];
     s.validate().unwrap();
 }
+
+/// `config/examples/follow-drand.toml` follows quicknet, pinned to its published hash and key
+/// (the values `beacon/chain.rs`'s tests derive its hash from).
+#[test]
+fn the_example_follows_quicknet_pinned() {
+    let s =
+        Settings::load(Some("config/examples/follow-drand.toml".as_ref()), serde_json::json!({})).unwrap();
+    s.validate().unwrap();
+    assert!(s.beacon.enabled && s.beacon.source == BeaconSource::Drand);
+    assert_eq!(s.beacon.chain_hash, "52db9ba70e0cc0f6eaf7803dd07447a1f5477735fd3f661792ba94600c84e971");
+    assert_eq!(s.beacon.public_key, drbgd::beacon::key::QUICKNET_PUBLIC_KEY);
+    assert!(s.beacon.upstreams.iter().all(|u| u.starts_with("https://")) && !s.beacon.allow_http);
+}
