@@ -29,6 +29,12 @@ const FORGE: u8 = 2;
 const OTHER_CHAIN: u8 = 3;
 /// Rounds a hundred ahead of the one asked, signed with the chain's own key: valid, and early.
 const AHEAD: u8 = 4;
+/// Rounds never answered (the connection held open).
+const HANG: u8 = 5;
+/// Rounds answered with a redirect to the honest network.
+const REDIRECT: u8 = 6;
+/// Rounds answered with the real round padded past 16 KiB of spaces (valid JSON, too big).
+const HUGE: u8 = 7;
 
 fn unix_now() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs()
@@ -98,6 +104,15 @@ async fn answer(
     if mode == DOWN {
         return reply(503, b"down".to_vec());
     }
+    let round_path = path.contains("/public/");
+    if mode == HANG && round_path {
+        std::future::pending::<()>().await;
+    }
+    if mode == REDIRECT && round_path {
+        let mut r = reply(302, Vec::new());
+        r.headers_mut().insert("location", format!("{target}{path}").parse().unwrap());
+        return r;
+    }
     let r = client.get(format!("{target}{path}")).send().await.unwrap();
     let status = r.status().as_u16();
     let body = r.bytes().await.unwrap().to_vec();
@@ -116,6 +131,11 @@ async fn answer(
         let round = v["round"].as_u64().unwrap() + 100;
         let key = Signer::from_key_text(include_str!("../../config/examples/beacon-example.key")).unwrap();
         return reply(200, SignedRound::new(round, &key.sign(round), None).json.to_vec());
+    }
+    if mode == HUGE && v.get("signature").is_some() {
+        let mut padded = body.clone();
+        padded.extend(std::iter::repeat_n(b' ', 17 * 1024));
+        return reply(200, padded);
     }
     if mode == OTHER_CHAIN && v.get("period").is_some() {
         v["period"] = 2.into();
@@ -393,4 +413,31 @@ fn the_example_follows_quicknet_pinned() {
     assert_eq!(s.beacon.chain_hash, "52db9ba70e0cc0f6eaf7803dd07447a1f5477735fd3f661792ba94600c84e971");
     assert_eq!(s.beacon.public_key, drbgd::beacon::key::QUICKNET_PUBLIC_KEY);
     assert!(s.beacon.upstreams.iter().all(|u| u.starts_with("https://")) && !s.beacon.allow_http);
+}
+
+/// Upstreams that hang, redirect, or send a body past 16 KiB: each passed over for the honest
+/// one (the hanging one within `upstream_timeout_ms`, then resting), none of their answers taken.
+#[tokio::test]
+async fn hanging_redirecting_and_oversized_upstreams_are_passed_over() {
+    let net = network(unix_now() - 2).await;
+    let target = format!("{}/beacon", net.api);
+    let hang = Gate::new(target.clone(), HANG).await;
+    let redirect = Gate::new(target.clone(), REDIRECT).await;
+    let huge = Gate::new(target.clone(), HUGE).await;
+    let honest = Gate::new(target, PASS).await;
+    let app = spawn_with(
+        following(&[&hang, &redirect, &huge, &honest], &chain_hash(&net).await),
+        Arc::new(OsEntropy),
+    )
+    .await;
+    assert!(eventually(Duration::from_secs(5), || async { latest(&app).await.is_some() }).await);
+    // Rounds keep coming from the honest one (a hanging upstream rests after its timeout).
+    let first = latest(&app).await.unwrap();
+    assert!(eventually(Duration::from_secs(5), || async { latest(&app).await.unwrap() >= first + 2 }).await);
+    let m = metrics(&app).await;
+    for (gate, what) in [(&hang, "hanging"), (&redirect, "redirecting"), (&huge, "oversized")] {
+        assert!(counted(&m, &gate.base, "unavailable") >= 1, "the {what} upstream:\n{m}");
+        assert_eq!(counted(&m, &gate.base, "verified"), 0, "the {what} upstream's answer was taken");
+    }
+    assert!(counted(&m, &honest.base, "verified") >= 2);
 }
