@@ -41,6 +41,8 @@ ROUND = {
 }
 # Mainnet's round 1 signature: a valid point on G2, not round 72785's.
 OTHER_SIGNATURE = "8d61d9100567de44682506aea1a7a6fa6e5491cd27a0a0ed349ef6910ac5ac20ff7bc3e09d7c046566c9f7f3c6f3b10104990e7cb424998203d8f7de586fb7fa5f60045417a432684f85093b06ca91c769f0e7ca19268375e659c2a2352b4655"
+# Round 1 itself: its previous signature is the genesis seed, the group hash.
+ROUND_1 = {"round": 1, "signature": OTHER_SIGNATURE, "previous_signature": INFO["groupHash"]}
 
 
 def upstream(forged):
@@ -53,7 +55,8 @@ def upstream(forged):
 
         def do_GET(self):
             path = self.path.split("?")[0].removeprefix("/" + INFO["hash"])
-            body = {"/info": INFO, "/public/latest": body_round, "/public/72785": body_round}.get(path)
+            body = {"/info": INFO, "/public/latest": body_round, "/public/72785": body_round,
+                    "/public/1": ROUND_1}.get(path)
             self.send_response(200 if body else 404)
             self.send_header("Content-Type", "application/json")
             self.end_headers()
@@ -138,6 +141,12 @@ drand.fetchBeacon(client, 72785).then((b) => {
                              capture_output=True, text=True)
         assert out.returncode == 0, out.stdout + out.stderr
         print(out.stdout.strip())
+        status, body = get(f"{base}/beacon/public/1")
+        first = json.loads(body)
+        assert status == 200 and first["previous_signature"] == INFO["groupHash"], (status, first)
+        assert drand_verify.verify_pedersen_bls_chained(1, first["previous_signature"], first["signature"],
+                                                        INFO["public_key"]) == first["randomness"]
+        print("  round 1 (after the genesis seed) served verified; drand-verify accepts it")
         metrics = get(f"{admin}/metrics")[1].decode()
         invalid = [l for l in metrics.splitlines() if l.startswith("drbgd_beacon_upstream_rounds_total{")
                    and f'upstream="{forger}"' in l and 'outcome="invalid"' in l]

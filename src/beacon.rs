@@ -303,7 +303,11 @@ impl Beacon {
                 if let Some(kept) = self.cache.get(round) {
                     return Ok(kept);
                 }
-                let fetched = upstreams.round(chain, Some(round)).await.ok_or(Refusal::Unavailable)?;
+                // Within one upstream timeout in all, however many upstreams are asked: the
+                // permit is held meanwhile.
+                let fetch = upstreams.round(chain, Some(round), false);
+                let fetched = tokio::time::timeout(upstreams.timeout(), fetch).await.ok().flatten();
+                let fetched = fetched.ok_or(Refusal::Unavailable)?;
                 let fetched = Arc::new(fetched);
                 // Recent as counted from the latest verified round, as `accept` counts: an old
                 // round fetched while the network halts never evicts the rounds before it.
@@ -356,11 +360,12 @@ impl Beacon {
         }
         let signed = match self.origin {
             Origin::Key(_) => self.signed(current, now)?,
-            // Never a round the clock says is not due (a clock stepped back since it was kept).
-            Origin::Drand(_) => self
-                .latest_verified()
-                .filter(|l| l.round <= current.saturating_add(1))
-                .ok_or(Refusal::Unavailable)?,
+            // Never a round the clock says is not due yet (one taken a moment early, within the
+            // clock's next, or a clock stepped back since): the clock's own, if kept, instead.
+            Origin::Drand(_) => match self.latest_verified().ok_or(Refusal::Unavailable)? {
+                ahead if ahead.round > current => self.cache.get(current).ok_or(Refusal::Unavailable)?,
+                latest => latest,
+            },
         };
         Ok((signed.clone(), schedule.until(signed.round.saturating_add(1), now)))
     }
@@ -492,9 +497,9 @@ impl Beacon {
                 retry = RETRY_FIRST;
                 continue;
             }
-            let fetched = match upstreams.round(chain, Some(current)).await {
+            let fetched = match upstreams.round(chain, Some(current), true).await {
                 Some(round) => Some(round),
-                None => upstreams.round(chain, None).await.filter(|r| r.round > latest),
+                None => upstreams.round(chain, None, true).await.filter(|r| r.round > latest),
             };
             match fetched {
                 Some(round) => {

@@ -7,14 +7,17 @@
 //!   followed (a redirect could lead off the pinned scheme), `http://` only when
 //!   `beacon.allow_http` says so, each request bounded by `beacon.upstream_timeout_ms` and its
 //!   body by [`MAX_BODY`].
-//! - Upstreams are asked in order, starting with the one that last answered well: one that
-//!   serves an invalid round (or `/info` of another chain) is logged and counted
+//! - Upstreams are asked for rounds in order, starting with the one that last answered well:
+//!   one that serves a round that does not verify is logged and counted
 //!   (`drbgd_beacon_upstream_rounds_total{outcome="invalid"}`) and passed over for the others;
-//!   one whose `/info` names another chain is refused for good (by name, in the log).
+//!   one that does not answer, or serves such a round to the follower, rests a while
+//!   ([`rest_after`]). `/info` is asked of all at once: one whose `/info` names another chain is
+//!   refused for good (by name, in the log, `outcome="refused"`; a 404 for the pinned chain is
+//!   counted so too).
 
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty, Limited};
@@ -34,9 +37,9 @@ use super::upstream::{InfoError, Pins, check_info, check_round};
 #[derive(Debug, Clone)]
 pub struct BeaconSeries {
     /// `drbgd_beacon_upstream_rounds_total{upstream,outcome}`: answers of each upstream (to
-    /// `/info` and for rounds): `verified`, `invalid` (a round that does not verify: passed
-    /// over), `unavailable` (no answer, or not a 200), `refused` (its `/info` is another
-    /// chain's).
+    /// `/info` and for rounds): `verified`, `invalid` (a round that does not verify, or ahead of
+    /// the clock: passed over), `unavailable` (no answer, not a 200, or a malformed `/info`),
+    /// `refused` (its `/info` is another chain's, or 404 for the pinned chain).
     pub rounds: prometheus::IntCounterVec,
     /// `drbgd_beacon_latest_round`: the latest round verified.
     pub latest: prometheus::IntGauge,
@@ -115,12 +118,19 @@ struct Upstream {
     refused: AtomicBool,
     /// Failures in a row (no answer, or a round that does not verify).
     failures: AtomicU32,
-    /// Not asked for rounds before this (Unix milliseconds).
-    rest_until_ms: AtomicU64,
+    /// Not asked for rounds before this (the monotonic clock).
+    rest_until: std::sync::Mutex<Option<Instant>>,
 }
 
 /// The longest an upstream rests after failures in a row.
 pub const MAX_REST: Duration = Duration::from_secs(30);
+
+/// How long an upstream rests after `failures` in a row: a period (a second at least), doubled
+/// for each failure before the last, at most [`MAX_REST`].
+pub fn rest_after(failures: u32, period: Duration) -> Duration {
+    let doublings = failures.saturating_sub(1).min(8);
+    period.max(Duration::from_secs(1)).saturating_mul(1 << doublings).min(MAX_REST)
+}
 
 impl Upstream {
     /// `base` as the URL parser writes it (validated with the settings), without a final `/`.
@@ -130,25 +140,22 @@ impl Upstream {
             base: normalized.trim_end_matches('/').to_string(),
             refused: AtomicBool::new(false),
             failures: AtomicU32::new(0),
-            rest_until_ms: AtomicU64::new(0),
+            rest_until: std::sync::Mutex::new(None),
         }
     }
 
-    fn now_ms() -> u64 {
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-        u64::try_from(now.as_millis()).unwrap_or(u64::MAX)
+    fn until(&self) -> std::sync::MutexGuard<'_, Option<Instant>> {
+        self.rest_until.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn resting(&self) -> bool {
-        self.rest_until_ms.load(Ordering::Relaxed) > Self::now_ms()
+        self.until().is_some_and(|until| Instant::now() < until)
     }
 
-    /// Rests `period`, doubled for each failure in a row before this one, at most [`MAX_REST`].
+    /// Rests [`rest_after`] its failures in a row, this one included.
     fn rest(&self, period: Duration) {
-        let failures = self.failures.fetch_add(1, Ordering::Relaxed).min(8);
-        let rest = period.max(Duration::from_secs(1)).saturating_mul(1 << failures).min(MAX_REST);
-        let until = Self::now_ms().saturating_add(u64::try_from(rest.as_millis()).unwrap_or(u64::MAX));
-        self.rest_until_ms.store(until, Ordering::Relaxed);
+        let failures = self.failures.fetch_add(1, Ordering::Relaxed).saturating_add(1);
+        *self.until() = Some(Instant::now() + rest_after(failures, period));
     }
 }
 
@@ -288,17 +295,18 @@ impl Upstreams {
 
     /// Round `round` (`None`: the latest) of `chain` from the first upstream that serves one
     /// that verifies and is not ahead of the clock, starting with the preferred one and passing
-    /// over those resting; `None` if none does (each failure logged and counted). An upstream
-    /// that did not answer, or served a round that does not verify, rests (is not asked) for
-    /// a period, twice as long after each further failure up to [`MAX_REST`], so that a dead
-    /// or lying upstream costs one timeout a rest, not one each time.
-    pub async fn round(&self, chain: &Chain, round: Option<u64>) -> Option<SignedRound> {
+    /// over those resting; `None` if none does (each failure logged and counted). `follower`:
+    /// asked by the task that follows the network, whose failures make an upstream rest: one
+    /// that did not answer, or served a round that does not verify, is not asked for a period,
+    /// twice as long after each further failure up to [`MAX_REST`], so that a dead or lying
+    /// upstream costs one timeout a rest, not one each time. A client's request for an old
+    /// round (`follower` false) makes none rest, so no client can bench the follower's
+    /// upstreams.
+    pub async fn round(&self, chain: &Chain, round: Option<u64>, follower: bool) -> Option<SignedRound> {
         let verifier = self.verifier.get()?;
         let which = round.map_or_else(|| "latest".to_string(), |r| r.to_string());
         let path = format!("/{}/public/{which}", chain.hash_hex());
         let schedule = chain.schedule();
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-        let not_after = schedule.round_at(now).saturating_add(1);
         let period = Duration::from_secs(u64::from(schedule.period_s));
         let first = self.preferred.load(Ordering::Relaxed);
         let n = self.list.len();
@@ -307,12 +315,22 @@ impl Upstreams {
             if upstream.refused.load(Ordering::Relaxed) || upstream.resting() {
                 continue;
             }
-            let outcome = match self.get(&upstream.base, &path).await {
-                Fetched::Body(body) => check_round(&body, verifier, round, Some(not_after))
+            let fetched = self.get(&upstream.base, &path).await;
+            // The clock read when the answer came (earlier upstreams may have taken seconds).
+            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+            let not_after = schedule.round_at(now).saturating_add(1);
+            let outcome = match fetched {
+                Fetched::Body(body) => check_round(&body, chain, verifier, round, Some(not_after))
                     .map_err(|e| ("invalid", e.to_string())),
-                Fetched::Status(status) => Err(("unavailable", format!("HTTP {status}"))),
+                Fetched::Status(status) => {
+                    // An answer: the upstream is alive.
+                    upstream.failures.store(0, Ordering::Relaxed);
+                    Err(("unavailable", format!("HTTP {status}")))
+                }
                 Fetched::Failed(why) => {
-                    upstream.rest(period);
+                    if follower {
+                        upstream.rest(period);
+                    }
                     Err(("unavailable", why))
                 }
             };
@@ -326,7 +344,9 @@ impl Upstreams {
                 Err((kind, why)) => {
                     self.series.rounds.with_label_values(&[&upstream.base, kind]).inc();
                     if kind == "invalid" {
-                        upstream.rest(period);
+                        if follower {
+                            upstream.rest(period);
+                        }
                         tracing::error!(upstream = %upstream.base, round = %which, why, "beacon upstream served a round that does not verify (or ahead of the clock): passed over");
                     } else {
                         tracing::debug!(upstream = %upstream.base, round = %which, why, "beacon upstream: no round");
@@ -335,6 +355,11 @@ impl Upstreams {
             }
         }
         None
+    }
+
+    /// The bound of one request to an upstream.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
     }
 }
 
@@ -349,4 +374,33 @@ fn causes(e: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rests_double_from_a_period_to_thirty_seconds() {
+        let quicknet = Duration::from_secs(3);
+        let rests: Vec<u64> = (1..=6).map(|f| rest_after(f, quicknet).as_secs()).collect();
+        assert_eq!(rests, [3, 6, 12, 24, 30, 30]);
+        // A sub-second period rests a second at least; a long one, at most the cap.
+        assert_eq!(rest_after(1, Duration::from_millis(100)), Duration::from_secs(1));
+        assert_eq!(rest_after(1, Duration::from_secs(30 * 60)), MAX_REST);
+        assert_eq!(rest_after(u32::MAX, quicknet), MAX_REST);
+    }
+
+    #[test]
+    fn an_upstream_rests_after_a_failure_and_not_before() {
+        let upstream = Upstream::new("https://relay.example/");
+        assert_eq!(upstream.base, "https://relay.example");
+        assert!(!upstream.resting());
+        upstream.rest(Duration::from_secs(3));
+        assert!(upstream.resting());
+        assert_eq!(upstream.failures.load(Ordering::Relaxed), 1);
+        upstream.rest(Duration::from_secs(3));
+        let left = upstream.until().unwrap().saturating_duration_since(Instant::now());
+        assert!(left > Duration::from_secs(5) && left <= Duration::from_secs(6), "{left:?}");
+    }
 }

@@ -17,6 +17,10 @@
 use blst::BLST_ERROR;
 use sha2::{Digest, Sha256};
 
+/// Bytes of a chained network's genesis seed, round 1's "previous signature" (drand's
+/// `GenesisSeed`: its group's hash).
+pub const GENESIS_SEED_LEN: usize = 32;
+
 /// The hash-to-curve tag of signatures on G1 (`bls-unchained-g1-rfc9380`).
 pub const DST_G1: &[u8] = b"BLS_SIG_BLS12381G1_XMD:SHA-256_SSWU_RO_NUL_";
 
@@ -120,15 +124,16 @@ impl Verifier {
     }
 
     /// Whether `signature` (compressed) is round `round`'s, after `previous` (the previous
-    /// round's signature, compressed; read only by a chained scheme). The signature is checked
-    /// to be in its group, and to be in compressed form: blst also parses the uncompressed
-    /// encoding of the same point, whose SHA-256 (the round's randomness) differs, so that a
-    /// second encoding would give a round a second value.
+    /// round's signature, compressed; for round 1, the chain's genesis seed, 32 bytes; read only
+    /// by a chained scheme). The signature is checked to be in its group, and to be in
+    /// compressed form: blst also parses the uncompressed encoding of the same point, whose
+    /// SHA-256 (the round's randomness) differs, so that a second encoding would give a round a
+    /// second value. A chained round's `previous` has a signature's length (round 1: a seed's),
+    /// never empty: an empty one would make its message the unchained scheme's.
     pub fn verify(&self, round: u64, previous: &[u8], signature: &[u8]) -> bool {
         let scheme = self.scheme();
-        if signature.len() != scheme.signature_len()
-            || (scheme.chained() && previous.len() != scheme.signature_len())
-        {
+        let previous_len = if round == 1 { GENESIS_SEED_LEN } else { scheme.signature_len() };
+        if signature.len() != scheme.signature_len() || (scheme.chained() && previous.len() != previous_len) {
             return false;
         }
         let message = scheme.message(round, previous);
@@ -183,6 +188,19 @@ mod tests {
         assert!(!v.verify(72785, &previous, &uncompressed), "an uncompressed signature");
         // The chained message with an empty previous signature is the unchained one's: refused.
         assert!(!v.verify(72785, b"", &signature));
+    }
+
+    /// Mainnet's round 1, after its genesis seed (the group hash of its `/info`), as
+    /// `https://drand.cloudflare.com/public/1` serves it.
+    #[test]
+    fn mainnet_chained_round_1_verifies_after_the_genesis_seed() {
+        let v = Verifier::new(Scheme::PedersenBlsChained, &hex(MAINNET_KEY)).unwrap();
+        let seed = hex("176f93498eac9ca337150b46d21dd58673ea4e3581185f869672e59fa4cb390a");
+        assert!(v.verify(1, &seed, &hex(MAINNET_1)));
+        assert!(!v.verify(2, &seed, &hex(MAINNET_1)), "a seed is round 1's previous only");
+        let mut other = seed.clone();
+        other[0] ^= 1;
+        assert!(!v.verify(1, &other, &hex(MAINNET_1)));
     }
 
     #[test]

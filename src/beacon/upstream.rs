@@ -170,8 +170,8 @@ pub fn check_info(body: &[u8], pins: &Pins) -> Result<(Chain, Verifier), InfoErr
     Ok((chain, verifier))
 }
 
-/// The round an upstream's round body holds, verified (see the module documentation);
-/// `asked`: the round asked for (`None`: the latest, any round); `not_after`: the latest round
+/// The round of `chain` an upstream's round body holds, verified (see the module
+/// documentation); `asked`: the round asked for (`None`: the latest, any round); `not_after`: the latest round
 /// the clock allows (the round after the clock's current one: a round further ahead is refused
 /// even if it verifies, so that a clock behind the network's, or a network's colluding
 /// signers, never make drbgd serve a round before its time).
@@ -180,6 +180,7 @@ pub fn check_info(body: &[u8], pins: &Pins) -> Result<(Chain, Verifier), InfoErr
 /// What is wrong with it.
 pub fn check_round(
     body: &[u8],
+    chain: &Chain,
     verifier: &Verifier,
     asked: Option<u64>,
     not_after: Option<u64>,
@@ -195,6 +196,10 @@ pub fn check_round(
         (true, None) => return Err(RoundError::NoPrevious),
         (false, _) => None,
     };
+    // A chained round 1 follows the chain's genesis seed, its group hash: no other.
+    if remote.round == 1 && previous.as_deref().is_some_and(|p| p != chain.group_hash()) {
+        return Err(RoundError::BadSignature(1));
+    }
     if !verifier.verify(remote.round, previous.as_deref().unwrap_or_default(), &signature) {
         return Err(RoundError::BadSignature(remote.round));
     }
@@ -263,8 +268,8 @@ mod tests {
 
     #[test]
     fn a_published_chained_round_verifies_and_is_rendered_with_its_previous_signature() {
-        let (_, verifier) = check_info(MAINNET_INFO.as_bytes(), &pins()).unwrap();
-        let round = check_round(MAINNET_72785.as_bytes(), &verifier, Some(72785), None).unwrap();
+        let (chain, verifier) = check_info(MAINNET_INFO.as_bytes(), &pins()).unwrap();
+        let round = check_round(MAINNET_72785.as_bytes(), &chain, &verifier, Some(72785), None).unwrap();
         let served: serde_json::Value = serde_json::from_slice(&round.json).unwrap();
         let published: serde_json::Value = serde_json::from_str(MAINNET_72785).unwrap();
         assert_eq!(served["signature"], published["signature"]);
@@ -275,7 +280,7 @@ mod tests {
         use sha2::Digest;
         let sig = const_hex::decode(published["signature"].as_str().unwrap()).unwrap();
         assert_eq!(served["randomness"], const_hex::encode(sha2::Sha256::digest(sig)));
-        assert_eq!(check_round(MAINNET_72785.as_bytes(), &verifier, None, None).unwrap(), round);
+        assert_eq!(check_round(MAINNET_72785.as_bytes(), &chain, &verifier, None, None).unwrap(), round);
         // Rendered as a drand node renders it, whatever the upstream's order.
         let node =
             SignedRound::in_order(round.round, &round.signature, round.previous.as_deref(), Order::Node);
@@ -283,48 +288,70 @@ mod tests {
         assert!(node.json.starts_with(b"{\"round\":72785,\"signature\":\"82f5"), "{:?}", node.json);
         let relay = SignedRound::new(round.round, &round.signature, round.previous.as_deref());
         assert_ne!(relay.json, node.json);
-        assert_eq!(check_round(&relay.json, &verifier, None, None).unwrap().json, node.json);
+        assert_eq!(check_round(&relay.json, &chain, &verifier, None, None).unwrap().json, node.json);
         // Not after the clock's next round, even verified.
         assert_eq!(
-            check_round(MAINNET_72785.as_bytes(), &verifier, None, Some(72784)).err(),
+            check_round(MAINNET_72785.as_bytes(), &chain, &verifier, None, Some(72784)).err(),
             Some(RoundError::Ahead { round: 72785, latest: 72784 })
         );
-        assert!(check_round(MAINNET_72785.as_bytes(), &verifier, None, Some(72785)).is_ok());
+        assert!(check_round(MAINNET_72785.as_bytes(), &chain, &verifier, None, Some(72785)).is_ok());
+    }
+
+    /// Mainnet's round 1, whose previous signature is the genesis seed (its group hash), as
+    /// `https://drand.cloudflare.com/public/1` serves it.
+    #[test]
+    fn a_chained_round_1_follows_the_genesis_seed_and_no_other() {
+        let (chain, verifier) = check_info(MAINNET_INFO.as_bytes(), &pins()).unwrap();
+        let round_1 = serde_json::json!({
+            "round": 1,
+            "signature": "8d61d9100567de44682506aea1a7a6fa6e5491cd27a0a0ed349ef6910ac5ac20ff7bc3e09d7c046566c9f7f3c6f3b10104990e7cb424998203d8f7de586fb7fa5f60045417a432684f85093b06ca91c769f0e7ca19268375e659c2a2352b4655",
+            "previous_signature": "176f93498eac9ca337150b46d21dd58673ea4e3581185f869672e59fa4cb390a",
+        });
+        let body = serde_json::to_vec(&round_1).unwrap();
+        let round = check_round(&body, &chain, &verifier, Some(1), None).unwrap();
+        assert_eq!(round.previous.as_deref(), Some(&chain.group_hash()[..]));
+        let mut other = round_1.clone();
+        other["previous_signature"] = "00".repeat(32).into();
+        let body = serde_json::to_vec(&other).unwrap();
+        assert_eq!(
+            check_round(&body, &chain, &verifier, Some(1), None).err(),
+            Some(RoundError::BadSignature(1))
+        );
     }
 
     #[test]
     fn a_forged_or_misplaced_round_is_refused() {
-        let (_, verifier) = check_info(MAINNET_INFO.as_bytes(), &pins()).unwrap();
+        let (chain, verifier) = check_info(MAINNET_INFO.as_bytes(), &pins()).unwrap();
         let body = MAINNET_72785.as_bytes();
         assert_eq!(
-            check_round(body, &verifier, Some(72786), None).err(),
+            check_round(body, &chain, &verifier, Some(72786), None).err(),
             Some(RoundError::OtherRound { asked: 72786, got: 72785 })
         );
         let renumbered = edited(MAINNET_72785, "round", 72786.into());
         assert_eq!(
-            check_round(&renumbered, &verifier, None, None).err(),
+            check_round(&renumbered, &chain, &verifier, None, None).err(),
             Some(RoundError::BadSignature(72786))
         );
         let mut v: serde_json::Value = serde_json::from_str(MAINNET_72785).unwrap();
         v.as_object_mut().unwrap().remove("previous_signature");
         assert_eq!(
-            check_round(&serde_json::to_vec(&v).unwrap(), &verifier, None, None).err(),
+            check_round(&serde_json::to_vec(&v).unwrap(), &chain, &verifier, None, None).err(),
             Some(RoundError::NoPrevious)
         );
         let wrong_previous = edited(MAINNET_72785, "previous_signature", "a6".repeat(96).into());
         assert_eq!(
-            check_round(&wrong_previous, &verifier, None, None).err(),
+            check_round(&wrong_previous, &chain, &verifier, None, None).err(),
             Some(RoundError::BadSignature(72785))
         );
         // An empty previous signature would make the chained message the unchained one's.
         let empty_previous = edited(MAINNET_72785, "previous_signature", "".into());
         assert_eq!(
-            check_round(&empty_previous, &verifier, None, None).err(),
+            check_round(&empty_previous, &chain, &verifier, None, None).err(),
             Some(RoundError::BadSignature(72785))
         );
         let wrong_randomness = edited(MAINNET_72785, "randomness", "00".repeat(32).into());
         assert_eq!(
-            check_round(&wrong_randomness, &verifier, None, None).err(),
+            check_round(&wrong_randomness, &chain, &verifier, None, None).err(),
             Some(RoundError::BadRandomness(72785))
         );
     }

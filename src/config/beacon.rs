@@ -130,7 +130,10 @@ impl BeaconSettings {
         }
         for (i, upstream) in self.upstreams.iter().enumerate() {
             self.check_upstream(upstream)?;
-            let same = |other: &String| url::Url::parse(other).ok() == url::Url::parse(upstream).ok();
+            // As drbgd will ask it: parsed, without a final `/`.
+            let base =
+                |u: &str| url::Url::parse(u).map(|u| u.as_str().trim_end_matches('/').to_string()).ok();
+            let same = |other: &String| base(other) == base(upstream);
             if self.upstreams[..i].iter().any(same) {
                 return invalid("beacon.upstreams", "an upstream is listed twice");
             }

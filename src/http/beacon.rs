@@ -218,13 +218,17 @@ async fn signed_round(
                 wait
             }
             // Following a network, a round waited for that did not come while it was the
-            // clock's current one (the network behind, or halted) is still the waiter's 425:
-            // it may come yet.
-            Err(Refusal::Unavailable) if waiter.is_some() => {
-                return Err(refused(
-                    Refusal::NotDue { wait: crate::beacon::NEXT_ROUND_POLL, next: true },
-                    round,
-                ));
+            // clock's current one (the network behind, or halted) is still the waiter's 425: it
+            // may come yet. (Not one the follower has passed: that one is past, and 503.)
+            Err(Refusal::Unavailable)
+                if waiter.is_some() && beacon.latest_verified().is_none_or(|l| l.round < round) =>
+            {
+                return Err(ApiError::TooEarly {
+                    retry_after: 1,
+                    detail: format!(
+                        "round {round} is not out yet as far as drbgd can verify (the network it follows is behind)"
+                    ),
+                });
             }
             Err(refusal) => return Err(refused(refusal, round)),
         };
