@@ -2,9 +2,10 @@
 //! - **recent**: the rounds within [`RECENT`] of the clock's current one (the latest, the one
 //!   before it that drand-client fetches with it, the next once due): what nearly every
 //!   request asks for, served from memory under a read lock;
-//! - **old**: up to [`OLD_CAPACITY`] other rounds, the first in first out (no reordering on a
-//!   hit, so a hit takes only the read lock: "LRU-ish"), so that requests for arbitrary old
-//!   rounds evict only each other, never the current round.
+//! - **old**: up to [`OLD_CAPACITY`] other rounds (among them those that left the recent
+//!   window), the first in first out (no reordering on a hit, so a hit takes only the read lock:
+//!   "LRU-ish"), so that requests for arbitrary old rounds evict only each other, never the
+//!   current round.
 //!
 //! Memory is bounded: a round takes about 400 bytes (its body, 180, and the numbers), so the
 //! cache at most about `(RECENT + OLD_CAPACITY) * 400` bytes, 420 KB.
@@ -38,6 +39,20 @@ struct Tiers {
     order: VecDeque<u64>,
 }
 
+impl Tiers {
+    /// Keeps `signed` among the old rounds, evicting the oldest past [`OLD_CAPACITY`].
+    fn keep_old(&mut self, signed: Arc<SignedRound>) {
+        if self.old.insert(signed.round, signed.clone()).is_none() {
+            self.order.push_back(signed.round);
+        }
+        while self.order.len() > OLD_CAPACITY {
+            if let Some(evicted) = self.order.pop_front() {
+                self.old.remove(&evicted);
+            }
+        }
+    }
+}
+
 impl RoundCache {
     /// Whether `round` counts as recent while `current` is the current round (the round after
     /// it too, which a request waiting for it signs as soon as it is due).
@@ -55,26 +70,25 @@ impl RoundCache {
         tiers.old.get(&round).cloned()
     }
 
-    /// Keeps `signed`, `current` being the current round: recent rounds replace those that no
-    /// longer are; an old round evicts the oldest old one past [`OLD_CAPACITY`].
+    /// Keeps `signed`, `current` being the current round: rounds that are no longer recent move
+    /// to the old tier (a round once kept is not fetched or signed again while it is there); an
+    /// old round evicts the oldest old one past [`OLD_CAPACITY`].
     pub fn insert(&self, signed: Arc<SignedRound>, current: u64) {
         let recent = self.is_recent(signed.round, current);
         let mut tiers = self.tiers.write().unwrap_or_else(std::sync::PoisonError::into_inner);
-        tiers.recent.retain(|s| self.is_recent(s.round, current));
+        let (stay, aged): (Vec<_>, Vec<_>) =
+            std::mem::take(&mut tiers.recent).into_iter().partition(|s| self.is_recent(s.round, current));
+        tiers.recent = stay;
+        for round in aged {
+            tiers.keep_old(round);
+        }
         if recent {
             if !tiers.recent.iter().any(|s| s.round == signed.round) {
                 tiers.recent.push(signed);
             }
             return;
         }
-        if tiers.old.insert(signed.round, signed.clone()).is_none() {
-            tiers.order.push_back(signed.round);
-        }
-        while tiers.order.len() > OLD_CAPACITY {
-            if let Some(evicted) = tiers.order.pop_front() {
-                tiers.old.remove(&evicted);
-            }
-        }
+        tiers.keep_old(signed);
     }
 
     /// Rounds kept, both tiers.

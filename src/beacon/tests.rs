@@ -295,6 +295,17 @@ fn the_cache_is_bounded_and_old_rounds_never_evict_the_current_one() {
 }
 
 #[test]
+fn a_round_that_stops_being_recent_moves_to_the_old_tier() {
+    let beacon = example_beacon();
+    let latest = beacon.latest(at(3.0 * 100.0)).unwrap().0;
+    // Much later, one insert prunes the recent tier: the round it held is kept among the old.
+    let later = at(3.0 * 200.0);
+    beacon.latest(later).unwrap();
+    let kept = beacon.cache.get(latest.round).expect("moved to the old tier, not dropped");
+    assert!(Arc::ptr_eq(&kept, &latest));
+}
+
+#[test]
 fn old_rounds_are_signed_one_at_a_time_and_recent_ones_never_wait() {
     let beacon = example_beacon();
     let now = at(3000.0);
