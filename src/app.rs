@@ -393,7 +393,7 @@ async fn followed_beacon(
     metrics.register_beacon();
     let timeout = Duration::from_millis(settings.upstream_timeout_ms);
     let upstreams = crate::beacon::follow::Upstreams::new(
-        &settings.upstreams,
+        &settings.upstream_bases(),
         pins,
         timeout,
         tls,

@@ -61,7 +61,7 @@ use crate::peer_key::PeerKey;
 
 pub use cache::RoundCache;
 pub use chain::{Chain, ChainParams};
-pub use clock::{Schedule, Timing, UnixTime};
+pub use clock::{Schedule, Timing, UnixTime, wall_clock};
 pub use key::{KeyError, Signer};
 pub use round::{
     DEFAULT_BEACON_ID, DST, PUBLIC_KEY_LEN, SCHEME_ID, SIGNATURE_LEN, SignedRound, round_message,
@@ -177,16 +177,20 @@ impl Drop for Waiter<'_> {
     }
 }
 
-/// `/health` as drand answers it: the latest round served, the clock's, and whether the first
-/// is the second or the one before it (drand's relays' rule: else 503).
+/// `/health` as drand answers it: the latest round served and the clock's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Health {
     /// The latest round served (0: none).
     pub current: u64,
     /// The round the clock says is due.
     pub expected: u64,
-    /// `current` is `expected` or the one before it.
-    pub healthy: bool,
+}
+
+impl Health {
+    /// drand's relays' rule: `current` is `expected` or the one before it (else 503).
+    pub fn healthy(&self) -> bool {
+        self.current == self.expected || self.current.saturating_add(1) == self.expected
+    }
 }
 
 impl std::fmt::Debug for Beacon {
@@ -204,7 +208,7 @@ impl Beacon {
     }
 
     /// The beacon that follows the drand network `upstreams` serve: no chain until one of them
-    /// answers ([`follow::run`] asks them).
+    /// answers ([`Beacon::first_contact`], then [`Beacon::follow`], ask them).
     pub fn following(upstreams: follow::Upstreams) -> Self {
         Self::of(Origin::Drand(Box::new(upstreams)))
     }
@@ -367,7 +371,8 @@ impl Beacon {
                 latest => latest,
             },
         };
-        Ok((signed.clone(), schedule.until(signed.round.saturating_add(1), now)))
+        let next_in = schedule.until(signed.round.saturating_add(1), now);
+        Ok((signed, next_in))
     }
 
     /// Following a network, the latest verified round.
@@ -386,11 +391,7 @@ impl Beacon {
             Origin::Key(_) => expected,
             Origin::Drand(_) => self.latest_round(),
         };
-        Some(Health {
-            current,
-            expected,
-            healthy: current == expected || current.saturating_add(1) == expected,
-        })
+        Some(Health { current, expected })
     }
 
     /// Following a network, keeps `verified` (checked against the chain's key by
@@ -514,11 +515,6 @@ impl Beacon {
             }
         }
     }
-}
-
-/// The wall clock, as the schedule reads it.
-fn wall_clock() -> UnixTime {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default()
 }
 
 /// The clock's current round at `now` if `round` is due then.

@@ -4,8 +4,13 @@
 
 use std::time::Duration;
 
-/// Time since the Unix epoch (`SystemTime::now().duration_since(UNIX_EPOCH)` in the server).
+/// Time since the Unix epoch ([`wall_clock`] in the server).
 pub type UnixTime = Duration;
+
+/// The wall clock, as every schedule in the server reads it (the tests pass their own times).
+pub fn wall_clock() -> UnixTime {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default()
+}
 
 /// A chain's clock: its genesis time and period.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

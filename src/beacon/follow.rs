@@ -28,6 +28,7 @@ use hyper_util::rt::TokioExecutor;
 use tokio_rustls::rustls;
 
 use super::chain::Chain;
+use super::clock::wall_clock;
 use super::round::SignedRound;
 use super::scheme::Verifier;
 use super::upstream::{InfoError, Pins, check_info, check_round};
@@ -133,11 +134,10 @@ pub fn rest_after(failures: u32, period: Duration) -> Duration {
 }
 
 impl Upstream {
-    /// `base` as the URL parser writes it (validated with the settings), without a final `/`.
+    /// The upstream at `base` (normalized with the settings: `BeaconSettings::upstream_bases`).
     fn new(base: &str) -> Self {
-        let normalized = url::Url::parse(base).map_or_else(|_| base.to_string(), String::from);
         Upstream {
-            base: normalized.trim_end_matches('/').to_string(),
+            base: base.to_string(),
             refused: AtomicBool::new(false),
             failures: AtomicU32::new(0),
             rest_until: std::sync::Mutex::new(None),
@@ -177,7 +177,8 @@ enum Fetched {
 }
 
 impl Upstreams {
-    /// The upstreams at `bases` (validated URLs), following the chain `pins` name.
+    /// The upstreams at `bases` (validated, normalized URLs without a final `/`), following the
+    /// chain `pins` name.
     pub fn new(
         bases: &[String],
         pins: Pins,
@@ -317,8 +318,7 @@ impl Upstreams {
             }
             let fetched = self.get(&upstream.base, &path).await;
             // The clock read when the answer came (earlier upstreams may have taken seconds).
-            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-            let not_after = schedule.round_at(now).saturating_add(1);
+            let not_after = schedule.round_at(wall_clock()).saturating_add(1);
             let outcome = match fetched {
                 Fetched::Body(body) => check_round(&body, chain, verifier, round, Some(not_after))
                     .map_err(|e| ("invalid", e.to_string())),
@@ -393,8 +393,7 @@ mod tests {
 
     #[test]
     fn an_upstream_rests_after_a_failure_and_not_before() {
-        let upstream = Upstream::new("https://relay.example/");
-        assert_eq!(upstream.base, "https://relay.example");
+        let upstream = Upstream::new("https://relay.example");
         assert!(!upstream.resting());
         upstream.rest(Duration::from_secs(3));
         assert!(upstream.resting());

@@ -206,13 +206,13 @@ pub fn check_round(
     if let Some(latest) = not_after.filter(|l| remote.round > *l) {
         return Err(RoundError::Ahead { round: remote.round, latest });
     }
-    let signed = SignedRound::new(remote.round, &signature, previous.as_deref());
+    // Rendered as a drand v2 node renders it, whichever upstream answered: every replica serves
+    // one round as the same bytes, and they are the network's nodes' own.
+    let signed = SignedRound::in_order(remote.round, &signature, previous.as_deref(), Order::Node);
     if remote.randomness.is_some_and(|r| !r.eq_ignore_ascii_case(&const_hex::encode(signed.randomness))) {
         return Err(RoundError::BadRandomness(remote.round));
     }
-    // Rendered as a drand v2 node renders it, whichever upstream answered: every replica serves
-    // one round as the same bytes, and they are the network's nodes' own.
-    Ok(SignedRound::in_order(remote.round, &signature, previous.as_deref(), Order::Node))
+    Ok(signed)
 }
 
 #[cfg(test)]
@@ -281,11 +281,18 @@ mod tests {
         let sig = const_hex::decode(published["signature"].as_str().unwrap()).unwrap();
         assert_eq!(served["randomness"], const_hex::encode(sha2::Sha256::digest(sig)));
         assert_eq!(check_round(MAINNET_72785.as_bytes(), &chain, &verifier, None, None).unwrap(), round);
+    }
+
+    #[test]
+    fn a_round_is_rendered_as_a_node_renders_it_and_never_after_the_clocks_next() {
+        let (chain, verifier) = check_info(MAINNET_INFO.as_bytes(), &pins()).unwrap();
+        let round = check_round(MAINNET_72785.as_bytes(), &chain, &verifier, Some(72785), None).unwrap();
         // Rendered as a drand node renders it, whatever the upstream's order.
         let node =
             SignedRound::in_order(round.round, &round.signature, round.previous.as_deref(), Order::Node);
         assert_eq!(round.json, node.json);
-        assert!(node.json.starts_with(b"{\"round\":72785,\"signature\":\"82f5"), "{:?}", node.json);
+        let prefix = br#"{"round":72785,"signature":"82f5"#;
+        assert!(node.json.starts_with(prefix), "{:?}", node.json);
         let relay = SignedRound::new(round.round, &round.signature, round.previous.as_deref());
         assert_ne!(relay.json, node.json);
         assert_eq!(check_round(&relay.json, &chain, &verifier, None, None).unwrap().json, node.json);

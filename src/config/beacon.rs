@@ -130,11 +130,7 @@ impl BeaconSettings {
         }
         for (i, upstream) in self.upstreams.iter().enumerate() {
             self.check_upstream(upstream)?;
-            // As drbgd will ask it: parsed, without a final `/`.
-            let base =
-                |u: &str| url::Url::parse(u).map(|u| u.as_str().trim_end_matches('/').to_string()).ok();
-            let same = |other: &String| base(other) == base(upstream);
-            if self.upstreams[..i].iter().any(same) {
+            if self.upstreams[..i].iter().any(|other| base_of(other) == base_of(upstream)) {
                 return invalid("beacon.upstreams", "an upstream is listed twice");
             }
         }
@@ -185,6 +181,12 @@ impl BeaconSettings {
             return refuse("the node's or relay's base URL, without the chain hash (drbgd adds it)");
         }
         Ok(())
+    }
+
+    /// The upstreams' base URLs as drbgd asks them: parsed and written back by the URL parser,
+    /// without a final `/` (validated: each parses).
+    pub fn upstream_bases(&self) -> Vec<String> {
+        self.upstreams.iter().map(|u| base_of(u).unwrap_or_else(|| u.clone())).collect()
     }
 
     /// The pins of a followed network (validated: 32 bytes of hash and a key's bytes).
@@ -257,6 +259,11 @@ impl BeaconSettings {
             beacon_id: self.beacon_id.clone(),
         }
     }
+}
+
+/// An upstream's base URL as drbgd asks it (see [`BeaconSettings::upstream_bases`]).
+fn base_of(upstream: &str) -> Option<String> {
+    url::Url::parse(upstream).ok().map(|u| u.as_str().trim_end_matches('/').to_string())
 }
 
 fn invalid(key: &'static str, reason: &str) -> Result<(), ConfigError> {

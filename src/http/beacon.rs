@@ -26,7 +26,7 @@
 //! `/info` without the chain's hash in its path may name another chain after a key rotation
 //! (a new chain), so it is kept five minutes, not a week.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use axum::Extension;
 use axum::extract::State;
@@ -160,7 +160,7 @@ async fn answer(state: &AppState, peer: PeerKey, path: &str) -> Result<Answer, A
             let health = beacon.health(now()).ok_or_else(|| refused(Refusal::Unavailable, 0))?;
             let body = format!("{{\"current\":{},\"expected\":{}}}", health.current, health.expected);
             let mut answer = json(body.into(), None);
-            if !health.healthy {
+            if !health.healthy() {
                 // drand's relays: 503 while the latest round served is behind the clock's
                 // by more than one.
                 *answer.response.status_mut() = axum::http::StatusCode::SERVICE_UNAVAILABLE;
@@ -178,7 +178,7 @@ async fn answer(state: &AppState, peer: PeerKey, path: &str) -> Result<Answer, A
 
 /// The wall clock as the beacon reads it.
 fn now() -> UnixTime {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default()
+    crate::beacon::wall_clock()
 }
 
 /// A round number: decimal digits only (as drand's `strconv.ParseUint`), within `u64`.

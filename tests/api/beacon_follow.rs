@@ -148,6 +148,15 @@ async fn answer(
     reply(200, body)
 }
 
+/// A network since two seconds ago, one gate in `mode` in front of it, and drbgd following that
+/// gate alone.
+async fn behind_one_gate(mode: u8) -> (TestApp, Gate, TestApp) {
+    let net = network(unix_now() - 2).await;
+    let gate = Gate::new(format!("{}/beacon", net.api), mode).await;
+    let app = spawn_with(following(&[&gate], &chain_hash(&net).await), Arc::new(OsEntropy)).await;
+    (net, gate, app)
+}
+
 /// drbgd following `upstreams` (base URLs) for the chain `chain_hash` of the example key.
 fn following(upstreams: &[&Gate], chain_hash: &str) -> Settings {
     let mut s = test_settings();
@@ -240,10 +249,8 @@ async fn verified_rounds_are_served_byte_for_byte_and_a_forger_is_passed_over() 
 
 #[tokio::test]
 async fn a_valid_round_ahead_of_the_clock_is_never_taken() {
-    let net = network(unix_now() - 2).await;
     // Its `latest` is a round a hundred ahead, signed with the chain's key; it has no other.
-    let early = Gate::new(format!("{}/beacon", net.api), AHEAD).await;
-    let app = spawn_with(following(&[&early], &chain_hash(&net).await), Arc::new(OsEntropy)).await;
+    let (_net, early, app) = behind_one_gate(AHEAD).await;
     assert_eq!(app.get("/beacon/info").await.status(), 200);
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert_problem(app.get("/beacon/public/latest").await, 503, "beacon_unavailable").await;
@@ -256,9 +263,7 @@ async fn a_valid_round_ahead_of_the_clock_is_never_taken() {
 
 #[tokio::test]
 async fn a_round_no_upstream_verifies_is_never_served() {
-    let net = network(unix_now() - 2).await;
-    let forger = Gate::new(format!("{}/beacon", net.api), FORGE).await;
-    let app = spawn_with(following(&[&forger], &chain_hash(&net).await), Arc::new(OsEntropy)).await;
+    let (_net, forger, app) = behind_one_gate(FORGE).await;
     // Its /info is the chain's (it passes /info on), so the chain is known...
     assert_eq!(app.get("/beacon/info").await.status(), 200);
     tokio::time::sleep(Duration::from_millis(1500)).await;
@@ -346,9 +351,7 @@ async fn a_halted_network_keeps_its_last_round_and_is_caught_up_with() {
 
 #[tokio::test]
 async fn with_every_upstream_down_at_start_it_starts_and_follows_once_one_answers() {
-    let net = network(unix_now() - 2).await;
-    let gate = Gate::new(format!("{}/beacon", net.api), DOWN).await;
-    let app = spawn_with(following(&[&gate], &chain_hash(&net).await), Arc::new(OsEntropy)).await;
+    let (_net, gate, app) = behind_one_gate(DOWN).await;
     assert_problem(app.get("/beacon/info").await, 503, "beacon_unavailable").await;
     assert_problem(app.get("/beacon/public/latest").await, 503, "beacon_unavailable").await;
     assert_eq!(app.get("/bits?n=64").await.status(), 200);
@@ -393,6 +396,9 @@ fn following_needs_pins_and_https_unless_told() {
     assert!(e(&s).contains("twice"), "{}", e(&s));
     s.beacon.upstreams = vec!["https://relay.example/drand".into(), "https://relay.example/drand/".into()];
     assert!(e(&s).contains("twice"), "{}", e(&s));
+    // Asked as the URL parser writes them, without a final `/`.
+    s.beacon.upstreams = vec!["HTTPS://Relay.Example:443/drand/".into(), "https://[::1]:8443".into()];
+    assert_eq!(s.beacon.upstream_bases(), ["https://relay.example/drand", "https://[::1]:8443"]);
     s.beacon.upstreams = vec!["https://api.drand.sh/relay/".into(), "https://[::1]:8443".into()];
     s.validate().unwrap();
     s.beacon.upstream_timeout_ms = s.server.request_timeout_ms;

@@ -508,23 +508,16 @@ async fn over_grpc(store: Store) {
     shuffled.sort_unstable();
     assert_eq!(shuffled, (1..=10).collect::<Vec<_>>());
     // Shown to anyone once revealed (without credentials); listed; kept by serial.
-    let hidden = anyone
-        .get_ticket(pb::GetTicketRequest { ticket_id: ids[0].clone() })
-        .await
-        .unwrap()
-        .into_inner()
-        .ticket
-        .unwrap();
+    // A ticket as anyone sees it (no credentials).
+    let view = async |anyone: &mut RandomnessServiceClient<tonic::transport::Channel>, id: &str| {
+        let request = pb::GetTicketRequest { ticket_id: id.to_owned() };
+        anyone.get_ticket(request).await.unwrap().into_inner().ticket.unwrap()
+    };
+    let hidden = view(&mut anyone, &ids[0]).await;
     assert!(hidden.result_json.is_empty() && !hidden.used_at.is_empty(), "{hidden:?}");
     let revealed = alice.reveal_ticket(pb::RevealTicketRequest { ticket_id: ids[0].clone() }).await.unwrap();
     assert_eq!(revealed.into_inner().revealed, 1);
-    let shown = anyone
-        .get_ticket(pb::GetTicketRequest { ticket_id: ids[0].clone() })
-        .await
-        .unwrap()
-        .into_inner()
-        .ticket
-        .unwrap();
+    let shown = view(&mut anyone, &ids[0]).await;
     let kept: Value = serde_json::from_str(&shown.result_json).unwrap();
     assert!(verifies(&app, &kept).await, "{kept}");
     let serial = random["serial"].as_str().unwrap().to_owned();
