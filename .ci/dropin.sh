@@ -17,11 +17,15 @@ log=$(mktemp)
 out=$(mktemp)
 "$bin" serve --config config/examples/drop-in.toml --listen "$api" --admin-listen "$admin" >"$log" 2>&1 &
 pid=$!
-trap 'kill "$pid" 2>/dev/null || true; rm -f "$log" "$out"' EXIT
-for _ in $(seq 100); do curl -fsS "http://$admin/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
+trap 'kill "$pid" 2>/dev/null || true; rm -f "$log" "$out" "$out.err"' EXIT
+for _ in $(seq 300); do curl -fsS "http://$admin/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
+# A server that is not up (a port taken, a slow start) is said, with its log: not left for the
+# first client to fail on without a word.
+curl -fsS "http://$admin/readyz" >/dev/null 2>&1 || { echo "drbgd not ready on $admin within 30 s:"; cat "$log"; exit 1; }
 
 echo "--- pollinate --testing --strict against POST /pollen"
-pollinate --testing --strict --server "http://$api/pollen" </dev/null >"$out"
+pollinate --testing --strict --server "http://$api/pollen" </dev/null >"$out" 2>"$out.err" \
+  || { echo "pollinate failed (exit $?):"; cat "$out.err"; tail -20 "$log"; exit 1; }
 bytes=$(wc -c <"$out")
 [ "$bytes" -eq 64 ] || { echo "pollinate printed $bytes bytes, not the 64-byte seed"; exit 1; }
 echo "pollinate: challenge answered, a 64-byte seed received"
