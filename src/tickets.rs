@@ -16,13 +16,14 @@
 //! PostgreSQL for a fleet). Ids are UUIDv7 (RFC 9562) with 74 random bits from drbgd's own
 //! generator, as receipt serials are: an id shows when its ticket was created.
 
+pub mod bound;
 pub mod postgres;
 pub mod sqlite;
 pub mod store;
 mod ticket;
 
 pub use store::{Kept, StoreError, TicketStore, Use};
-pub use ticket::{Ticket, TicketKind};
+pub use ticket::{Bound, Ticket, TicketKind};
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
@@ -268,22 +269,22 @@ impl Tickets {
         (ttl > 0).then(|| now.saturating_add(ttl))
     }
 
-    /// `ids.len()` new tickets for `caller`, unless it would hold more than `max_unused`
-    /// unused ones (counted and inserted in one transaction).
+    /// New, unused tickets of `caller`'s with ids `ids`, created now (not stored yet:
+    /// [`Tickets::create`] stores them).
+    pub fn fresh(&self, caller: &str, ids: Vec<String>, show_result: bool) -> Vec<Ticket> {
+        let now = now_ms();
+        let expires_ms = self.expiry(now);
+        ids.into_iter().map(|id| Ticket::new(id, caller, show_result, now, expires_ms)).collect()
+    }
+
+    /// Stores `tickets` (new, all of one caller's: [`Tickets::fresh`]), unless the caller would
+    /// hold more than `max_unused` unused ones (counted and inserted in one transaction).
     ///
     /// # Errors
     /// 409 `too_many_tickets`; 503 `store_unavailable`, `store_full`.
-    pub async fn create(
-        &self,
-        caller: &str,
-        ids: Vec<String>,
-        show_result: bool,
-    ) -> Result<Vec<Ticket>, ApiError> {
+    pub async fn create(&self, tickets: Vec<Ticket>) -> Result<Vec<Ticket>, ApiError> {
         self.room()?;
         let now = now_ms();
-        let expires_ms = self.expiry(now);
-        let tickets: Vec<Ticket> =
-            ids.into_iter().map(|id| Ticket::new(id, caller, show_result, now, expires_ms)).collect();
         let max = u64::from(self.settings.max_unused);
         match self.timed("create", self.store.create(tickets.clone(), max, now)).await? {
             Some(held) => Err(ApiError::Conflict {

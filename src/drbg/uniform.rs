@@ -6,6 +6,8 @@
 //! infallible `Rng`, so a generator that cannot reseed could only hand out a placeholder and
 //! the rejection loop could spin on it forever. Here the first failed word ends the draw with
 //! the source's error.
+//!
+//! And on it, [`shuffle`]: distinct integers of a range in random order (`/sequence`'s draw).
 
 /// A uniform distribution on `[low, high]` over `i64`, with no modulo bias.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,6 +47,34 @@ impl UniformI64 {
             }
         }
     }
+}
+
+/// The first `count` values of a uniformly random permutation of `[min, max]` (`count` at most
+/// the range's size): a partial Fisher–Yates shuffle over positions named by their values,
+/// `moved` holding the value now at each position taken from, so that the range is never
+/// written out.
+///
+/// # Errors
+/// The first error of `next`.
+pub fn shuffle<E>(
+    min: i64,
+    max: i64,
+    count: usize,
+    mut next: impl FnMut() -> Result<u64, E>,
+) -> Result<Vec<i64>, E> {
+    let mut moved: std::collections::HashMap<i64, i64> = std::collections::HashMap::with_capacity(count);
+    let mut out = Vec::with_capacity(count);
+    for i in 0..count as u64 {
+        // Position i, named by its value: min + i <= max, as count is at most the range's size.
+        let here = min.wrapping_add_unsigned(i);
+        let Some(rest) = UniformI64::new_inclusive(here, max) else { break };
+        let pick = rest.sample(&mut next)?;
+        // Swap positions `here` and `pick`; `here` is never looked at again.
+        let at_here = moved.remove(&here).unwrap_or(here);
+        let at_pick = if pick == here { at_here } else { moved.insert(pick, at_here).unwrap_or(pick) };
+        out.push(at_pick);
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

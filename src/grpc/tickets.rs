@@ -223,7 +223,7 @@ pub async fn create(
     let admission = caller(&request)?;
     let r = request.into_inner();
     let n = if r.n == 0 { 1 } else { u64::from(r.n) };
-    let created = calls::create(state, &admission, n, r.show_result).await?;
+    let created = calls::create(state, &admission, n, r.show_result, None).await?;
     // One caller's tickets: its hash made once.
     let hash = calls::of(state)?.caller_hash(admission.caller.name());
     let tickets = created.iter().map(|t| message(&hash, t, false)).collect();

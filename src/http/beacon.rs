@@ -267,7 +267,7 @@ fn waiters_full(wait: Duration, round: u64) -> ApiError {
 
 /// `Retry-After` for a round due in `wait`: whole seconds, rounded up (at least one, so that a
 /// retry finds it due), at most [`MAX_RETRY_AFTER`].
-fn retry_secs(wait: Duration) -> u64 {
+pub(crate) fn retry_secs(wait: Duration) -> u64 {
     wait.as_secs().saturating_add(u64::from(wait.subsec_nanos() > 0)).clamp(1, MAX_RETRY_AFTER)
 }
 

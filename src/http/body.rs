@@ -19,12 +19,19 @@ pub const MAX_JSON_BODY: usize = 8192;
 /// `invalid_body` (unreadable, too large, not JSON, not an object, a member of the wrong type),
 /// a member's own code ([`Params::from_json`]); 499 when the client went away.
 pub async fn json_params(body: Body) -> Result<Params<'static>, ApiError> {
+    Params::from_json(&json_body(body).await?)
+}
+
+/// A POST's JSON body as it came, under the same deadline and cap as [`json_params`].
+///
+/// # Errors
+/// As [`json_params`], but for the members' own codes.
+pub async fn json_body(body: Body) -> Result<serde_json::Value, ApiError> {
     let bytes = axum::body::to_bytes(body, MAX_JSON_BODY).await.map_err(|e| body_error(&e, MAX_JSON_BODY))?;
     // A member given twice is refused, as a query parameter given twice is.
-    let body = crate::receipts::strict_json::from_slice(&bytes).map_err(|e| {
+    crate::receipts::strict_json::from_slice(&bytes).map_err(|e| {
         ApiError::invalid("invalid_body", "body", format!("the body is not JSON of distinct members: {e}"))
-    })?;
-    Params::from_json(&body)
+    })
 }
 
 /// Whether a body could not be read because it is over its cap.

@@ -6,12 +6,10 @@
 //! request, its draw, its receipt's form, its REST handler and its OpenAPI operation; the gRPC
 //! method (`grpc.rs`) builds the same request and calls the same draw.
 //!
-//! The draw is a partial Fisher–Yates shuffle of the range, kept sparse (a map of the positions
-//! moved so far: memory is `count` entries whatever the range's size), each step one of the
-//! service's unbiased integer draws ([`crate::drbg::uniform`]): every ordered selection of
-//! `count` values is equally likely. It is charged as `/int` is: 64 bits a value.
-
-use std::collections::HashMap;
+//! The draw is [`crate::drbg::uniform::shuffle`], a partial Fisher–Yates shuffle of the range
+//! kept sparse (memory is `count` entries whatever the range's size), each step one of the
+//! service's unbiased integer draws: every ordered selection of `count` values is equally
+//! likely (the same sampler serves draws bound to a beacon round, `tickets/bound.rs`). It is charged as `/int` is: 64 bits a value.
 
 use axum::Json;
 use axum::response::IntoResponse;
@@ -24,7 +22,7 @@ use super::receipt;
 use super::respond::served;
 use crate::callers::{Admission, Caller, Draw};
 use crate::drbg::Algorithm;
-use crate::drbg::uniform::UniformI64;
+use crate::drbg::uniform;
 use crate::error::ApiError;
 use crate::pipeline::params::{Accept, Param, Params, wants_json};
 use crate::pipeline::{Answer, Describe};
@@ -125,41 +123,14 @@ impl Sequence {
 /// # Errors
 /// As [`Service::draw_words`]: the caller's policy and quota, the generator.
 pub fn draw(service: &Service, caller: &Caller, req: &SequenceRequest) -> Result<Sequence, ApiError> {
-    let values = service
-        .draw_words(caller, &req.draw(), |words| shuffle(req.min, req.max, req.count, || words.next_u64()))?;
+    let values = service.draw_words(caller, &req.draw(), |words| {
+        uniform::shuffle(req.min, req.max, req.count, || words.next_u64())
+    })?;
     // `count` is at most the range's size (the request's constructor): never fewer values.
     if values.len() != req.count {
         return Err(ApiError::Internal);
     }
     Ok(Sequence { values, min: req.min, max: req.max, alg: req.alg })
-}
-
-/// The first `count` values of a uniformly random permutation of `[min, max]` (`count` at most
-/// the range's size): a partial Fisher–Yates shuffle over positions named by their values,
-/// `moved` holding the value now at each position taken from, so that the range is never
-/// written out.
-///
-/// # Errors
-/// The first error of `next`.
-fn shuffle<E>(
-    min: i64,
-    max: i64,
-    count: usize,
-    mut next: impl FnMut() -> Result<u64, E>,
-) -> Result<Vec<i64>, E> {
-    let mut moved: HashMap<i64, i64> = HashMap::with_capacity(count);
-    let mut out = Vec::with_capacity(count);
-    for i in 0..count as u64 {
-        // Position i, named by its value: min + i <= max, as count is at most the range's size.
-        let here = min.wrapping_add_unsigned(i);
-        let Some(rest) = UniformI64::new_inclusive(here, max) else { break };
-        let pick = rest.sample(&mut next)?;
-        // Swap positions `here` and `pick`; `here` is never looked at again.
-        let at_here = moved.remove(&here).unwrap_or(here);
-        let at_pick = if pick == here { at_here } else { moved.insert(pick, at_here).unwrap_or(pick) };
-        out.push(at_pick);
-    }
-    Ok(out)
 }
 
 /// `/sequence?min=&max=&count=&alg=&receipt=&user_data=`.
@@ -238,6 +209,7 @@ mod tests {
     use rand::{Rng, SeedableRng};
 
     use super::*;
+    use crate::drbg::uniform::shuffle;
 
     /// Words from a seeded generator, for draws that tests can repeat.
     fn words(seed: u64) -> impl FnMut() -> Result<u64, ()> {

@@ -16,6 +16,7 @@
 //! before it is sent, and a store that cannot commit is 503 `store_unavailable` with the ticket
 //! left unused.
 
+pub mod bound;
 pub mod calls;
 
 use axum::Json;
@@ -26,7 +27,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::MethodRouter;
 use serde::Serialize;
 
-use super::body::json_params;
+use super::body::json_body;
 use crate::callers::Admission;
 use crate::error::ApiError;
 use crate::pipeline::params::{Accept, Param, Params};
@@ -75,10 +76,28 @@ async fn create(
     Extension(admission): Extension<Admission>,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let params = json_params(body).await?;
+    let mut body = json_body(body).await?;
+    // The draw new tickets are bound to: an object of its own (its parameters' names are the
+    // endpoint's, `n` among them).
+    let draw = body.as_object_mut().and_then(|members| members.remove("draw"));
+    let params = Params::from_json(&body)?;
     params.allow_only(crate::pipeline::params::TICKETS)?;
     let n = params.u64(Param::N)?.unwrap_or(1);
-    let created = calls::create(&state, &admission, n, params.flag(Param::ShowResult)?).await?;
+    let bind = match (params.u64(Param::Round)?, &draw) {
+        (Some(round), Some(draw)) => Some((round, draw)),
+        (None, None) => None,
+        (Some(_), None) => {
+            return Err(ApiError::invalid(
+                "invalid_draw",
+                "draw",
+                "a ticket bound to a round names its draw",
+            ));
+        }
+        (None, Some(_)) => {
+            return Err(ApiError::invalid("invalid_round", "round", "a ticket's draw is bound to a round"));
+        }
+    };
+    let created = calls::create(&state, &admission, n, params.flag(Param::ShowResult)?, bind).await?;
     // One caller's tickets: its hash made once.
     let hash = calls::of(&state)?.caller_hash(admission.caller.name());
     let views: Vec<View> = created.iter().map(|t| View::of(&hash, t)).collect();
@@ -151,6 +170,12 @@ struct View {
     serial: Option<String>,
     previous_ticket: Option<String>,
     next_ticket: Option<String>,
+    /// The beacon round its draw is bound to, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    round: Option<u64>,
+    /// Its signed commitment (a bound ticket's), as signed: `{"random": ..., "signature": ...}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    commitment: Option<Box<serde_json::value::RawValue>>,
 }
 
 impl View {
@@ -168,6 +193,11 @@ impl View {
             serial: t.serial.clone(),
             previous_ticket: t.previous_id.clone(),
             next_ticket: t.next_id.clone(),
+            round: t.bound.as_ref().map(|b| b.round),
+            commitment: t.bound.as_ref().and_then(|b| {
+                let text = String::from_utf8(b.commitment.clone()).ok()?;
+                serde_json::value::RawValue::from_string(text).ok()
+            }),
         }
     }
 }

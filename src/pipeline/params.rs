@@ -48,6 +48,8 @@ pub enum Param {
     After,
     /// Most items on a page (`GET /tickets`).
     Limit,
+    /// The beacon round new tickets' draws are bound to (`POST /tickets`).
+    Round,
 }
 
 impl Param {
@@ -70,6 +72,7 @@ impl Param {
             Param::Type => "type",
             Param::After => "after",
             Param::Limit => "limit",
+            Param::Round => "round",
         }
     }
 
@@ -90,6 +93,7 @@ impl Param {
             Param::UserData | Param::Ticket | Param::Type | Param::After => "invalid_body",
             Param::ShowResult => "invalid_boolean",
             Param::Limit => "invalid_limit",
+            Param::Round => "invalid_round",
         }
     }
 }
@@ -108,7 +112,7 @@ pub const INT: &[Param] = &[Param::Min, Param::Max, Param::Count, Param::Alg];
 pub const RECEIPT: &[Param] = &[Param::Receipt, Param::UserData, Param::Ticket];
 
 /// The members of `POST /tickets`'s body.
-pub const TICKETS: &[Param] = &[Param::N, Param::ShowResult];
+pub const TICKETS: &[Param] = &[Param::N, Param::ShowResult, Param::Round];
 
 /// The most query parameters a request may give.
 pub const MAX_PARAMS: usize = 16;
@@ -346,7 +350,7 @@ fn json_member(key: &str, value: &serde_json::Value) -> Result<String, ApiError>
         Err(ApiError::invalid(code, key, format!("{key} must be {what}")))
     };
     match (param, value) {
-        (Some(p @ (Param::N | Param::Bytes | Param::Count | Param::Version)), value) => {
+        (Some(p @ (Param::N | Param::Bytes | Param::Count | Param::Version | Param::Round)), value) => {
             match json_integer(value) {
                 Some(n) if n >= 0 => Ok(n.to_string()),
                 _ => wrong(p, "a positive integer"),

@@ -24,17 +24,17 @@ use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
 use super::store::{Kept, StoreError, TicketStore, Use};
-use super::ticket::{Ticket, TicketKind};
+use super::ticket::{Bound, Ticket, TicketKind};
 use crate::config::results::ResultsSettings;
 
 /// The schema's version this build writes.
-const SCHEMA_VERSION: i64 = 1;
+const SCHEMA_VERSION: i64 = 2;
 /// The advisory lock key schema changes are made under (any constant; "drbgd" in ASCII).
 const SCHEMA_LOCK: i64 = 0x64_7262_6764;
 /// How long start-up waits for the database.
 const START_WITHIN: Duration = Duration::from_secs(30);
 
-/// The schema, version 1.
+/// The schema, version 2 (version 1 had no `round`, `draw`, `commitment`: [`BIND_ROUNDS`]).
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS drbgd_tickets (
     id TEXT PRIMARY KEY,
@@ -47,7 +47,10 @@ CREATE TABLE IF NOT EXISTS drbgd_tickets (
     used_ms BIGINT,
     digest BYTEA,
     serial TEXT,
-    revealed BOOLEAN NOT NULL DEFAULT FALSE
+    revealed BOOLEAN NOT NULL DEFAULT FALSE,
+    round BIGINT,
+    draw TEXT,
+    commitment BYTEA
 );
 CREATE INDEX IF NOT EXISTS drbgd_tickets_by_caller ON drbgd_tickets (caller, id);
 CREATE INDEX IF NOT EXISTS drbgd_tickets_unused ON drbgd_tickets (caller) WHERE used_ms IS NULL;
@@ -65,9 +68,17 @@ CREATE TABLE IF NOT EXISTS drbgd_meta (
 );
 ";
 
+/// Version 1 to 2: tickets bound to a beacon round (null on the tickets before, bound to none).
+const BIND_ROUNDS: &str = "
+ALTER TABLE drbgd_tickets ADD COLUMN IF NOT EXISTS round BIGINT;
+ALTER TABLE drbgd_tickets ADD COLUMN IF NOT EXISTS draw TEXT;
+ALTER TABLE drbgd_tickets ADD COLUMN IF NOT EXISTS commitment BYTEA;
+UPDATE drbgd_meta SET value = '\\x0000000000000002' WHERE name = 'schema_version';
+";
+
 /// The columns of a ticket, in [`ticket_of`]'s order (`r`: its kept result).
 const TICKET_COLUMNS: &str = "t.id, t.caller, t.show_result, t.created_ms, t.expires_ms, t.previous_id, \
-     t.next_id, t.used_ms, t.serial, t.revealed, r.body, t.digest";
+     t.next_id, t.used_ms, t.serial, t.revealed, r.body, t.digest, t.round, t.draw, t.commitment";
 
 /// The store's handle: a pool of connections.
 #[derive(Clone)]
@@ -157,7 +168,12 @@ impl Postgres {
         let version: Vec<u8> =
             tx.query_one("SELECT value FROM drbgd_meta WHERE name = 'schema_version'", &[]).await?.get(0);
         let version = <[u8; 8]>::try_from(version.as_slice()).map(i64::from_be_bytes).unwrap_or(i64::MAX);
-        if version != SCHEMA_VERSION {
+        if version == 1 {
+            tx.batch_execute(BIND_ROUNDS).await?;
+            tracing::info!(
+                "the tickets' PostgreSQL schema migrated from version 1 to 2 (tickets bound to a round)"
+            );
+        } else if version != SCHEMA_VERSION {
             return Err(Newer(version).into());
         }
         tx.execute(
@@ -234,9 +250,19 @@ impl Postgres {
         }
         for t in &tickets {
             tx.execute(
-                "INSERT INTO drbgd_tickets (id, caller, show_result, created_ms, expires_ms, previous_id) \
-                 VALUES ($1, $2, $3, $4, $5, $6)",
-                &[&t.id, &t.caller, &t.show_result, &t.created_ms, &t.expires_ms, &t.previous_id],
+                "INSERT INTO drbgd_tickets (id, caller, show_result, created_ms, expires_ms, previous_id, \
+                 round, draw, commitment) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                &[
+                    &t.id,
+                    &t.caller,
+                    &t.show_result,
+                    &t.created_ms,
+                    &t.expires_ms,
+                    &t.previous_id,
+                    &t.bound.as_ref().map(|b| i64::try_from(b.round).unwrap_or(i64::MAX)),
+                    &t.bound.as_ref().map(|b| b.draw.as_str()),
+                    &t.bound.as_ref().map(|b| b.commitment.as_slice()),
+                ],
             )
             .await
             .map_err(failed("create"))?;
@@ -342,6 +368,12 @@ fn not_up_yet(error: &anyhow::Error) -> bool {
 )]
 struct Newer(i64);
 
+/// A ticket's binding of its `round`, `draw` and `commitment` columns (none unless all three
+/// are there).
+fn bound_of(round: Option<i64>, draw: Option<String>, commitment: Option<Vec<u8>>) -> Option<Bound> {
+    Some(Bound { round: u64::try_from(round?).ok()?, draw: draw?, commitment: commitment? })
+}
+
 /// A row of [`TICKET_COLUMNS`] as a ticket.
 fn ticket_of(row: &Row) -> Ticket {
     Ticket {
@@ -357,6 +389,7 @@ fn ticket_of(row: &Row) -> Ticket {
         revealed: row.get(9),
         result: row.get(10),
         digest: row.get(11),
+        bound: bound_of(row.get(12), row.get(13), row.get(14)),
     }
 }
 

@@ -22,7 +22,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use tokio::sync::oneshot;
 
 use super::store::{Kept, StoreError, TicketStore, Use};
-use super::ticket::{Ticket, TicketKind};
+use super::ticket::{Bound, Ticket, TicketKind};
 
 /// Jobs committed together at most.
 const GROUP: usize = 64;
@@ -59,6 +59,7 @@ impl Sqlite {
         let mode: String = connection.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
         anyhow::ensure!(mode.eq_ignore_ascii_case("wal"), "{}: journal_mode stays {mode}", path.display());
         connection.execute_batch(SCHEMA)?;
+        bind_rounds(&connection)?;
         let secret = secret(&connection, fresh)?;
         anyhow::ensure!(
             secret.len() >= 32,
@@ -203,7 +204,10 @@ CREATE TABLE IF NOT EXISTS tickets (
     used_ms INTEGER,
     digest BLOB,
     serial TEXT,
-    revealed INTEGER NOT NULL DEFAULT 0
+    revealed INTEGER NOT NULL DEFAULT 0,
+    round INTEGER,
+    draw TEXT,
+    commitment BLOB
 ) STRICT;
 CREATE INDEX IF NOT EXISTS tickets_by_caller ON tickets (caller, id);
 CREATE INDEX IF NOT EXISTS tickets_unused ON tickets (caller) WHERE used_ms IS NULL;
@@ -221,9 +225,25 @@ CREATE TABLE IF NOT EXISTS meta (
 ) STRICT;
 ";
 
+/// The columns of tickets bound to a beacon round, added to a file made before them (each is
+/// null on the tickets of that time, which are bound to none).
+const ROUND_COLUMNS: [(&str, &str); 3] = [("round", "INTEGER"), ("draw", "TEXT"), ("commitment", "BLOB")];
+
+/// Adds [`ROUND_COLUMNS`] to a tickets table that lacks them.
+fn bind_rounds(connection: &Connection) -> rusqlite::Result<()> {
+    let mut statement = connection.prepare("SELECT name FROM pragma_table_info('tickets')")?;
+    let names = statement.query_map([], |r| r.get::<_, String>(0))?.collect::<rusqlite::Result<Vec<_>>>()?;
+    for (name, kind) in ROUND_COLUMNS {
+        if !names.iter().any(|n| n == name) {
+            connection.execute_batch(&format!("ALTER TABLE tickets ADD COLUMN {name} {kind}"))?;
+        }
+    }
+    Ok(())
+}
+
 /// The columns of a ticket, in [`ticket_of`]'s order.
 const TICKET_COLUMNS: &str = "t.id, t.caller, t.show_result, t.created_ms, t.expires_ms, t.previous_id, \
-     t.next_id, t.used_ms, t.serial, t.revealed, r.body, t.digest";
+     t.next_id, t.used_ms, t.serial, t.revealed, r.body, t.digest, t.round, t.draw, t.commitment";
 
 /// The ticket with id `id`, its kept result joined.
 fn ticket(connection: &Connection, id: &str) -> rusqlite::Result<Option<Ticket>> {
@@ -248,7 +268,14 @@ fn ticket_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<Ticket> {
         revealed: row.get::<_, i64>(9)? != 0,
         result: row.get(10)?,
         digest: row.get(11)?,
+        bound: bound_of(row.get(12)?, row.get(13)?, row.get(14)?),
     })
+}
+
+/// A ticket's binding of its `round`, `draw` and `commitment` columns (none unless all three
+/// are there).
+fn bound_of(round: Option<i64>, draw: Option<String>, commitment: Option<Vec<u8>>) -> Option<Bound> {
+    Some(Bound { round: u64::try_from(round?).ok()?, draw: draw?, commitment: commitment? })
 }
 
 /// The store's own secret, made from `fresh` the first time (what caller hashes are keyed with,
@@ -273,9 +300,19 @@ fn unused(connection: &Connection, caller: &str, now: i64) -> rusqlite::Result<u
 /// Inserts a new, unused ticket.
 fn insert(connection: &Connection, t: &Ticket) -> rusqlite::Result<()> {
     connection.execute(
-        "INSERT INTO tickets (id, caller, show_result, created_ms, expires_ms, previous_id) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        params![t.id, t.caller, i64::from(t.show_result), t.created_ms, t.expires_ms, t.previous_id],
+        "INSERT INTO tickets (id, caller, show_result, created_ms, expires_ms, previous_id, round, draw, \
+         commitment) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        params![
+            t.id,
+            t.caller,
+            i64::from(t.show_result),
+            t.created_ms,
+            t.expires_ms,
+            t.previous_id,
+            t.bound.as_ref().map(|b| i64::try_from(b.round).unwrap_or(i64::MAX)),
+            t.bound.as_ref().map(|b| &b.draw),
+            t.bound.as_ref().map(|b| &b.commitment),
+        ],
     )?;
     Ok(())
 }

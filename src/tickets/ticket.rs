@@ -27,6 +27,20 @@ pub struct Ticket {
     pub result: Option<Vec<u8>>,
     /// The digest of the request that used it ([`super::request_digest`]).
     pub digest: Option<Vec<u8>>,
+    /// The round and draw it is bound to, if any ([`super::bound`]).
+    pub bound: Option<Bound>,
+}
+
+/// A ticket's binding to a beacon round, as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bound {
+    /// The round whose randomness its draw's values come from.
+    pub round: u64,
+    /// The draw, in its stored form ([`super::bound::Draw::to_stored`]; read back when used,
+    /// a form that does not read refusing the draw).
+    pub draw: String,
+    /// The signed commitment its creation answered (`{"random": ..., "signature": ...}`).
+    pub commitment: Vec<u8>,
 }
 
 impl Ticket {
@@ -51,6 +65,7 @@ impl Ticket {
             revealed: false,
             result: None,
             digest: None,
+            bound: None,
         }
     }
 

@@ -23,7 +23,7 @@ use crate::helpers::{TestApp, assert_problem, eventually, spawn_with, test_setti
 
 const EXAMPLE_PUBLIC_KEY: &str = "81ef98fb75fff9705e51d57870319ce0eb94b07601ddc5747fe13807c1429008090c5436cb2d68b6e6bf2e9d8ca428da109154aedc9bf7764f5bf9a41dbc24815b594b647246540964692ab3294c83327193c4b3bbf6ecdb7cac469c1a6f9b10";
 
-const PASS: u8 = 0;
+pub(crate) const PASS: u8 = 0;
 const DOWN: u8 = 1;
 const FORGE: u8 = 2;
 const OTHER_CHAIN: u8 = 3;
@@ -36,12 +36,12 @@ const REDIRECT: u8 = 6;
 /// Rounds answered with the real round padded past 16 KiB of spaces (valid JSON, too big).
 const HUGE: u8 = 7;
 
-fn unix_now() -> u64 {
+pub(crate) fn unix_now() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs()
 }
 
 /// The network: drbgd's example key, a round a second from `genesis`.
-async fn network(genesis: u64) -> TestApp {
+pub(crate) async fn network(genesis: u64) -> TestApp {
     let overrides = serde_json::json!({
         "server": { "listen": "127.0.0.1:0", "admin_listen": "127.0.0.1:0" },
         "drbg": { "shards": 2 },
@@ -52,13 +52,13 @@ async fn network(genesis: u64) -> TestApp {
 }
 
 /// A gate in front of `target` (a base URL), doing what its mode says; its base URL.
-struct Gate {
-    base: String,
+pub(crate) struct Gate {
+    pub(crate) base: String,
     mode: Arc<AtomicU8>,
 }
 
 impl Gate {
-    async fn new(target: String, mode: u8) -> Gate {
+    pub(crate) async fn new(target: String, mode: u8) -> Gate {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let mode = Arc::new(AtomicU8::new(mode));
@@ -158,7 +158,7 @@ async fn behind_one_gate(mode: u8) -> (TestApp, Gate, TestApp) {
 }
 
 /// drbgd following `upstreams` (base URLs) for the chain `chain_hash` of the example key.
-fn following(upstreams: &[&Gate], chain_hash: &str) -> Settings {
+pub(crate) fn following(upstreams: &[&Gate], chain_hash: &str) -> Settings {
     let mut s = test_settings();
     s.beacon.enabled = true;
     s.beacon.source = BeaconSource::Drand;
@@ -173,12 +173,12 @@ fn following(upstreams: &[&Gate], chain_hash: &str) -> Settings {
     s
 }
 
-async fn chain_hash(network: &TestApp) -> String {
+pub(crate) async fn chain_hash(network: &TestApp) -> String {
     let info: Value = network.get("/beacon/info").await.json().await.unwrap();
     info["hash"].as_str().unwrap().to_string()
 }
 
-async fn latest(app: &TestApp) -> Option<u64> {
+pub(crate) async fn latest(app: &TestApp) -> Option<u64> {
     let r = app.get("/beacon/public/latest").await;
     if r.status() != 200 {
         return None;

@@ -18,6 +18,7 @@ mod pollen;
 mod random;
 mod receipts;
 mod reload;
+mod round_draws;
 mod sequence;
 mod tickets;
 mod traces;

@@ -26,7 +26,7 @@ pub(crate) fn dir(tag: &str) -> std::path::PathBuf {
 
 /// Where a test keeps its tickets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Store {
+pub(crate) enum Store {
     Sqlite,
     Postgres,
 }
@@ -53,7 +53,7 @@ async fn postgres_database(tag: &str) -> Option<(String, std::path::PathBuf)> {
 }
 
 /// [`ticket_settings`] kept in `store` (`None`: no PostgreSQL server here).
-async fn settings_on(store: Store, tag: &str) -> Option<Settings> {
+pub(crate) async fn settings_on(store: Store, tag: &str) -> Option<Settings> {
     let mut settings = ticket_settings(&dir(&format!("{tag}-{store:?}")));
     if store == Store::Postgres {
         let (url, password_file) = postgres_database(tag).await?;
@@ -112,7 +112,7 @@ async fn spawn(store: Store, tag: &str) -> Option<TestApp> {
     Some(spawn_with(settings_on(store, tag).await?, Arc::new(OsEntropy)).await)
 }
 
-async fn create(app: &TestApp, body: Value) -> Vec<Value> {
+pub(crate) async fn create(app: &TestApp, body: Value) -> Vec<Value> {
     let r = post(app, "/tickets", &body).await;
     assert_eq!(r.status(), 201);
     let page: Value = r.json().await.unwrap();
@@ -120,7 +120,7 @@ async fn create(app: &TestApp, body: Value) -> Vec<Value> {
 }
 
 /// A POST of alice's.
-async fn post(app: &TestApp, path: &str, body: &Value) -> reqwest::Response {
+pub(crate) async fn post(app: &TestApp, path: &str, body: &Value) -> reqwest::Response {
     post_as(app, ALICE, path, body).await
 }
 
@@ -134,7 +134,7 @@ async fn get(app: &TestApp, path: &str) -> reqwest::Response {
 }
 
 /// The receipt `answer` verifies with the key `GET /keys` publishes (RFC 8785 and Ed25519).
-async fn verifies(app: &TestApp, answer: &Value) -> bool {
+pub(crate) async fn verifies(app: &TestApp, answer: &Value) -> bool {
     let keys: Value = app.get("/keys").await.json().await.unwrap();
     let x = data_encoding::BASE64URL_NOPAD.decode(keys["keys"][0]["x"].as_str().unwrap().as_bytes()).unwrap();
     let key = VerifyingKey::from_bytes(&x.try_into().unwrap()).unwrap();

@@ -7,6 +7,7 @@ use axum::body::Body;
 use axum::http::{HeaderName, HeaderValue};
 use axum::response::Response;
 
+use super::bound;
 use crate::callers::Admission;
 use crate::error::ApiError;
 use crate::pipeline::params::{Accept, Param, Params};
@@ -94,14 +95,10 @@ async fn ticketed(
             "this server keeps no tickets ([tickets] enabled is off)",
         )
     })?;
-    if !endpoint.guard.route.is_some_and(crate::route::Route::takes_tickets) {
-        return Err(ApiError::invalid(
-            "ticket_not_allowed",
-            "ticket",
-            "a ticket's result may be shown to others: tokens and nonces are secrets, drawn without one",
-        ));
-    }
     let id = params.get(Param::Ticket).unwrap_or_default().to_owned();
+    if !endpoint.guard.route.is_some_and(crate::route::Route::takes_tickets) {
+        return Err(not_allowed(tickets, admission, &id).await);
+    }
     if !tickets::valid_id(&id) {
         return Err(ApiError::invalid("invalid_ticket", "ticket", "ticket must be a ticket id (a UUIDv7)"));
     }
@@ -112,8 +109,11 @@ async fn ticketed(
         Lookup::Unused(ticket) => ticket,
         used @ Lookup::Used { .. } => return again(tickets, used, &digest, &id),
     };
-    let params = params.with_stamp(TicketStamp { id: id.clone(), previous: ticket.previous_id });
-    let answer = respond(state, admission, accept, &params)?;
+    let params = params.with_stamp(TicketStamp { id: id.clone(), previous: ticket.previous_id.clone() });
+    let answer = match &ticket.bound {
+        Some(bound) => bound::draw(state, admission, endpoint, &params, &ticket, bound).await?,
+        None => respond(state, admission, accept, &params)?,
+    };
     let serial = answer.report.serial.clone().ok_or(ApiError::Internal)?;
     let (mut parts, body) = answer.response.into_parts();
     let result = axum::body::to_bytes(body, usize::MAX).await.map_err(|_| ApiError::Internal)?;
@@ -136,6 +136,27 @@ async fn ticketed(
         // Used in between by another replica (or process of the same file): what it kept
         // decides.
         false => again(tickets, tickets.lookup(caller, &id).await?, &digest, &id),
+    }
+}
+
+/// The refusal of ticket `id` on an endpoint that takes none (`/token`, `/nonce`, whose values
+/// are secrets): `round_draw_not_allowed` for a ticket of the caller's bound to a round (its
+/// values would be public), `ticket_not_allowed` for any other.
+async fn not_allowed(tickets: &Tickets, admission: &Admission, id: &str) -> ApiError {
+    let caller = admission.caller.name();
+    let bound = tickets::valid_id(id)
+        && matches!(tickets.lookup(caller, id).await, Ok(Lookup::Unused(Ticket { bound: Some(_), .. })));
+    match bound {
+        true => ApiError::invalid(
+            "round_draw_not_allowed",
+            "ticket",
+            "a draw bound to a round is public once the round is out: tokens and nonces are secrets, never bound",
+        ),
+        false => ApiError::invalid(
+            "ticket_not_allowed",
+            "ticket",
+            "a ticket's result may be shown to others: tokens and nonces are secrets, drawn without one",
+        ),
     }
 }
 
@@ -221,16 +242,24 @@ pub async fn create(
     admission: &Admission,
     n: u64,
     show_result: bool,
+    bind: Option<(u64, &serde_json::Value)>,
 ) -> Result<Vec<Ticket>, ApiError> {
     let tickets = of(state)?;
     if !(1..=u64::from(MAX_PER_CREATE)).contains(&n) {
         return Err(ApiError::invalid("invalid_count", "n", format!("n must be in 1..={MAX_PER_CREATE}")));
     }
     let caller = holder(admission)?;
+    let binding = bind.map(|(round, draw)| bound::binding(state, admission, round, draw)).transpose()?;
     admission.caller.take_requests(n - 1)?;
     let now = tickets::now_ms();
     let ids = (0..n).map(|_| tickets::new_id(&state.service, now)).collect::<Result<Vec<_>, _>>()?;
-    tickets.create(caller, ids, show_result).await.inspect_err(|e| refused(state, e))
+    let mut fresh = tickets.fresh(caller, ids, show_result);
+    if let Some(binding) = &binding {
+        for ticket in &mut fresh {
+            ticket.bound = Some(bound::commit(state, admission, ticket, binding)?);
+        }
+    }
+    tickets.create(fresh).await.inspect_err(|e| refused(state, e))
 }
 
 /// A page of the caller's tickets of `kind` (`singleton`, `head`, `tail`), ids after `after`,

@@ -1,0 +1,281 @@
+//! Tickets bound to a beacon round, as both transports' calls make and use them (what they are
+//! and the derivation: [`crate::tickets::bound`]; docs/verifiable.md):
+//!
+//! - created with `"round": R` and `"draw": {"endpoint": "/int", "min": 1, "max": 6, "count":
+//!   5}` (`POST /tickets`): R checked against the followed drand network (not out yet, within
+//!   a year), the draw against the endpoint's own rules and the caller's policy, and each
+//!   ticket's commitment signed with the receipts' key and stored with it;
+//! - used by the draw's endpoint (`POST /int {"ticket": id}`, the parameters absent or the
+//!   committed ones): 425 with `Retry-After` until R is verified, then the derivation's values
+//!   in a receipt that carries the round, its signature (and previous signature, chained), its
+//!   randomness, the chain hash and the derivation's name.
+
+use std::time::Duration;
+
+use crate::beacon::{Beacon, Refusal, SignedRound, wall_clock};
+use crate::callers::{Admission, Draw as Charge};
+use crate::drbg::Algorithm;
+use crate::error::ApiError;
+use crate::http::receipt;
+use crate::pipeline::params::Params;
+use crate::pipeline::{Answer, Endpoint};
+use crate::receipts::random::{Field, integer, integer_u64};
+use crate::receipts::{Random, TicketStamp};
+use crate::route::Route;
+use crate::service::{BitsRequest, Encoding};
+use crate::state::AppState;
+use crate::tickets::bound::{self, DERIVATION, Derived, Draw};
+use crate::tickets::{Bound, Ticket};
+
+/// How far ahead a ticket may be bound: a round due within a year.
+const MAX_AHEAD: Duration = Duration::from_secs(366 * 24 * 3600);
+
+/// A binding asked for at creation, checked: the round, the draw, the chain.
+#[derive(Debug, Clone)]
+pub struct Binding {
+    round: u64,
+    draw: Draw,
+    chain_hash: String,
+    /// When the round is due, Unix milliseconds.
+    due_ms: i64,
+}
+
+/// The beacon a bound ticket's round comes from: a followed drand network.
+fn followed(state: &AppState) -> Result<&Beacon, ApiError> {
+    state.beacon.as_deref().filter(|b| b.follows()).ok_or_else(|| {
+        ApiError::invalid(
+            "round_needs_drand",
+            "round",
+            "a draw is bound to a round of a drand network this server follows ([beacon] source = \"drand\"): \
+             the key-based beacon's holder could compute its rounds in advance",
+        )
+    })
+}
+
+/// What a bound draw is charged as: HMAC_DRBG (SHA-256) output with a receipt.
+fn charge(draw: &Draw) -> Charge {
+    let n_bits = match *draw {
+        Draw::Bits { n } => n,
+        Draw::Int { count, .. } | Draw::Sequence { count, .. } => count.saturating_mul(64),
+    };
+    Charge { alg: Algorithm::HmacSha256, n_bits, pr: false, receipt: true }
+}
+
+/// The binding of `round` and `draw` (a JSON object: `endpoint` and its parameters) for new
+/// tickets of `admission`'s caller.
+///
+/// # Errors
+/// 400 `round_needs_drand`, `round_draw_not_approved`, `round_not_future`, `round_too_far`,
+/// `invalid_draw`, `round_draw_not_allowed`, the endpoint's own codes, `receipts_disabled`;
+/// 403 from the caller's policy; 503 `beacon_unavailable` while the network's chain is not
+/// known.
+pub fn binding(
+    state: &AppState,
+    admission: &Admission,
+    round: u64,
+    draw: &serde_json::Value,
+) -> Result<Binding, ApiError> {
+    let rules = state.service.rules();
+    if rules.approved_only {
+        return Err(ApiError::invalid(
+            "round_draw_not_approved",
+            "round",
+            "a draw bound to a round is a public derivation, not an SP 800-90A instance: this server serves \
+             approved mechanisms only ([drbg] approved_only)",
+        ));
+    }
+    let beacon = followed(state)?;
+    let chain = beacon.chain().ok_or(ApiError::BeaconUnavailable)?;
+    let now = wall_clock();
+    let out = chain.schedule().round_at(now).max(beacon.latest_verified().map_or(0, |r| r.round));
+    if round <= out {
+        return Err(ApiError::invalid(
+            "round_not_future",
+            "round",
+            format!("round {round} is out (or due) already; the next is {}", out + 1),
+        ));
+    }
+    let until = chain.schedule().until(round, now);
+    if until > MAX_AHEAD {
+        return Err(ApiError::invalid("round_too_far", "round", "round must be due within a year"));
+    }
+    let draw = read_draw(state, draw)?;
+    state.receipts.ask(true, None, None)?;
+    admission.caller.policy.check(&charge(&draw))?;
+    let due_ms = i64::try_from((now + until).as_millis()).unwrap_or(i64::MAX);
+    Ok(Binding { round, draw, chain_hash: chain.hash_hex().to_owned(), due_ms })
+}
+
+/// The draw of a creation's `draw` member.
+fn read_draw(state: &AppState, draw: &serde_json::Value) -> Result<Draw, ApiError> {
+    let invalid = || {
+        ApiError::invalid(
+            "invalid_draw",
+            "draw",
+            "draw must be an object naming its endpoint and parameters: {\"endpoint\": \"/int\", \"min\": 1, ...}",
+        )
+    };
+    let endpoint = draw.get("endpoint").and_then(serde_json::Value::as_str).ok_or_else(invalid)?;
+    let params = Params::from_json(draw)?;
+    let pairs: Vec<(&str, &str)> = params.pairs().filter(|(name, _)| *name != "endpoint").collect();
+    Draw::new(state.service.rules(), endpoint, &pairs, state.receipts.max_output_bytes())
+}
+
+/// `ticket`'s binding to `binding`: its commitment (the round, the chain, the draw, the ticket)
+/// signed with the receipts' key, `{"random": ..., "signature": ...}` as receipts are.
+///
+/// # Errors
+/// 400 `round_after_expiry` (the ticket would expire before the round); 503 when nothing
+/// could be signed.
+pub fn commit(
+    state: &AppState,
+    admission: &Admission,
+    ticket: &Ticket,
+    binding: &Binding,
+) -> Result<Bound, ApiError> {
+    if ticket.expires_ms.is_some_and(|at| at <= binding.due_ms) {
+        return Err(ApiError::invalid(
+            "round_after_expiry",
+            "round",
+            format!("round {} is due after the tickets expire ([tickets] ttl_seconds)", binding.round),
+        ));
+    }
+    let stamp = TicketStamp { id: ticket.id.clone(), previous: None };
+    let ask = state.receipts.ask(true, None, Some(&stamp))?.ok_or(ApiError::Internal)?;
+    let random = with_draw(Random::default(), &binding.draw)
+        .with("endpoint", Field::Name(Route::Tickets.name()))
+        .with("alg", Field::Name(DERIVATION))
+        .with("draw_endpoint", Field::Name(binding.draw.route().name()))
+        .with("round", integer_u64(binding.round))
+        .with("chain_hash", binding.chain_hash.as_str());
+    let signed = state.receipts.issue(&state.service, &admission.caller, &ask, random)?;
+    let commitment =
+        format!("{{\"random\":{},\"signature\":\"{}\"}}", signed.json(), signed.signature()).into_bytes();
+    Ok(Bound { round: binding.round, draw: binding.draw.to_stored(), commitment })
+}
+
+/// `random` with `draw`'s parameters, typed as the endpoint's receipts type them.
+fn with_draw(random: Random, draw: &Draw) -> Random {
+    match *draw {
+        Draw::Bits { n } => random.with("n", integer_u64(n)),
+        Draw::Int { min, max, count } | Draw::Sequence { min, max, count } => {
+            random.with("min", integer(min)).with("max", integer(max)).with("count", integer_u64(count))
+        }
+    }
+}
+
+/// What a bound ticket's commitment says of the chain and when it was made.
+fn committed(bound: &Bound) -> Option<(String, String)> {
+    let value: serde_json::Value = serde_json::from_slice(&bound.commitment).ok()?;
+    let random = value.get("random")?;
+    let text = |name: &str| random.get(name)?.as_str().map(str::to_owned);
+    Some((text("chain_hash")?, text("issued_at")?))
+}
+
+/// The draw of `endpoint` under `ticket`, bound to `bound`: its values once the round is
+/// verified, in a receipt naming the round (`params` holds the ticket's stamp).
+///
+/// # Errors
+/// 409 `ticket_bound_elsewhere`, `ticket_bound_to_other_params`; 425 until the round is out;
+/// 503 `beacon_unavailable`; 503 `store_unavailable` for a binding that does not read; the
+/// caller's policy and quota.
+pub async fn draw(
+    state: &AppState,
+    admission: &Admission,
+    endpoint: &Endpoint,
+    params: &Params<'_>,
+    ticket: &Ticket,
+    bound: &Bound,
+) -> Result<Answer, ApiError> {
+    let (Some(draw), Some((chain_hash, committed_at))) = (Draw::from_stored(&bound.draw), committed(bound))
+    else {
+        tracing::error!(ticket = ticket.id, "a bound ticket whose draw or commitment does not read");
+        return Err(ApiError::StoreUnavailable);
+    };
+    if endpoint.guard.route != Some(draw.route()) {
+        return Err(ApiError::Conflict {
+            code: "ticket_bound_elsewhere",
+            detail: format!("ticket {} is bound to a draw of {}", ticket.id, draw.route().name()),
+        });
+    }
+    same_params(state, &draw, params)?;
+    let beacon = followed(state).map_err(|_| ApiError::BeaconUnavailable)?;
+    if beacon.chain().is_some_and(|c| c.hash_hex() != chain_hash) {
+        tracing::error!(ticket = ticket.id, "the chain followed now is not the one a bound ticket names");
+        return Err(ApiError::BeaconUnavailable);
+    }
+    let signed =
+        beacon.signed_in_turn(bound.round, wall_clock()).await.map_err(|r| refused(r, bound.round))?;
+    let charged = charge(&draw);
+    admission.caller.permit(&charged, charged.n_bits / 8)?;
+    let derived = bound::derive(&signed.randomness, &ticket.id, &draw)?;
+    let random = with_round(drawn(state, &draw, derived)?, &signed, &chain_hash, &committed_at);
+    let ask = receipt::ask(state, params)?.ok_or(ApiError::Internal)?;
+    receipt::respond(state, admission, &ask, random, Algorithm::HmacSha256, 0)
+}
+
+/// 409 `ticket_bound_to_other_params` unless `params` give no parameter of the draw, or the
+/// committed ones.
+fn same_params(state: &AppState, draw: &Draw, params: &Params<'_>) -> Result<(), ApiError> {
+    let given: Vec<(&str, &str)> =
+        params.pairs().filter(|(name, _)| !matches!(*name, "ticket" | "receipt" | "user_data")).collect();
+    if given.is_empty() {
+        return Ok(());
+    }
+    let asked = Draw::new(state.service.rules(), draw.route().name(), &given, u64::MAX)?;
+    match asked == *draw {
+        true => Ok(()),
+        false => Err(ApiError::Conflict {
+            code: "ticket_bound_to_other_params",
+            detail: "this ticket's draw was fixed at its creation with other parameters (leave them out)"
+                .into(),
+        }),
+    }
+}
+
+/// The error of a round not served now.
+fn refused(refusal: Refusal, round: u64) -> ApiError {
+    match refusal {
+        Refusal::NotDue { wait, .. } => {
+            let secs = crate::http::beacon::retry_secs(wait);
+            ApiError::TooEarly {
+                retry_after: secs,
+                detail: format!("round {round} is not out (verified) yet: this draw is due in {secs} s"),
+            }
+        }
+        Refusal::Busy => ApiError::Overloaded,
+        Refusal::NoRound | Refusal::Unavailable => ApiError::BeaconUnavailable,
+    }
+}
+
+/// The `random` object of `draw`'s derived values.
+fn drawn(state: &AppState, draw: &Draw, derived: Derived) -> Result<Random, ApiError> {
+    let random = match (*draw, derived) {
+        (Draw::Bits { n }, Derived::Bytes(bytes)) => {
+            let req = BitsRequest::new(state.service.rules(), Some(n), None, Encoding::Hex, false)?;
+            Random::bits(Route::Bits, &req, &bytes)
+        }
+        (Draw::Int { min, max, .. }, Derived::Values(values)) => {
+            Random::integers(Route::Int, Algorithm::HmacSha256, (min, max), &values)
+        }
+        (Draw::Sequence { min, max, .. }, Derived::Values(values)) => {
+            Random::integers(Route::Sequence, Algorithm::HmacSha256, (min, max), &values)
+        }
+        _ => return Err(ApiError::Internal),
+    };
+    Ok(random.with("alg", Field::Name(DERIVATION)))
+}
+
+/// `random` with the round it was derived from: enough to check it offline against the chain.
+fn with_round(random: Random, signed: &SignedRound, chain_hash: &str, committed_at: &str) -> Random {
+    let random = random
+        .with("round", integer_u64(signed.round))
+        .with("round_signature", const_hex::encode(&signed.signature))
+        .with("round_randomness", const_hex::encode(signed.randomness))
+        .with("chain_hash", chain_hash)
+        .with("committed_at", committed_at);
+    match &signed.previous {
+        Some(previous) => random.with("round_previous_signature", const_hex::encode(previous)),
+        None => random,
+    }
+}

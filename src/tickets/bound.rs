@@ -1,0 +1,307 @@
+//! Draws bound to a future round of a followed drand network: a ticket created with `round` R
+//! (a round not yet out) and its draw (the endpoint and its parameters) fixed in it, signed and
+//! stored before R is due; once R is verified, the draw's values come from one public
+//! derivation of R's randomness, the ticket id and the draw, which anyone can recompute.
+//! Neither the caller nor the operator can choose them after seeing R; nobody can know them
+//! before (a threshold network's round is unknown to each of its operators until `t` of them
+//! sign it). docs/verifiable.md, "Draws bound to a round", has the derivation to the byte and a
+//! check in Python.
+//!
+//! This module owns the committed draw ([`Draw`]: which endpoints, which parameters, their
+//! canonical form) and the derivation ([`derive`], version [`DERIVATION`]):
+//!
+//! 1. seed = `lp("drbgd-round-v1") ‖ lp(randomness) ‖ lp(ticket id) ‖ lp(endpoint) ‖ lp(name₁)
+//!    ‖ lp(value₁) ‖ …`, the parameters in name order, values in decimal, where `lp(x)` is x's
+//!    length as 8 bytes big-endian then x, and `randomness` is drand's (SHA-256 of the round's
+//!    signature, 32 bytes);
+//! 2. HMAC_DRBG (SHA-256) instantiated with seed as its entropy input, no nonce, no
+//!    personalization (SP 800-90A 10.1.2.3); its output stream is successive Generate calls of
+//!    32 bytes each, with no additional input;
+//! 3. `/bits`: the stream's first n/8 bytes; `/int` and `/sequence`: its 8-byte chunks read as
+//!    little-endian 64-bit words, fed to [`crate::drbg::uniform`]'s samplers as the endpoints
+//!    feed theirs.
+//!
+//! It is a public, deterministic derivation, not an SP 800-90A instance: its seed is public
+//! once R is out, and so are its values, by design. That is why the endpoints of secrets
+//! (`/token`, `/nonce`) and those whose values are meant to stay unguessable (`/bytes`,
+//! `/uuid`) take no bound ticket, and why approved-only mode makes none.
+
+use sha2::Sha256;
+
+use crate::drbg::hmac_drbg::HmacDrbg;
+use crate::drbg::uniform::{self, UniformI64};
+use crate::error::ApiError;
+use crate::route::Route;
+use crate::service::Rules;
+
+/// The derivation's name and version, as receipts and commitments carry it (their `alg`).
+pub const DERIVATION: &str = "drbgd-round-v1";
+
+/// The draw a bound ticket fixes: its endpoint and every parameter, typed and checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Draw {
+    /// `/int`: `count` integers of `[min, max]`.
+    Int {
+        /// The lower bound.
+        min: i64,
+        /// The upper bound (inclusive).
+        max: i64,
+        /// How many.
+        count: u64,
+    },
+    /// `/sequence`: `count` distinct integers of `[min, max]`, in random order.
+    Sequence {
+        /// The lower bound.
+        min: i64,
+        /// The upper bound (inclusive).
+        max: i64,
+        /// How many.
+        count: u64,
+    },
+    /// `/bits`: `n` bits, a multiple of 8.
+    Bits {
+        /// How many bits.
+        n: u64,
+    },
+}
+
+/// What a derivation gives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Derived {
+    /// `/int`'s and `/sequence`'s values.
+    Values(Vec<i64>),
+    /// `/bits`' bytes.
+    Bytes(Vec<u8>),
+}
+
+/// 400 `round_draw_not_allowed`: a draw a bound ticket cannot fix.
+fn not_allowed(detail: String) -> ApiError {
+    ApiError::invalid("round_draw_not_allowed", "draw", detail)
+}
+
+impl Draw {
+    /// The draw of `endpoint` with `get(name)`'s parameters, checked against `rules` as the
+    /// endpoint checks them (its defaults applied), and against `max_bytes` (a receipt's
+    /// largest output). No `alg`, `format` or `pr`: the derivation fixes the generator.
+    ///
+    /// # Errors
+    /// 400 `round_draw_not_allowed` (another endpoint, or a parameter it does not take), and
+    /// the endpoint's own codes (`invalid_range`, `invalid_count`, `invalid_n`…).
+    pub fn new(
+        rules: &Rules,
+        endpoint: &str,
+        params: &[(&str, &str)],
+        max_bytes: u64,
+    ) -> Result<Draw, ApiError> {
+        let route =
+            Route::named(endpoint).filter(|r| matches!(r, Route::Int | Route::Sequence | Route::Bits));
+        let Some(route) = route else {
+            return Err(not_allowed(format!(
+                "a draw bound to a round is one of /int, /sequence, /bits (its values are public once the round is out), not {endpoint:?}"
+            )));
+        };
+        let names: &[&str] = if route == Route::Bits { &["n"] } else { &["min", "max", "count"] };
+        if let Some((name, _)) = params.iter().find(|(name, _)| !names.contains(name)) {
+            return Err(not_allowed(format!(
+                "{endpoint} bound to a round takes {}, not {name:?} (the derivation fixes the generator)",
+                names.join(", ")
+            )));
+        }
+        let get = |name: &str| params.iter().find(|(n, _)| *n == name).map(|(_, v)| *v);
+        let int = |name: &'static str| -> Result<Option<i64>, ApiError> {
+            get(name)
+                .map(|v| {
+                    v.parse().map_err(|_| {
+                        ApiError::invalid("invalid_integer", name, format!("{name} must be an integer"))
+                    })
+                })
+                .transpose()
+        };
+        let count = || -> Result<Option<u64>, ApiError> {
+            get("count")
+                .map(|v| {
+                    v.parse().map_err(|_| {
+                        ApiError::invalid("invalid_count", "count", "count must be a positive integer")
+                    })
+                })
+                .transpose()
+        };
+        let draw = match route {
+            Route::Bits => {
+                let n = get("n").map(str::parse::<u64>).transpose().ok().flatten();
+                Draw::Bits { n: bits(rules, n, max_bytes)? }
+            }
+            Route::Int => {
+                let (min, max) = Rules::bounds(int("min")?, int("max")?)?;
+                Draw::Int { min, max, count: rules.count(count()?)? as u64 }
+            }
+            _ => {
+                let (min, max) = Rules::bounds(int("min")?, int("max")?)?;
+                Draw::Sequence { min, max, count: sequence_count(rules, min, max, count()?)? }
+            }
+        };
+        match draw.output_bytes() <= max_bytes {
+            true => Ok(draw),
+            false => Err(ApiError::invalid(
+                "receipt_too_large",
+                "count",
+                format!("a receipt covers at most {max_bytes} bytes of output ([receipts] max_output_bytes)"),
+            )),
+        }
+    }
+
+    /// Its endpoint.
+    pub fn route(&self) -> Route {
+        match self {
+            Draw::Int { .. } => Route::Int,
+            Draw::Sequence { .. } => Route::Sequence,
+            Draw::Bits { .. } => Route::Bits,
+        }
+    }
+
+    /// Its parameters in name order, values in decimal: what the derivation's seed and the
+    /// store hold.
+    pub fn params(&self) -> Vec<(&'static str, String)> {
+        match *self {
+            Draw::Int { min, max, count } | Draw::Sequence { min, max, count } => {
+                vec![("count", count.to_string()), ("max", max.to_string()), ("min", min.to_string())]
+            }
+            Draw::Bits { n } => vec![("n", n.to_string())],
+        }
+    }
+
+    /// Bytes of output, as a receipt's size bound counts them (8 an integer).
+    fn output_bytes(&self) -> u64 {
+        match *self {
+            Draw::Int { count, .. } | Draw::Sequence { count, .. } => count.saturating_mul(8),
+            Draw::Bits { n } => n / 8,
+        }
+    }
+
+    /// Its stored form: `{"endpoint": "/int", "count": "5", "max": "6", "min": "1"}`.
+    pub fn to_stored(&self) -> String {
+        let mut object = serde_json::Map::new();
+        object.insert("endpoint".into(), self.route().name().into());
+        for (name, value) in self.params() {
+            object.insert(name.into(), value.into());
+        }
+        serde_json::Value::Object(object).to_string()
+    }
+
+    /// The draw of its stored form ([`Draw::to_stored`]), `None` if it is not one.
+    pub fn from_stored(text: &str) -> Option<Draw> {
+        let value: serde_json::Value = serde_json::from_str(text).ok()?;
+        let object = value.as_object()?;
+        let text = |name: &str| object.get(name).and_then(serde_json::Value::as_str);
+        let int = |name: &str| text(name)?.parse::<i64>().ok();
+        let count = || text("count")?.parse::<u64>().ok();
+        match text("endpoint")? {
+            "/int" => Some(Draw::Int { min: int("min")?, max: int("max")?, count: count()? }),
+            "/sequence" => Some(Draw::Sequence { min: int("min")?, max: int("max")?, count: count()? }),
+            "/bits" => Some(Draw::Bits { n: text("n")?.parse().ok()? }),
+            _ => None,
+        }
+    }
+}
+
+/// `n` bits for a bound `/bits`: 8 to `rules.max_bits` and `max_bytes` bytes, whole bytes.
+fn bits(rules: &Rules, n: Option<u64>, max_bytes: u64) -> Result<u64, ApiError> {
+    let most = rules.max_bits.min(max_bytes.saturating_mul(8));
+    match n {
+        Some(n) if n > 0 && n % 8 == 0 && n <= most => Ok(n),
+        _ => Err(ApiError::invalid(
+            "invalid_n",
+            "n",
+            format!("n must be a multiple of 8 in 8..={most} for /bits bound to a round"),
+        )),
+    }
+}
+
+/// A bound `/sequence`'s count: as the endpoint reads it (all of a small range by default).
+fn sequence_count(rules: &Rules, min: i64, max: i64, count: Option<u64>) -> Result<u64, ApiError> {
+    let size = i128::from(max) - i128::from(min) + 1;
+    let count = match count {
+        Some(count) => count,
+        None if size <= i128::from(rules.max_count) => size as u64,
+        None => return Err(ApiError::invalid("invalid_count", "count", "count is required for this range")),
+    };
+    let count = rules.count(Some(count))? as u64;
+    match i128::from(count) <= size {
+        true => Ok(count),
+        false => Err(ApiError::invalid(
+            "count_exceeds_range",
+            "count",
+            format!("count must be at most the {size} values of [min, max]"),
+        )),
+    }
+}
+
+/// The derivation's seed for `draw` under ticket `id` and round randomness `randomness`.
+pub fn seed(randomness: &[u8; 32], id: &str, draw: &Draw) -> Vec<u8> {
+    let params = draw.params();
+    let mut fields: Vec<&[u8]> =
+        vec![DERIVATION.as_bytes(), randomness, id.as_bytes(), draw.route().name().as_bytes()];
+    for (name, value) in &params {
+        fields.push(name.as_bytes());
+        fields.push(value.as_bytes());
+    }
+    let mut seed = Vec::new();
+    for field in fields {
+        seed.extend_from_slice(&(field.len() as u64).to_be_bytes());
+        seed.extend_from_slice(field);
+    }
+    seed
+}
+
+/// The derivation's output stream: HMAC_DRBG (SHA-256) seeded with [`seed`], read 32 bytes a
+/// Generate.
+struct Stream {
+    drbg: HmacDrbg<Sha256>,
+    block: [u8; 32],
+    used: usize,
+}
+
+impl Stream {
+    fn new(seed: &[u8]) -> Stream {
+        Stream { drbg: HmacDrbg::instantiate(seed, &[], &[]), block: [0; 32], used: 32 }
+    }
+
+    /// The stream's next byte.
+    fn byte(&mut self) -> Result<u8, ApiError> {
+        if self.used == self.block.len() {
+            // 2^48 Generate calls before a reseed: never reached by one draw.
+            self.drbg.generate(&mut self.block, &[]).map_err(|_| ApiError::Internal)?;
+            self.used = 0;
+        }
+        self.used += 1;
+        Ok(self.block[self.used - 1])
+    }
+
+    /// The stream's next 8 bytes as a little-endian word.
+    fn word(&mut self) -> Result<u64, ApiError> {
+        let mut word = [0u8; 8];
+        for b in &mut word {
+            *b = self.byte()?;
+        }
+        Ok(u64::from_le_bytes(word))
+    }
+}
+
+/// `draw`'s values under ticket `id`, from round randomness `randomness`.
+///
+/// # Errors
+/// None in practice (the DRBG's reseed limit is far beyond any one draw's output).
+pub fn derive(randomness: &[u8; 32], id: &str, draw: &Draw) -> Result<Derived, ApiError> {
+    let mut stream = Stream::new(&seed(randomness, id, draw));
+    match *draw {
+        Draw::Bits { n } => (0..n / 8).map(|_| stream.byte()).collect::<Result<_, _>>().map(Derived::Bytes),
+        Draw::Int { min, max, count } => {
+            let dist = UniformI64::new_inclusive(min, max).ok_or(ApiError::Internal)?;
+            (0..count).map(|_| dist.sample(|| stream.word())).collect::<Result<_, _>>().map(Derived::Values)
+        }
+        Draw::Sequence { min, max, count } => {
+            let count = usize::try_from(count).map_err(|_| ApiError::Internal)?;
+            uniform::shuffle(min, max, count, || stream.word()).map(Derived::Values)
+        }
+    }
+}

@@ -1,0 +1,341 @@
+//! Draws bound to a round of a followed network (`POST /tickets` with `round` and `draw`): a
+//! drbgd following a network (a drbgd with its own key, period 1 s, as in `beacon_follow.rs`)
+//! through a gate, keeping tickets in SQLite and in PostgreSQL. The values are recomputed here
+//! from the documented derivation with the `hmac` crate alone (HMAC_DRBG and Lemire's sampler
+//! written out), not with drbgd's code; `scripts/round-draw-check.py` does the same in Python
+//! against a real drand network in CI.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use drbgd::config::Settings;
+use drbgd::config::beacon::BeaconSource;
+use drbgd::drbg::entropy::OsEntropy;
+use hmac::{KeyInit, Mac};
+use serde_json::{Value, json};
+use sha2::Digest;
+
+use crate::beacon_follow::{Gate, PASS, chain_hash, latest, network, unix_now};
+use crate::helpers::{TestApp, assert_problem, eventually, spawn_with};
+use crate::tickets::{Store, create, post, settings_on, verifies};
+
+/// The example key's public key (the network's).
+const EXAMPLE_PUBLIC_KEY: &str = "81ef98fb75fff9705e51d57870319ce0eb94b07601ddc5747fe13807c1429008090c5436cb2d68b6e6bf2e9d8ca428da109154aedc9bf7764f5bf9a41dbc24815b594b647246540964692ab3294c83327193c4b3bbf6ecdb7cac469c1a6f9b10";
+
+/// A network, a gate, and a drbgd with tickets in `store` following it (none without PostgreSQL).
+async fn following(store: Store, tag: &str) -> Option<(TestApp, Gate, TestApp)> {
+    let net = network(unix_now() - 2).await;
+    let gate = Gate::new(format!("{}/beacon", net.api), PASS).await;
+    let mut s: Settings = settings_on(store, tag).await?;
+    s.beacon.enabled = true;
+    s.beacon.source = BeaconSource::Drand;
+    s.beacon.upstreams = vec![gate.base.clone()];
+    s.beacon.allow_http = true;
+    s.beacon.chain_hash = chain_hash(&net).await;
+    s.beacon.public_key = EXAMPLE_PUBLIC_KEY.to_string();
+    s.beacon.upstream_timeout_ms = 500;
+    s.server.peer_requests_per_second = 1000.0;
+    s.server.peer_burst = 1000;
+    let app = spawn_with(s, Arc::new(OsEntropy)).await;
+    assert!(eventually(Duration::from_secs(10), || async { latest(&app).await.is_some() }).await);
+    Some((net, gate, app))
+}
+
+/// HMAC-SHA-256 of the parts, joined.
+fn hmac(key: &[u8], parts: &[&[u8]]) -> [u8; 32] {
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(key).unwrap();
+    parts.iter().for_each(|p| mac.update(p));
+    mac.finalize().into_bytes().into()
+}
+
+/// The derivation's stream, as docs/verifiable.md writes it: HMAC_DRBG (SHA-256, SP 800-90A
+/// 10.1.2) seeded with the length-prefixed fields, 32 bytes a Generate.
+struct Reference {
+    k: [u8; 32],
+    v: [u8; 32],
+    out: Vec<u8>,
+}
+
+impl Reference {
+    fn new(fields: &[&[u8]]) -> Reference {
+        let mut seed = Vec::new();
+        for f in fields {
+            seed.extend_from_slice(&(f.len() as u64).to_be_bytes());
+            seed.extend_from_slice(f);
+        }
+        let mut r = Reference { k: [0; 32], v: [1; 32], out: Vec::new() };
+        r.update(&seed);
+        r
+    }
+
+    fn update(&mut self, data: &[u8]) {
+        self.k = hmac(&self.k, &[&self.v, &[0], data]);
+        self.v = hmac(&self.k, &[&self.v]);
+        if !data.is_empty() {
+            self.k = hmac(&self.k, &[&self.v, &[1], data]);
+            self.v = hmac(&self.k, &[&self.v]);
+        }
+    }
+
+    fn bytes(&mut self, n: usize) -> Vec<u8> {
+        while self.out.len() < n {
+            self.v = hmac(&self.k, &[&self.v]);
+            let block = self.v;
+            self.out.extend_from_slice(&block);
+            self.update(&[]);
+        }
+        self.out.drain(..n).collect()
+    }
+
+    fn word(&mut self) -> u64 {
+        u64::from_le_bytes(self.bytes(8).try_into().unwrap())
+    }
+
+    /// Lemire's widening multiply with rejection, on `[min, max]`.
+    fn int(&mut self, min: i64, max: i64) -> i64 {
+        let range = (max.wrapping_sub(min) as u64).wrapping_add(1);
+        if range == 0 {
+            return self.word() as i64;
+        }
+        let thresh = range.wrapping_neg() % range;
+        loop {
+            let product = u128::from(self.word()) * u128::from(range);
+            if product as u64 >= thresh {
+                return min.wrapping_add((product >> 64) as u64 as i64);
+            }
+        }
+    }
+}
+
+/// The values of `answer` (a receipt of `endpoint`) recomputed from its round and parameters.
+fn recomputed(answer: &Value, endpoint: &str) -> Value {
+    let r = &answer["random"];
+    let randomness = const_hex::decode(r["round_randomness"].as_str().unwrap()).unwrap();
+    let signature = const_hex::decode(r["round_signature"].as_str().unwrap()).unwrap();
+    assert_eq!(randomness, sha2::Sha256::digest(&signature).to_vec(), "randomness is sha256(signature)");
+    let ticket = r["ticket"].as_str().unwrap();
+    let text = |v: &Value| v.as_i64().map_or_else(|| v.as_str().unwrap().to_owned(), |n| n.to_string());
+    let names: &[&str] = if endpoint == "/bits" { &["n"] } else { &["count", "max", "min"] };
+    let values: Vec<String> = names.iter().map(|n| text(&r[*n])).collect();
+    let mut fields: Vec<&[u8]> = vec![b"drbgd-round-v1", &randomness, ticket.as_bytes(), endpoint.as_bytes()];
+    for (name, value) in names.iter().zip(&values) {
+        fields.push(name.as_bytes());
+        fields.push(value.as_bytes());
+    }
+    let mut stream = Reference::new(&fields);
+    if endpoint == "/bits" {
+        let n: usize = values[0].parse().unwrap();
+        return json!(const_hex::encode(stream.bytes(n / 8)));
+    }
+    let (count, max, min): (u64, i64, i64) =
+        (values[0].parse().unwrap(), values[1].parse().unwrap(), values[2].parse().unwrap());
+    let drawn: Vec<String> = if endpoint == "/int" {
+        (0..count).map(|_| stream.int(min, max).to_string()).collect()
+    } else {
+        // Partial Fisher–Yates over positions named by their values.
+        let mut moved = std::collections::HashMap::new();
+        (0..count as i64)
+            .map(|i| {
+                let here = min + i;
+                let pick = stream.int(here, max);
+                let at_here = moved.remove(&here).unwrap_or(here);
+                let at_pick =
+                    if pick == here { at_here } else { moved.insert(pick, at_here).unwrap_or(pick) };
+                at_pick.to_string()
+            })
+            .collect()
+    };
+    json!(drawn)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn bound_draws_on_sqlite() {
+    bound_draws(Store::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn bound_draws_on_postgres() {
+    bound_draws(Store::Postgres).await;
+}
+
+/// Tickets bound to a round three ahead: signed commitments; 425 until the round is verified,
+/// then the derivation's values, recomputed here; refusals each with its code.
+async fn bound_draws(store: Store) {
+    let Some((net, _gate, app)) = following(store, "bound").await else { return };
+    let round = latest(&app).await.unwrap() + 3;
+    let draws = [
+        ("/int", json!({"endpoint": "/int", "min": 1, "max": 6, "count": 5})),
+        ("/sequence", json!({"endpoint": "/sequence", "min": 1, "max": 10})),
+        ("/bits", json!({"endpoint": "/bits", "n": 64})),
+    ];
+    let mut ids = Vec::new();
+    for (endpoint, draw) in &draws {
+        let ticket =
+            create(&app, json!({"n": 1, "show_result": true, "round": round, "draw": draw})).await.remove(0);
+        assert_eq!(ticket["round"], round, "{ticket}");
+        let commitment = &ticket["commitment"];
+        assert!(verifies(&app, commitment).await, "{commitment}");
+        let c = &commitment["random"];
+        assert_eq!(
+            (c["endpoint"].as_str(), c["draw_endpoint"].as_str()),
+            (Some("/tickets"), Some(*endpoint))
+        );
+        assert_eq!(
+            (&c["round"], &c["ticket"], &c["alg"]),
+            (&json!(round), &ticket["ticket_id"], &json!("drbgd-round-v1"))
+        );
+        assert_eq!(c["chain_hash"].as_str().unwrap(), chain_hash(&net).await);
+        ids.push(ticket["ticket_id"].as_str().unwrap().to_owned());
+    }
+    let early = post(&app, "/int", &json!({"ticket": ids[0]})).await;
+    assert_eq!(early.status(), 425);
+    assert!(early.headers().contains_key("retry-after"));
+    let other = post(&app, "/int", &json!({"ticket": ids[0], "min": 1, "max": 7, "count": 5})).await;
+    assert_problem(other, 409, "ticket_bound_to_other_params").await;
+    assert_problem(
+        post(&app, "/bytes", &json!({"ticket": ids[0], "n": 8})).await,
+        409,
+        "ticket_bound_elsewhere",
+    )
+    .await;
+    assert_problem(post(&app, "/token", &json!({"ticket": ids[0]})).await, 400, "round_draw_not_allowed")
+        .await;
+    assert!(
+        eventually(Duration::from_secs(10), || async { latest(&app).await.is_some_and(|l| l >= round) })
+            .await
+    );
+    let theirs: Value = net.get(&format!("/beacon/public/{round}")).await.json().await.unwrap();
+    for ((endpoint, _), id) in draws.iter().zip(&ids) {
+        let first = post(&app, endpoint, &json!({"ticket": id})).await;
+        assert_eq!(first.status(), 200, "{endpoint}");
+        let bytes = first.bytes().await.unwrap();
+        let answer: Value = serde_json::from_slice(&bytes).unwrap();
+        let r = &answer["random"];
+        assert_eq!(
+            (&r["round"], &r["alg"], &r["ticket"]),
+            (&json!(round), &json!("drbgd-round-v1"), &json!(id))
+        );
+        assert_eq!(r["round_signature"], theirs["signature"], "the network's own round");
+        assert_eq!(r["data"], recomputed(&answer, endpoint), "{endpoint}: {answer}");
+        assert!(verifies(&app, &answer).await);
+        // A changed parameter: the signature fails, and the derivation gives other values.
+        let mut changed = answer.clone();
+        let key = if *endpoint == "/bits" { "n" } else { "max" };
+        changed["random"][key] = json!(r[key].as_i64().unwrap() + 8);
+        assert!(!verifies(&app, &changed).await);
+        assert_ne!(recomputed(&changed, endpoint), r["data"]);
+        // The same request again: the kept answer, byte for byte; another: used.
+        let again = post(&app, endpoint, &json!({"ticket": id})).await;
+        assert_eq!(again.bytes().await.unwrap(), bytes);
+        let with_params = if *endpoint == "/bits" {
+            json!({"ticket": id, "n": 64})
+        } else {
+            json!({"ticket": id, "min": 1})
+        };
+        assert_problem(post(&app, endpoint, &with_params).await, 409, "ticket_used").await;
+    }
+    refusals(&app, round).await;
+}
+
+/// Creation's refusals, each with its code.
+async fn refusals(app: &TestApp, out: u64) {
+    let int = json!({"endpoint": "/int", "min": 1, "max": 6});
+    let ahead = out + 5;
+    let cases = [
+        (json!({"round": out, "draw": int}), "round_not_future"),
+        (json!({"round": ahead, "draw": {"endpoint": "/token"}}), "round_draw_not_allowed"),
+        (json!({"round": ahead, "draw": {"endpoint": "/uuid"}}), "round_draw_not_allowed"),
+        (
+            json!({"round": ahead, "draw": {"endpoint": "/int", "min": 1, "max": 6, "alg": "chacha20"}}),
+            "round_draw_not_allowed",
+        ),
+        (json!({"round": ahead, "draw": {"endpoint": "/int", "min": 6, "max": 1}}), "invalid_range"),
+        (json!({"round": ahead, "draw": {"endpoint": "/bits", "n": 12}}), "invalid_n"),
+        (json!({"round": ahead, "draw": {"min": 1}}), "invalid_draw"),
+        (json!({"round": ahead}), "invalid_draw"),
+        (json!({"draw": int}), "invalid_round"),
+        (json!({"round": u64::MAX, "draw": int}), "round_too_far"),
+    ];
+    for (body, code) in cases {
+        assert_problem(post(app, "/tickets", &body).await, 400, code).await;
+    }
+}
+
+#[tokio::test]
+async fn without_a_followed_network_no_ticket_is_bound() {
+    let settings = crate::tickets::ticket_settings(&crate::tickets::dir("unbound"));
+    let app = spawn_with(settings, Arc::new(OsEntropy)).await;
+    let body = json!({"round": 1_000_000_000u64, "draw": {"endpoint": "/int", "min": 1, "max": 6}});
+    assert_problem(post(&app, "/tickets", &body).await, 400, "round_needs_drand").await;
+}
+
+/// The tickets' tables as drbgd wrote them before tickets could be bound to a round (SQLite's
+/// version; PostgreSQL's differs in its types and names, below).
+const SQLITE_V1: &str = "
+CREATE TABLE tickets (id TEXT PRIMARY KEY, caller TEXT NOT NULL, show_result INTEGER NOT NULL,
+    created_ms INTEGER NOT NULL, expires_ms INTEGER, previous_id TEXT, next_id TEXT, used_ms INTEGER,
+    digest BLOB, serial TEXT, revealed INTEGER NOT NULL DEFAULT 0) STRICT;
+INSERT INTO tickets (id, caller, show_result, created_ms) VALUES ('old', 'alice', 0, 1);
+";
+
+const POSTGRES_V1: &str = "
+CREATE TABLE drbgd_tickets (id TEXT PRIMARY KEY, caller TEXT NOT NULL, show_result BOOLEAN NOT NULL,
+    created_ms BIGINT NOT NULL, expires_ms BIGINT, previous_id TEXT, next_id TEXT, used_ms BIGINT,
+    digest BYTEA, serial TEXT, revealed BOOLEAN NOT NULL DEFAULT FALSE);
+CREATE TABLE drbgd_meta (name TEXT PRIMARY KEY, value BYTEA NOT NULL);
+INSERT INTO drbgd_meta VALUES ('schema_version', '\\x0000000000000001');
+INSERT INTO drbgd_tickets (id, caller, show_result, created_ms) VALUES ('old', 'alice', FALSE, 1);
+";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_store_of_before_bound_tickets_is_migrated_on_sqlite() {
+    migrated(Store::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_store_of_before_bound_tickets_is_migrated_on_postgres() {
+    migrated(Store::Postgres).await;
+}
+
+/// A store made by the drbgd before (its tickets, and PostgreSQL's schema version 1) gains the
+/// columns of bound tickets at start-up, keeps its tickets, and serves tickets as before.
+async fn migrated(store: Store) {
+    let Some(settings) = settings_on(store, "migrated").await else { return };
+    let columns = match store {
+        Store::Sqlite => {
+            let file = rusqlite::Connection::open(&settings.results.path).unwrap();
+            file.execute_batch(SQLITE_V1).unwrap();
+            "SELECT round, draw, commitment, id FROM tickets"
+        }
+        Store::Postgres => {
+            postgres(&settings).await.batch_execute(POSTGRES_V1).await.unwrap();
+            "SELECT round, draw, commitment, id FROM drbgd_tickets"
+        }
+    };
+    let app = spawn_with(settings.clone(), Arc::new(OsEntropy)).await;
+    let ticket = create(&app, json!({"n": 1})).await.remove(0);
+    let used = post(&app, "/int", &json!({"min": 1, "max": 6, "ticket": ticket["ticket_id"]})).await;
+    assert_eq!(used.status(), 200);
+    let ids: Vec<String> = match store {
+        Store::Sqlite => {
+            let file = rusqlite::Connection::open(&settings.results.path).unwrap();
+            let mut rows = file.prepare(columns).unwrap();
+            rows.query_map([], |r| r.get::<_, String>(3)).unwrap().map(Result::unwrap).collect()
+        }
+        Store::Postgres => {
+            let client = postgres(&settings).await;
+            client.query(columns, &[]).await.unwrap().iter().map(|r| r.get::<_, String>(3)).collect()
+        }
+    };
+    assert!(ids.contains(&"old".to_owned()) && ids.len() == 3, "{ids:?}");
+}
+
+/// A connection to `settings`' PostgreSQL database.
+async fn postgres(settings: &Settings) -> tokio_postgres::Client {
+    let mut config: tokio_postgres::Config = settings.results.url.parse().unwrap();
+    let password = std::fs::read_to_string(settings.results.password_file.as_ref().unwrap()).unwrap();
+    config.password(password.trim_end());
+    let (client, connection) = config.connect(tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(connection);
+    client
+}
