@@ -12,6 +12,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use zeroize::{Zeroize, Zeroizing};
 
 mod fetch;
+mod round;
 
 use crate::beacon::key::IKM_LEN;
 use crate::beacon::{Chain, Signer};
@@ -83,13 +84,19 @@ struct VerifyArgs {
     /// http:// to a loopback address only).
     #[arg(long, required_unless_present = "key", conflicts_with = "key")]
     jwks: Option<String>,
-    /// Roots (PEM) that the --jwks https:// server's certificate must chain to, instead of the
-    /// Mozilla roots (a drbgd behind a private CA).
-    #[arg(long, requires = "jwks")]
+    /// Roots (PEM) that the https:// servers' certificates (--jwks, --beacon-info) must chain
+    /// to, instead of the Mozilla roots (a drbgd behind a private CA).
+    #[arg(long)]
     ca: Option<std::path::PathBuf>,
     /// The verification key: a PEM file (the public key, or the private key itself).
     #[arg(long)]
     key: Option<std::path::PathBuf>,
+    /// For a draw bound to a beacon round: the chain's drand `/info` (a file, or the https://
+    /// URL of a node's, a relay's or a drbgd's `/beacon/info`; http:// to a loopback address
+    /// only). It must hash to the receipt's chain_hash; the round's signature, its randomness
+    /// and the values are then checked too.
+    #[arg(long)]
+    beacon_info: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -313,11 +320,7 @@ fn verify(args: &VerifyArgs) -> anyhow::Result<()> {
             vec![keys::public_key_file(pem).with_context(|| format!("--key {}", pem.display()))?]
         }
         (Some(source), None) => {
-            let text = if source.starts_with("http://") || source.starts_with("https://") {
-                fetch::get(source, args.ca.as_deref())?
-            } else {
-                std::fs::read(source).with_context(|| format!("cannot read {source}"))?
-            };
+            let text = read_source(source, args.ca.as_deref())?;
             let set: serde_json::Value = serde_json::from_slice(&text).context("--jwks: not JSON")?;
             jwks::parse(&set).context("--jwks")?
         }
@@ -330,12 +333,35 @@ fn verify(args: &VerifyArgs) -> anyhow::Result<()> {
     let verdict = verify::verify_json(&receipt, shape, key).context("not a receipt")?;
     let (key_id, serial) =
         (verdict.key_id.as_deref().unwrap_or("-"), verdict.serial.as_deref().unwrap_or("-"));
-    match verdict.failure {
-        None => {
-            println!("valid: key_id {key_id}, serial {serial}");
-            Ok(())
+    if let Some(reason) = verdict.failure {
+        bail!("invalid: {} (key_id {key_id}, serial {serial})", reason.code());
+    }
+    let bound = serde_json::from_slice::<serde_json::Value>(&receipt)
+        .ok()
+        .and_then(|r| r["random"]["round"].as_u64());
+    match (bound, &args.beacon_info) {
+        (None, None) => println!("valid: key_id {key_id}, serial {serial}"),
+        (None, Some(_)) => bail!("--beacon-info: this receipt is bound to no beacon round"),
+        (Some(round), None) => println!(
+            "valid: key_id {key_id}, serial {serial}; bound to round {round}: give --beacon-info to check the round and the values"
+        ),
+        (Some(_), Some(source)) => {
+            let info = read_source(source, args.ca.as_deref())?;
+            let round = round::check(&receipt, &info).context("invalid")?;
+            println!(
+                "valid: key_id {key_id}, serial {serial}; round {round} verified, the values are its derivation"
+            );
         }
-        Some(reason) => bail!("invalid: {} (key_id {key_id}, serial {serial})", reason.code()),
+    }
+    Ok(())
+}
+
+/// A file's bytes, or an http(s) URL's body ([`fetch::get`]).
+fn read_source(source: &str, ca: Option<&std::path::Path>) -> anyhow::Result<Vec<u8>> {
+    if source.starts_with("http://") || source.starts_with("https://") {
+        fetch::get(source, ca)
+    } else {
+        std::fs::read(source).with_context(|| format!("cannot read {source}"))
     }
 }
 

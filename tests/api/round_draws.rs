@@ -224,6 +224,7 @@ async fn bound_draws(store: Store) {
         changed["random"][key] = json!(r[key].as_i64().unwrap() + 8);
         assert!(!verifies(&app, &changed).await);
         assert_ne!(recomputed(&changed, endpoint), r["data"]);
+        cli_verdicts(&app, &net, &answer, &changed).await;
         // The same request again: the kept answer, byte for byte; another: used.
         let again = post(&app, endpoint, &json!({"ticket": id})).await;
         assert_eq!(again.bytes().await.unwrap(), bytes);
@@ -235,6 +236,36 @@ async fn bound_draws(store: Store) {
         assert_problem(post(&app, endpoint, &with_params).await, 409, "ticket_used").await;
     }
     refusals(&app, round).await;
+}
+
+/// `drbgd verify --beacon-info` passes `answer` and refuses `changed`, and refuses `answer`
+/// against another chain's `/info`.
+async fn cli_verdicts(app: &TestApp, net: &TestApp, answer: &Value, changed: &Value) {
+    let dir = crate::tickets::dir("cli-verdicts");
+    let info = dir.join("info.json");
+    std::fs::write(&info, net.get("/beacon/info").await.bytes().await.unwrap()).unwrap();
+    let keys = app.url("/keys");
+    let verify = |receipt: &Value, info: &std::path::Path| {
+        let file = dir.join("receipt.json");
+        std::fs::write(&file, receipt.to_string()).unwrap();
+        let args =
+            ["verify", file.to_str().unwrap(), "--jwks", &keys, "--beacon-info", info.to_str().unwrap()];
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_drbgd")).args(args).output().unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr),
+        )
+    };
+    let (ok, said) = verify(answer, &info);
+    assert!(ok && said.contains("verified, the values are its derivation"), "{said}");
+    let (ok, said) = verify(changed, &info);
+    assert!(!ok && said.contains("invalid"), "{said}");
+    let mut other: Value = serde_json::from_slice(&std::fs::read(&info).unwrap()).unwrap();
+    other["period"] = json!(2);
+    let other_file = dir.join("other.json");
+    std::fs::write(&other_file, other.to_string()).unwrap();
+    let (ok, said) = verify(answer, &other_file);
+    assert!(!ok && said.contains("not the chain the receipt names"), "{said}");
 }
 
 /// Creation's refusals, each with its code.
