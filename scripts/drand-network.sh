@@ -13,6 +13,10 @@
 # - two killed (below the threshold, the network halts): drbgd serves the last verified round,
 #   /beacon/health is 503 with current < expected - 1, /bits and /readyz still 200;
 # - both restarted: the network catches up, and drbgd with it (/beacon/health 200).
+# Then draws bound to a round (scripts/round-draw-check.py): a drbgd with tickets binds tickets to
+# a round three ahead; 425 before it; after it, each receipt's round checked with drand-verify
+# against a node's own and its values recomputed by docs/verifiable.md's Python block; a changed
+# parameter fails that check, POST /verify and `drbgd verify --beacon-info`.
 # Also the chained scheme: a fake upstream (scripts/drand-fake-upstream.py) serving League of
 # Entropy mainnet's published /info and round 72785 (pedersen-bls-chained): drbgd serves it
 # verified (drand-client and drand-verify accept it through drbgd), passes over an upstream
@@ -150,6 +154,9 @@ done
 echo "caught up: latest $(round_of), /beacon/health 200"
 invalid=$(get "http://$admin/metrics" | awk '/^drbgd_beacon_upstream_rounds_total\{.*outcome="invalid"/ {n += $NF} END {print n + 0}')
 [ "$invalid" = 0 ] || fail "a real node's round counted invalid ($invalid)"
+
+echo "--- draws bound to a round: 425 before it, then values drand-verify and the docs' Python recompute"
+python3 scripts/round-draw-check.py "$bin" "$dir" "http://$(pub 1)" "$hash" "$public_key" "$upstreams" || fail "round-bound draws"
 
 echo "--- the chained scheme: League of Entropy mainnet's published round, through a fake upstream"
 python3 scripts/drand-fake-upstream.py check "$bin" "$dir" || fail "the chained scheme"

@@ -55,15 +55,7 @@ pub fn check(receipt: &[u8], info: &[u8]) -> anyhow::Result<u64> {
 /// The draw a receipt names: its endpoint and parameters as the receipt types them.
 fn draw_of(r: &Value) -> anyhow::Result<Draw> {
     ensure!(r["alg"] == bound::DERIVATION, "alg is not {}", bound::DERIVATION);
-    let int = |name: &str| -> anyhow::Result<i64> {
-        let v = &r[name];
-        v.as_i64().or_else(|| v.as_str()?.parse().ok()).with_context(|| format!("{name} is not an integer"))
-    };
-    let count = || r["count"].as_u64().context("count is not a count");
-    match r["endpoint"].as_str() {
-        Some("/int") => Ok(Draw::Int { min: int("min")?, max: int("max")?, count: count()? }),
-        Some("/sequence") => Ok(Draw::Sequence { min: int("min")?, max: int("max")?, count: count()? }),
-        Some("/bits") => Ok(Draw::Bits { n: r["n"].as_u64().context("n is not a count")? }),
-        other => bail!("a draw bound to a round is of /int, /sequence or /bits, not {other:?}"),
-    }
+    let endpoint = r["endpoint"].as_str().unwrap_or_default();
+    Draw::of_receipt(endpoint, r)
+        .with_context(|| format!("not a draw of /int, /sequence or /bits with its parameters: {endpoint:?}"))
 }

@@ -114,8 +114,17 @@ impl Drawn {
     }
 
     /// The generator, as a wire enum.
+    ///
+    /// A draw bound to a beacon round names its derivation (`drbgd-round-v1`), which is HMAC_DRBG
+    /// (SHA-256) seeded from the round: that mechanism is its wire value, and `receipt_json`
+    /// says the rest.
     pub fn alg(&self) -> Result<(Algorithm, i32), ApiError> {
-        let alg = self.random["alg"].as_str().and_then(Algorithm::from_name).ok_or(ApiError::Internal)?;
+        let named = self.random["alg"].as_str();
+        let alg = match named {
+            Some(crate::tickets::bound::DERIVATION) => Some(Algorithm::HmacSha256),
+            _ => named.and_then(Algorithm::from_name),
+        };
+        let alg = alg.ok_or(ApiError::Internal)?;
         Ok((alg, wire_alg(alg)))
     }
 

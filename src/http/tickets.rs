@@ -2,7 +2,8 @@
 //! docs/tickets.md):
 //!
 //! - `POST /tickets` `{"n": 1..50, "show_result": false}`: new tickets (201); each counts as
-//!   one request of the caller's quota; a cap on the unused ones a caller holds.
+//!   one request of the caller's quota; a cap on the unused ones a caller holds. With `"round"`
+//!   and `"draw"`, bound to a beacon round ([`bound`]).
 //! - `GET /tickets?type=singleton|head|tail&after=&limit=`: the caller's own, by id, a page at a
 //!   time.
 //! - `GET /tickets/{id}`: anyone's (public, per-peer limits): the ticket, when it was used, and
@@ -126,7 +127,12 @@ async fn list(
 async fn show(State(state): State<AppState>, Path(id): Path<String>) -> Result<Response, ApiError> {
     let ticket = calls::show(&state, &id).await?;
     let hash = calls::of(&state)?.caller_hash(&ticket.caller);
-    Ok(json_with_result(&View::of(&hash, &ticket), &ticket))
+    let mut view = View::of(&hash, &ticket);
+    // A bound ticket's commitment names its caller and its draw: shown as its result is.
+    if !ticket.shows_result() {
+        view.commitment = None;
+    }
+    Ok(json_with_result(&view, &ticket))
 }
 
 /// `POST /tickets/{id}/reveal`: `{"revealed": n}`.
@@ -273,6 +279,19 @@ pub(crate) mod doc {
             .property(
                 "show_result",
                 ObjectBuilder::new().schema_type(Type::Boolean).default(Some(false.into())),
+            )
+            .property(
+                "round",
+                ObjectBuilder::new().schema_type(Type::Integer).minimum(Some(1)).description(Some(
+                    "A round of the followed drand network not out yet: the tickets' draw is bound to it \
+                     (with draw; docs/verifiable.md)",
+                )),
+            )
+            .property(
+                "draw",
+                ObjectBuilder::new().schema_type(Type::Object).description(Some(
+                    "The draw bound to round: endpoint (/int, /sequence or /bits) and its parameters",
+                )),
             )
             .additional_properties(Some(AdditionalProperties::FreeForm(false)));
         let body = RequestBodyBuilder::new()

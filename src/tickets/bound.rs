@@ -150,6 +150,22 @@ impl Draw {
         }
     }
 
+    /// The draw of `endpoint` whose parameters are `members`' (a receipt's or a commitment's
+    /// `random`, integers as numbers or decimal strings), `None` if they are not one.
+    pub fn of_receipt(endpoint: &str, members: &serde_json::Value) -> Option<Draw> {
+        let int = |name: &str| {
+            let v = members.get(name)?;
+            v.as_i64().or_else(|| v.as_str()?.parse().ok())
+        };
+        let count = || members.get("count")?.as_u64();
+        match endpoint {
+            "/int" => Some(Draw::Int { min: int("min")?, max: int("max")?, count: count()? }),
+            "/sequence" => Some(Draw::Sequence { min: int("min")?, max: int("max")?, count: count()? }),
+            "/bits" => Some(Draw::Bits { n: members.get("n")?.as_u64()? }),
+            _ => None,
+        }
+    }
+
     /// Its endpoint.
     pub fn route(&self) -> Route {
         match self {

@@ -368,12 +368,6 @@ fn not_up_yet(error: &anyhow::Error) -> bool {
 )]
 struct Newer(i64);
 
-/// A ticket's binding of its `round`, `draw` and `commitment` columns (none unless all three
-/// are there).
-fn bound_of(round: Option<i64>, draw: Option<String>, commitment: Option<Vec<u8>>) -> Option<Bound> {
-    Some(Bound { round: u64::try_from(round?).ok()?, draw: draw?, commitment: commitment? })
-}
-
 /// A row of [`TICKET_COLUMNS`] as a ticket.
 fn ticket_of(row: &Row) -> Ticket {
     Ticket {
@@ -389,7 +383,7 @@ fn ticket_of(row: &Row) -> Ticket {
         revealed: row.get(9),
         result: row.get(10),
         digest: row.get(11),
-        bound: bound_of(row.get(12), row.get(13), row.get(14)),
+        bound: Bound::of_columns(row.get(12), row.get(13), row.get(14)),
     }
 }
 

@@ -268,14 +268,8 @@ fn ticket_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<Ticket> {
         revealed: row.get::<_, i64>(9)? != 0,
         result: row.get(10)?,
         digest: row.get(11)?,
-        bound: bound_of(row.get(12)?, row.get(13)?, row.get(14)?),
+        bound: Bound::of_columns(row.get(12)?, row.get(13)?, row.get(14)?),
     })
-}
-
-/// A ticket's binding of its `round`, `draw` and `commitment` columns (none unless all three
-/// are there).
-fn bound_of(round: Option<i64>, draw: Option<String>, commitment: Option<Vec<u8>>) -> Option<Bound> {
-    Some(Bound { round: u64::try_from(round?).ok()?, draw: draw?, commitment: commitment? })
 }
 
 /// The store's own secret, made from `fresh` the first time (what caller hashes are keyed with,

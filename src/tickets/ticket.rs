@@ -75,6 +75,27 @@ impl Ticket {
     }
 }
 
+impl Bound {
+    /// A ticket's binding of its `round`, `draw` and `commitment` columns: none when all three are
+    /// null; a binding whose draw does not read (refused when used, never drawn as a plain ticket)
+    /// when only some are, or the round is negative.
+    pub fn of_columns(
+        round: Option<i64>,
+        draw: Option<String>,
+        commitment: Option<Vec<u8>>,
+    ) -> Option<Bound> {
+        if round.is_none() && draw.is_none() && commitment.is_none() {
+            return None;
+        }
+        let whole = round.is_some_and(|r| r >= 0) && draw.is_some() && commitment.is_some();
+        Some(Bound {
+            round: round.and_then(|r| u64::try_from(r).ok()).unwrap_or(u64::MAX),
+            draw: draw.filter(|_| whole).unwrap_or_default(),
+            commitment: commitment.unwrap_or_default(),
+        })
+    }
+}
+
 /// A ticket's place in its chain (RANDOM.ORG's `ticketType`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TicketKind {

@@ -23,7 +23,7 @@ use crate::tickets::{Store, create, post, settings_on, verifies};
 const EXAMPLE_PUBLIC_KEY: &str = "81ef98fb75fff9705e51d57870319ce0eb94b07601ddc5747fe13807c1429008090c5436cb2d68b6e6bf2e9d8ca428da109154aedc9bf7764f5bf9a41dbc24815b594b647246540964692ab3294c83327193c4b3bbf6ecdb7cac469c1a6f9b10";
 
 /// A network, a gate, and a drbgd with tickets in `store` following it (none without PostgreSQL).
-async fn following(store: Store, tag: &str) -> Option<(TestApp, Gate, TestApp)> {
+async fn following(store: Store, tag: &str) -> Option<(TestApp, Gate, TestApp, String)> {
     let net = network(unix_now() - 2).await;
     let gate = Gate::new(format!("{}/beacon", net.api), PASS).await;
     let mut s: Settings = settings_on(store, tag).await?;
@@ -36,9 +36,10 @@ async fn following(store: Store, tag: &str) -> Option<(TestApp, Gate, TestApp)> 
     s.beacon.upstream_timeout_ms = 500;
     s.server.peer_requests_per_second = 1000.0;
     s.server.peer_burst = 1000;
+    let path = s.results.path.clone();
     let app = spawn_with(s, Arc::new(OsEntropy)).await;
     assert!(eventually(Duration::from_secs(10), || async { latest(&app).await.is_some() }).await);
-    Some((net, gate, app))
+    Some((net, gate, app, path))
 }
 
 /// HMAC-SHA-256 of the parts, joined.
@@ -161,7 +162,7 @@ async fn bound_draws_on_postgres() {
 /// Tickets bound to a round three ahead: signed commitments; 425 until the round is verified,
 /// then the derivation's values, recomputed here; refusals each with its code.
 async fn bound_draws(store: Store) {
-    let Some((net, _gate, app)) = following(store, "bound").await else { return };
+    let Some((net, _gate, app, path)) = following(store, "bound").await else { return };
     let round = latest(&app).await.unwrap() + 3;
     let draws = [
         ("/int", json!({"endpoint": "/int", "min": 1, "max": 6, "count": 5})),
@@ -236,12 +237,32 @@ async fn bound_draws(store: Store) {
         assert_problem(post(&app, endpoint, &with_params).await, 409, "ticket_used").await;
     }
     refusals(&app, round).await;
+    if store == Store::Sqlite {
+        half_kept(&app, &ids[0], &path).await;
+    }
+}
+
+/// A bound ticket whose draw column was lost (a store not whole) is refused, never drawn as a
+/// plain ticket.
+async fn half_kept(app: &TestApp, id: &str, path: &str) {
+    let ticket = create(app, json!({"n": 1})).await.remove(0);
+    let plain = ticket["ticket_id"].as_str().unwrap();
+    let file = rusqlite::Connection::open(path).unwrap();
+    file.execute("UPDATE tickets SET round = 9, draw = NULL WHERE id = ?1", [plain]).unwrap();
+    let draw = json!({"ticket": plain, "min": 1, "max": 6});
+    assert_problem(post(app, "/int", &draw).await, 503, "store_unavailable").await;
+    assert_eq!(
+        post(app, "/int", &json!({"ticket": id})).await.status(),
+        200,
+        "the used ticket's answer, again"
+    );
 }
 
 /// `drbgd verify --beacon-info` passes `answer` and refuses `changed`, and refuses `answer`
 /// against another chain's `/info`.
 async fn cli_verdicts(app: &TestApp, net: &TestApp, answer: &Value, changed: &Value) {
-    let dir = crate::tickets::dir("cli-verdicts");
+    // One directory a receipt: the tests on each store run at once.
+    let dir = crate::tickets::dir(&format!("cli-{}", answer["random"]["serial"].as_str().unwrap()));
     let info = dir.join("info.json");
     std::fs::write(&info, net.get("/beacon/info").await.bytes().await.unwrap()).unwrap();
     let keys = app.url("/keys");

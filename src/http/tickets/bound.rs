@@ -88,11 +88,13 @@ pub fn binding(
     let chain = beacon.chain().ok_or(ApiError::BeaconUnavailable)?;
     let now = wall_clock();
     let out = chain.schedule().round_at(now).max(beacon.latest_verified().map_or(0, |r| r.round));
-    if round <= out {
+    // The next round is refused too: the commitment is signed and stored before its round is
+    // due, with a period to spare.
+    if round <= out + 1 {
         return Err(ApiError::invalid(
             "round_not_future",
             "round",
-            format!("round {round} is out (or due) already; the next is {}", out + 1),
+            format!("round {round} is out or due within a period; the first allowed is {}", out + 2),
         ));
     }
     let until = chain.schedule().until(round, now);
@@ -164,12 +166,18 @@ fn with_draw(random: Random, draw: &Draw) -> Random {
     }
 }
 
-/// What a bound ticket's commitment says of the chain and when it was made.
-fn committed(bound: &Bound) -> Option<(String, String)> {
+/// What a bound ticket's commitment says of the chain and when it was made, if it commits to
+/// what the ticket's columns hold (the ticket, the round, the draw: a store whose columns and
+/// signed commitment disagree is not whole, and nothing is drawn under it).
+fn committed(ticket: &Ticket, bound: &Bound, draw: &Draw) -> Option<(String, String)> {
     let value: serde_json::Value = serde_json::from_slice(&bound.commitment).ok()?;
     let random = value.get("random")?;
     let text = |name: &str| random.get(name)?.as_str().map(str::to_owned);
-    Some((text("chain_hash")?, text("issued_at")?))
+    let endpoint = text("draw_endpoint")?;
+    let same = text("ticket")? == ticket.id
+        && random.get("round")?.as_u64()? == bound.round
+        && Draw::of_receipt(&endpoint, random) == Some(*draw);
+    same.then_some((text("chain_hash")?, text("issued_at")?))
 }
 
 /// The draw of `endpoint` under `ticket`, bound to `bound`: its values once the round is
@@ -187,7 +195,9 @@ pub async fn draw(
     ticket: &Ticket,
     bound: &Bound,
 ) -> Result<Answer, ApiError> {
-    let (Some(draw), Some((chain_hash, committed_at))) = (Draw::from_stored(&bound.draw), committed(bound))
+    let draw = Draw::from_stored(&bound.draw);
+    let Some((draw, (chain_hash, committed_at))) =
+        draw.and_then(|d| Some((d, committed(ticket, bound, &d)?)))
     else {
         tracing::error!(ticket = ticket.id, "a bound ticket whose draw or commitment does not read");
         return Err(ApiError::StoreUnavailable);
