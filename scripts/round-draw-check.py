@@ -92,7 +92,7 @@ def bound_tickets(api, round_):
              {"endpoint": "/bits", "n": 256}]
     tickets = []
     for draw in draws:
-        status, _, body = call("POST", f"{api}/tickets", {"round": round_, "show_result": True, "draw": draw}, KEY)
+        status, _, body = call("POST", f"{api}/tickets", {"round": round_, "label": f"ci {draw['endpoint']} {round_}", "show_result": True, "draw": draw}, KEY)
         assert status == 201, (status, body)
         ticket = json.loads(body)["tickets"][0]
         verdict = json.loads(call("POST", f"{api}/verify", ticket["commitment"])[2])

@@ -22,7 +22,7 @@ pub mod sqlite;
 pub mod store;
 mod ticket;
 
-pub use store::{Kept, StoreError, TicketStore, Use};
+pub use store::{Kept, Refused, StoreError, TicketStore, Use};
 pub use ticket::{Bound, Ticket, TicketKind};
 
 use std::collections::HashMap;
@@ -281,16 +281,22 @@ impl Tickets {
     /// hold more than `max_unused` unused ones (counted and inserted in one transaction).
     ///
     /// # Errors
-    /// 409 `too_many_tickets`; 503 `store_unavailable`, `store_full`.
+    /// 409 `too_many_tickets`, `label_taken`; 503 `store_unavailable`, `store_full`.
     pub async fn create(&self, tickets: Vec<Ticket>) -> Result<Vec<Ticket>, ApiError> {
         self.room()?;
         let now = now_ms();
         let max = u64::from(self.settings.max_unused);
         match self.timed("create", self.store.create(tickets.clone(), max, now)).await? {
-            Some(held) => Err(ApiError::Conflict {
+            Some(Refused::TooMany(held)) => Err(ApiError::Conflict {
                 code: "too_many_tickets",
                 detail: format!(
                     "this caller holds {held} unused tickets; at most {max} ([tickets] max_unused)"
+                ),
+            }),
+            Some(Refused::LabelTaken(label)) => Err(ApiError::Conflict {
+                code: "label_taken",
+                detail: format!(
+                    "this caller has a ticket bound to a round under the label {label:?} already: a label names one draw"
                 ),
             }),
             None => {

@@ -84,18 +84,22 @@ async fn create(
     let params = Params::from_json(&body)?;
     params.allow_only(crate::pipeline::params::TICKETS)?;
     let n = params.u64(Param::N)?.unwrap_or(1);
-    let bind = match (params.u64(Param::Round)?, &draw) {
-        (Some(round), Some(draw)) => Some((round, draw)),
-        (None, None) => None,
-        (Some(_), None) => {
+    let bind = match (params.u64(Param::Round)?, &draw, params.get(Param::Label)) {
+        (Some(round), Some(draw), label) => Some(bound::Bind { round, draw, label }),
+        (None, None, None) => None,
+        (Some(_), None, _) => {
             return Err(ApiError::invalid(
                 "invalid_draw",
                 "draw",
                 "a ticket bound to a round names its draw",
             ));
         }
-        (None, Some(_)) => {
-            return Err(ApiError::invalid("invalid_round", "round", "a ticket's draw is bound to a round"));
+        (None, _, _) => {
+            return Err(ApiError::invalid(
+                "invalid_round",
+                "round",
+                "a ticket's draw and label are bound to a round",
+            ));
         }
     };
     let created = calls::create(&state, &admission, n, params.flag(Param::ShowResult)?, bind).await?;
@@ -286,6 +290,12 @@ pub(crate) mod doc {
                     "A round of the followed drand network not out yet: the tickets' draw is bound to it \
                      (with draw; docs/verifiable.md)",
                 )),
+            )
+            .property(
+                "label",
+                ObjectBuilder::new().schema_type(Type::String).min_length(Some(1)).max_length(Some(128)).description(
+                    Some("What the draw bound to round is for: one ticket a label, ever, per caller (required with round)"),
+                ),
             )
             .property(
                 "draw",

@@ -50,6 +50,8 @@ pub enum Param {
     Limit,
     /// The beacon round new tickets' draws are bound to (`POST /tickets`).
     Round,
+    /// What a ticket bound to a round is for (`POST /tickets`): one ticket a label.
+    Label,
 }
 
 impl Param {
@@ -73,6 +75,7 @@ impl Param {
             Param::After => "after",
             Param::Limit => "limit",
             Param::Round => "round",
+            Param::Label => "label",
         }
     }
 
@@ -94,6 +97,7 @@ impl Param {
             Param::ShowResult => "invalid_boolean",
             Param::Limit => "invalid_limit",
             Param::Round => "invalid_round",
+            Param::Label => "invalid_label",
         }
     }
 }
@@ -112,7 +116,7 @@ pub const INT: &[Param] = &[Param::Min, Param::Max, Param::Count, Param::Alg];
 pub const RECEIPT: &[Param] = &[Param::Receipt, Param::UserData, Param::Ticket];
 
 /// The members of `POST /tickets`'s body.
-pub const TICKETS: &[Param] = &[Param::N, Param::ShowResult, Param::Round];
+pub const TICKETS: &[Param] = &[Param::N, Param::ShowResult, Param::Round, Param::Label];
 
 /// The most query parameters a request may give.
 pub const MAX_PARAMS: usize = 16;

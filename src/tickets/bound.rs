@@ -321,3 +321,75 @@ pub fn derive(randomness: &[u8; 32], id: &str, draw: &Draw) -> Result<Derived, A
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The values of docs/verifiable.md's Python check ("Draws bound to a round"), written
+    /// apart from this code, for randomness SHA-256("drbgd-round-v1 test") and one ticket id:
+    /// the derivation here gives the same, to the last value and byte.
+    #[test]
+    fn derives_what_the_documented_python_derives() {
+        let randomness: [u8; 32] =
+            const_hex::decode_to_array("53116cc6989d06ac1f32512c8051c79f1336f999633b639d6c4d9698b4acd6fa")
+                .unwrap();
+        let id = "01938a7c-8f00-7abc-9def-0123456789ab";
+        let values = |draw: Draw| match derive(&randomness, id, &draw).unwrap() {
+            Derived::Values(v) => v,
+            Derived::Bytes(_) => panic!("bytes of {draw:?}"),
+        };
+        assert_eq!(values(Draw::Int { min: 1, max: 6, count: 10 }), [6, 3, 2, 6, 3, 6, 5, 2, 6, 6]);
+        assert_eq!(
+            values(Draw::Int { min: i64::MIN, max: i64::MAX, count: 3 }),
+            [-7426543976346259691, -765220728965092889, -6409874881567314040]
+        );
+        assert_eq!(
+            values(Draw::Int { min: 0, max: (1 << 62) + 12345, count: 3 }),
+            [2396693978884778699, 1457082044745210810, 2319752165312906368]
+        );
+        assert_eq!(
+            values(Draw::Sequence { min: 1, max: 52, count: 52 }),
+            [
+                38, 48, 51, 34, 25, 3, 46, 49, 6, 44, 39, 9, 10, 33, 8, 30, 45, 4, 12, 36, 18, 32, 16, 28,
+                47, 15, 5, 26, 14, 1, 23, 13, 24, 35, 52, 41, 17, 19, 40, 11, 20, 31, 21, 7, 50, 22, 37, 29,
+                43, 2, 27, 42
+            ]
+        );
+        let bits = derive(&randomness, id, &Draw::Bits { n: 128 }).unwrap();
+        assert_eq!(bits, Derived::Bytes(const_hex::decode("c1d364bf98e12254aef1dd7a58ff91c6").unwrap()));
+        // Another ticket, another draw.
+        let other =
+            derive(&randomness, "01938a7c-8f00-7abc-9def-0123456789ac", &Draw::Bits { n: 128 }).unwrap();
+        assert_ne!(other, bits);
+    }
+
+    #[test]
+    fn a_draw_is_checked_and_stored_in_its_canonical_form() {
+        let settings = crate::config::Settings::load(None, serde_json::json!({})).unwrap();
+        let rules = crate::service::Rules::from_settings(&settings);
+        let draw = Draw::new(&rules, "/int", &[("min", "-3"), ("max", "3")], 1024).unwrap();
+        assert_eq!(draw, Draw::Int { min: -3, max: 3, count: 1 }, "count's default");
+        assert_eq!(Draw::from_stored(&draw.to_stored()), Some(draw));
+        let seq = Draw::new(&rules, "/sequence", &[("min", "1"), ("max", "10")], 1024).unwrap();
+        assert_eq!(seq, Draw::Sequence { min: 1, max: 10, count: 10 }, "a shuffle by default");
+        assert_eq!(Draw::from_stored(&seq.to_stored()), Some(seq));
+        let code = |endpoint: &str, params: &[(&str, &str)], max: u64| {
+            Draw::new(&rules, endpoint, params, max).unwrap_err().code()
+        };
+        assert_eq!(code("/token", &[], 1024), "round_draw_not_allowed");
+        assert_eq!(
+            code("/int", &[("min", "1"), ("max", "2"), ("alg", "chacha20")], 1024),
+            "round_draw_not_allowed"
+        );
+        assert_eq!(code("/int", &[("min", "x"), ("max", "2")], 1024), "invalid_integer");
+        assert_eq!(code("/int", &[("min", "1"), ("max", "6"), ("count", "200")], 1024), "receipt_too_large");
+        assert_eq!(
+            code("/sequence", &[("min", "1"), ("max", "3"), ("count", "4")], 1024),
+            "count_exceeds_range"
+        );
+        assert_eq!(code("/bits", &[("n", "12")], 1024), "invalid_n");
+        assert_eq!(code("/bits", &[("n", "16")], 1), "invalid_n");
+        assert_eq!(Draw::from_stored("{\"endpoint\":\"/token\"}"), None);
+    }
+}

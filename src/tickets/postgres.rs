@@ -23,7 +23,7 @@ use futures_util::future::BoxFuture;
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
-use super::store::{Kept, StoreError, TicketStore, Use};
+use super::store::{Kept, Refused, StoreError, TicketStore, Use};
 use super::ticket::{Bound, Ticket, TicketKind};
 use crate::config::results::ResultsSettings;
 
@@ -34,7 +34,8 @@ const SCHEMA_LOCK: i64 = 0x64_7262_6764;
 /// How long start-up waits for the database.
 const START_WITHIN: Duration = Duration::from_secs(30);
 
-/// The schema, version 2 (version 1 had no `round`, `draw`, `commitment`: [`BIND_ROUNDS`]).
+/// The schema, version 2 (version 1 had no `round`, `draw`, `commitment`, `label`:
+/// [`BIND_ROUNDS`]; and [`LABEL_INDEX`]).
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS drbgd_tickets (
     id TEXT PRIMARY KEY,
@@ -50,7 +51,8 @@ CREATE TABLE IF NOT EXISTS drbgd_tickets (
     revealed BOOLEAN NOT NULL DEFAULT FALSE,
     round BIGINT,
     draw TEXT,
-    commitment BYTEA
+    commitment BYTEA,
+    label TEXT
 );
 CREATE INDEX IF NOT EXISTS drbgd_tickets_by_caller ON drbgd_tickets (caller, id);
 CREATE INDEX IF NOT EXISTS drbgd_tickets_unused ON drbgd_tickets (caller) WHERE used_ms IS NULL;
@@ -73,12 +75,17 @@ const BIND_ROUNDS: &str = "
 ALTER TABLE drbgd_tickets ADD COLUMN IF NOT EXISTS round BIGINT;
 ALTER TABLE drbgd_tickets ADD COLUMN IF NOT EXISTS draw TEXT;
 ALTER TABLE drbgd_tickets ADD COLUMN IF NOT EXISTS commitment BYTEA;
-UPDATE drbgd_meta SET value = '\\x0000000000000002' WHERE name = 'schema_version';
+ALTER TABLE drbgd_tickets ADD COLUMN IF NOT EXISTS label TEXT;
+UPDATE drbgd_meta SET value = decode('0000000000000002', 'hex') WHERE name = 'schema_version';
 ";
+
+/// One bound ticket a label per caller (made once the columns of version 2 are there, on a
+/// database made at version 2 or migrated to it).
+const LABEL_INDEX: &str = "CREATE UNIQUE INDEX IF NOT EXISTS drbgd_tickets_by_label ON drbgd_tickets (caller, label) WHERE label IS NOT NULL";
 
 /// The columns of a ticket, in [`ticket_of`]'s order (`r`: its kept result).
 const TICKET_COLUMNS: &str = "t.id, t.caller, t.show_result, t.created_ms, t.expires_ms, t.previous_id, \
-     t.next_id, t.used_ms, t.serial, t.revealed, r.body, t.digest, t.round, t.draw, t.commitment";
+     t.next_id, t.used_ms, t.serial, t.revealed, r.body, t.digest, t.round, t.draw, t.commitment, t.label";
 
 /// The store's handle: a pool of connections.
 #[derive(Clone)]
@@ -176,6 +183,7 @@ impl Postgres {
         } else if version != SCHEMA_VERSION {
             return Err(Newer(version).into());
         }
+        tx.batch_execute(LABEL_INDEX).await?;
         tx.execute(
             "INSERT INTO drbgd_meta (name, value) VALUES ('caller_hash_key', $1) ON CONFLICT (name) DO NOTHING",
             &[&fresh],
@@ -226,7 +234,7 @@ impl Postgres {
         tickets: Vec<Ticket>,
         max_unused: u64,
         now: i64,
-    ) -> Result<Option<u64>, StoreError> {
+    ) -> Result<Option<Refused>, StoreError> {
         let Some(caller) = tickets.first().map(|t| t.caller.clone()) else { return Ok(None) };
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(failed("create"))?;
@@ -246,12 +254,26 @@ impl Postgres {
             .get(0);
         let held = u64::try_from(held).unwrap_or(0);
         if held + tickets.len() as u64 > max_unused {
-            return Ok(Some(held));
+            return Ok(Some(Refused::TooMany(held)));
+        }
+        // Under the caller's lock: no other creation of its can take the label meanwhile.
+        for label in tickets.iter().filter_map(|t| t.bound.as_ref()).map(|b| &b.label) {
+            let taken: i64 = tx
+                .query_one(
+                    "SELECT count(*) FROM drbgd_tickets WHERE caller = $1 AND label = $2",
+                    &[&caller, label],
+                )
+                .await
+                .map_err(failed("create"))?
+                .get(0);
+            if taken > 0 {
+                return Ok(Some(Refused::LabelTaken(label.clone())));
+            }
         }
         for t in &tickets {
             tx.execute(
                 "INSERT INTO drbgd_tickets (id, caller, show_result, created_ms, expires_ms, previous_id, \
-                 round, draw, commitment) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                 round, draw, commitment, label) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
                 &[
                     &t.id,
                     &t.caller,
@@ -262,6 +284,7 @@ impl Postgres {
                     &t.bound.as_ref().map(|b| i64::try_from(b.round).unwrap_or(i64::MAX)),
                     &t.bound.as_ref().map(|b| b.draw.as_str()),
                     &t.bound.as_ref().map(|b| b.commitment.as_slice()),
+                    &t.bound.as_ref().map(|b| b.label.as_str()),
                 ],
             )
             .await
@@ -383,7 +406,7 @@ fn ticket_of(row: &Row) -> Ticket {
         revealed: row.get(9),
         result: row.get(10),
         digest: row.get(11),
-        bound: Bound::of_columns(row.get(12), row.get(13), row.get(14)),
+        bound: Bound::of_columns(row.get(12), row.get(13), row.get(14), row.get(15)),
     }
 }
 
@@ -393,7 +416,7 @@ impl TicketStore for Postgres {
         tickets: Vec<Ticket>,
         max_unused: u64,
         now: i64,
-    ) -> BoxFuture<'_, Result<Option<u64>, StoreError>> {
+    ) -> BoxFuture<'_, Result<Option<Refused>, StoreError>> {
         Box::pin(self.create_tickets(tickets, max_unused, now))
     }
 

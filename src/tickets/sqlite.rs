@@ -21,7 +21,7 @@ use futures_util::future::BoxFuture;
 use rusqlite::{Connection, OptionalExtension, params};
 use tokio::sync::oneshot;
 
-use super::store::{Kept, StoreError, TicketStore, Use};
+use super::store::{Kept, Refused, StoreError, TicketStore, Use};
 use super::ticket::{Bound, Ticket, TicketKind};
 
 /// Jobs committed together at most.
@@ -207,7 +207,8 @@ CREATE TABLE IF NOT EXISTS tickets (
     revealed INTEGER NOT NULL DEFAULT 0,
     round INTEGER,
     draw TEXT,
-    commitment BLOB
+    commitment BLOB,
+    label TEXT
 ) STRICT;
 CREATE INDEX IF NOT EXISTS tickets_by_caller ON tickets (caller, id);
 CREATE INDEX IF NOT EXISTS tickets_unused ON tickets (caller) WHERE used_ms IS NULL;
@@ -227,23 +228,39 @@ CREATE TABLE IF NOT EXISTS meta (
 
 /// The columns of tickets bound to a beacon round, added to a file made before them (each is
 /// null on the tickets of that time, which are bound to none).
-const ROUND_COLUMNS: [(&str, &str); 3] = [("round", "INTEGER"), ("draw", "TEXT"), ("commitment", "BLOB")];
+const ROUND_COLUMNS: [(&str, &str); 4] =
+    [("round", "INTEGER"), ("draw", "TEXT"), ("commitment", "BLOB"), ("label", "TEXT")];
 
-/// Adds [`ROUND_COLUMNS`] to a tickets table that lacks them.
+/// Adds [`ROUND_COLUMNS`] to a tickets table that lacks them, and the index that keeps a label
+/// to one bound ticket a caller, in one transaction (another process opening the file at the
+/// same moment waits for it, then finds them).
 fn bind_rounds(connection: &Connection) -> rusqlite::Result<()> {
-    let mut statement = connection.prepare("SELECT name FROM pragma_table_info('tickets')")?;
-    let names = statement.query_map([], |r| r.get::<_, String>(0))?.collect::<rusqlite::Result<Vec<_>>>()?;
-    for (name, kind) in ROUND_COLUMNS {
-        if !names.iter().any(|n| n == name) {
-            connection.execute_batch(&format!("ALTER TABLE tickets ADD COLUMN {name} {kind}"))?;
+    connection.execute_batch("BEGIN IMMEDIATE")?;
+    let added = (|| {
+        let mut statement = connection.prepare("SELECT name FROM pragma_table_info('tickets')")?;
+        let names =
+            statement.query_map([], |r| r.get::<_, String>(0))?.collect::<rusqlite::Result<Vec<_>>>()?;
+        for (name, kind) in ROUND_COLUMNS {
+            if !names.iter().any(|n| n == name) {
+                connection.execute_batch(&format!("ALTER TABLE tickets ADD COLUMN {name} {kind}"))?;
+            }
+        }
+        connection.execute_batch(
+            "CREATE UNIQUE INDEX IF NOT EXISTS tickets_by_label ON tickets (caller, label) WHERE label IS NOT NULL",
+        )
+    })();
+    match added {
+        Ok(()) => connection.execute_batch("COMMIT"),
+        Err(e) => {
+            let _ = connection.execute_batch("ROLLBACK");
+            Err(e)
         }
     }
-    Ok(())
 }
 
 /// The columns of a ticket, in [`ticket_of`]'s order.
 const TICKET_COLUMNS: &str = "t.id, t.caller, t.show_result, t.created_ms, t.expires_ms, t.previous_id, \
-     t.next_id, t.used_ms, t.serial, t.revealed, r.body, t.digest, t.round, t.draw, t.commitment";
+     t.next_id, t.used_ms, t.serial, t.revealed, r.body, t.digest, t.round, t.draw, t.commitment, t.label";
 
 /// The ticket with id `id`, its kept result joined.
 fn ticket(connection: &Connection, id: &str) -> rusqlite::Result<Option<Ticket>> {
@@ -268,7 +285,7 @@ fn ticket_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<Ticket> {
         revealed: row.get::<_, i64>(9)? != 0,
         result: row.get(10)?,
         digest: row.get(11)?,
-        bound: Bound::of_columns(row.get(12)?, row.get(13)?, row.get(14)?),
+        bound: Bound::of_columns(row.get(12)?, row.get(13)?, row.get(14)?, row.get(15)?),
     })
 }
 
@@ -295,7 +312,7 @@ fn unused(connection: &Connection, caller: &str, now: i64) -> rusqlite::Result<u
 fn insert(connection: &Connection, t: &Ticket) -> rusqlite::Result<()> {
     connection.execute(
         "INSERT INTO tickets (id, caller, show_result, created_ms, expires_ms, previous_id, round, draw, \
-         commitment) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+         commitment, label) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
         params![
             t.id,
             t.caller,
@@ -306,6 +323,7 @@ fn insert(connection: &Connection, t: &Ticket) -> rusqlite::Result<()> {
             t.bound.as_ref().map(|b| i64::try_from(b.round).unwrap_or(i64::MAX)),
             t.bound.as_ref().map(|b| &b.draw),
             t.bound.as_ref().map(|b| &b.commitment),
+            t.bound.as_ref().map(|b| &b.label),
         ],
     )?;
     Ok(())
@@ -340,12 +358,22 @@ impl TicketStore for Sqlite {
         tickets: Vec<Ticket>,
         max_unused: u64,
         now: i64,
-    ) -> BoxFuture<'_, Result<Option<u64>, StoreError>> {
+    ) -> BoxFuture<'_, Result<Option<Refused>, StoreError>> {
         Box::pin(self.call(move |c| {
             let Some(caller) = tickets.first().map(|t| t.caller.clone()) else { return Ok(None) };
             let held = unused(c, &caller, now)?;
             if held + tickets.len() as u64 > max_unused {
-                return Ok(Some(held));
+                return Ok(Some(Refused::TooMany(held)));
+            }
+            for label in tickets.iter().filter_map(|t| t.bound.as_ref()).map(|b| &b.label) {
+                let taken: i64 = c.query_row(
+                    "SELECT count(*) FROM tickets WHERE caller = ?1 AND label = ?2",
+                    params![caller, label],
+                    |r| r.get(0),
+                )?;
+                if taken > 0 {
+                    return Ok(Some(Refused::LabelTaken(label.clone())));
+                }
             }
             tickets.iter().try_for_each(|t| insert(c, t))?;
             Ok(None)

@@ -27,6 +27,15 @@ pub enum StoreError {
     Unknown,
 }
 
+/// Why new tickets were not created.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refused {
+    /// The caller would hold more unused tickets than allowed: how many it holds.
+    TooMany(u64),
+    /// The caller has a ticket bound to a round under this label already.
+    LabelTaken(String),
+}
+
 /// A used ticket's draw, to keep with it.
 #[derive(Debug, Clone)]
 pub struct Use {
@@ -58,14 +67,15 @@ pub struct Kept {
 /// Where tickets and kept results live. Times are Unix milliseconds, given by the caller.
 pub trait TicketStore: Send + Sync + std::fmt::Debug {
     /// Inserts `tickets` (all of one caller's) unless the caller would then hold more than
-    /// `max_unused` unused, unexpired ones at `now`: `Some(held)` refused (nothing inserted),
-    /// `None` inserted.
+    /// `max_unused` unused, unexpired ones at `now`, or already has a bound ticket of one of
+    /// their labels (of any age, used or not): `Some` refused (nothing inserted), `None`
+    /// inserted.
     fn create(
         &self,
         tickets: Vec<Ticket>,
         max_unused: u64,
         now: i64,
-    ) -> BoxFuture<'_, Result<Option<u64>, StoreError>>;
+    ) -> BoxFuture<'_, Result<Option<Refused>, StoreError>>;
 
     /// The ticket `id`, with its use's digest and its kept result, if any.
     fn find(&self, id: String) -> BoxFuture<'_, Result<Option<Ticket>, StoreError>>;

@@ -41,6 +41,8 @@ pub struct Bound {
     pub draw: String,
     /// The signed commitment its creation answered (`{"random": ..., "signature": ...}`).
     pub commitment: Vec<u8>,
+    /// What its draw is for, in the caller's words: one bound ticket a label, ever, per caller.
+    pub label: String,
 }
 
 impl Ticket {
@@ -76,22 +78,25 @@ impl Ticket {
 }
 
 impl Bound {
-    /// A ticket's binding of its `round`, `draw` and `commitment` columns: none when all three are
-    /// null; a binding whose draw does not read (refused when used, never drawn as a plain ticket)
+    /// A ticket's binding of its `round`, `draw`, `commitment` and `label` columns: none when
+    /// all are null; a binding whose draw does not read (refused when used, never drawn as a plain ticket)
     /// when only some are, or the round is negative.
     pub fn of_columns(
         round: Option<i64>,
         draw: Option<String>,
         commitment: Option<Vec<u8>>,
+        label: Option<String>,
     ) -> Option<Bound> {
-        if round.is_none() && draw.is_none() && commitment.is_none() {
+        if round.is_none() && draw.is_none() && commitment.is_none() && label.is_none() {
             return None;
         }
-        let whole = round.is_some_and(|r| r >= 0) && draw.is_some() && commitment.is_some();
+        let whole =
+            round.is_some_and(|r| r >= 0) && draw.is_some() && commitment.is_some() && label.is_some();
         Some(Bound {
             round: round.and_then(|r| u64::try_from(r).ok()).unwrap_or(u64::MAX),
             draw: draw.filter(|_| whole).unwrap_or_default(),
             commitment: commitment.unwrap_or_default(),
+            label: label.unwrap_or_default(),
         })
     }
 }

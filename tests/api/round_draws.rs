@@ -170,9 +170,14 @@ async fn bound_draws(store: Store) {
         ("/bits", json!({"endpoint": "/bits", "n": 64})),
     ];
     let mut ids = Vec::new();
+    let mut commitments = std::collections::HashMap::new();
     for (endpoint, draw) in &draws {
-        let ticket =
-            create(&app, json!({"n": 1, "show_result": true, "round": round, "draw": draw})).await.remove(0);
+        let ticket = create(
+            &app,
+            json!({"round": round, "label": format!("test {endpoint}"), "show_result": true, "draw": draw}),
+        )
+        .await
+        .remove(0);
         assert_eq!(ticket["round"], round, "{ticket}");
         let commitment = &ticket["commitment"];
         assert!(verifies(&app, commitment).await, "{commitment}");
@@ -186,8 +191,12 @@ async fn bound_draws(store: Store) {
             (&json!(round), &ticket["ticket_id"], &json!("drbgd-round-v1"))
         );
         assert_eq!(c["chain_hash"].as_str().unwrap(), chain_hash(&net).await);
+        assert_eq!(c["label"], json!(format!("test {endpoint}")));
+        commitments.insert(ticket["ticket_id"].as_str().unwrap().to_owned(), c.clone());
         ids.push(ticket["ticket_id"].as_str().unwrap().to_owned());
     }
+    let by_grpc = json!({"round": round, "label": "test grpc", "draw": draws[0].1});
+    let by_grpc = create(&app, by_grpc).await.remove(0)["ticket_id"].as_str().unwrap().to_owned();
     let early = post(&app, "/int", &json!({"ticket": ids[0]})).await;
     assert_eq!(early.status(), 425);
     assert!(early.headers().contains_key("retry-after"));
@@ -217,6 +226,12 @@ async fn bound_draws(store: Store) {
             (&json!(round), &json!("drbgd-round-v1"), &json!(id))
         );
         assert_eq!(r["round_signature"], theirs["signature"], "the network's own round");
+        assert_eq!(r["label"], json!(format!("test {endpoint}")));
+        assert_eq!(r["committed_at"], commitments[&id[..]]["issued_at"]);
+        let names: &[&str] = if *endpoint == "/bits" { &["n"] } else { &["min", "max", "count"] };
+        for name in names {
+            assert_eq!(r[*name], commitments[&id[..]][*name], "{endpoint} {name}: as committed");
+        }
         assert_eq!(r["data"], recomputed(&answer, endpoint), "{endpoint}: {answer}");
         assert!(verifies(&app, &answer).await);
         // A changed parameter: the signature fails, and the derivation gives other values.
@@ -236,6 +251,7 @@ async fn bound_draws(store: Store) {
         };
         assert_problem(post(&app, endpoint, &with_params).await, 409, "ticket_used").await;
     }
+    over_grpc(&app, &by_grpc).await;
     refusals(&app, round).await;
     if store == Store::Sqlite {
         half_kept(&app, &ids[0], &path).await;
@@ -289,24 +305,58 @@ async fn cli_verdicts(app: &TestApp, net: &TestApp, answer: &Value, changed: &Va
     assert!(!ok && said.contains("not the chain the receipt names"), "{said}");
 }
 
+/// A bound ticket used over gRPC (`GetInts` with the committed parameters): the derivation's
+/// values, its receipt the round's; other parameters refused.
+async fn over_grpc(app: &TestApp, id: &str) {
+    use drbgd::grpc::pb;
+    use drbgd::grpc::pb::randomness_service_client::RandomnessServiceClient;
+    let channel = tonic::transport::Endpoint::from_shared(app.api.clone()).unwrap().connect().await.unwrap();
+    let mut alice = RandomnessServiceClient::with_interceptor(channel, |mut r: tonic::Request<()>| {
+        r.metadata_mut().insert("authorization", "Bearer alice-key".parse().unwrap());
+        Ok(r)
+    });
+    let other = pb::GetIntsRequest { min: 1, max: 7, count: 5, ticket: id.to_owned(), ..Default::default() };
+    let refused = alice.get_ints(other).await.unwrap_err();
+    assert!(refused.message().starts_with("ticket_bound_to_other_params: "), "{refused:?}");
+    let ints = pb::GetIntsRequest { min: 1, max: 6, count: 5, ticket: id.to_owned(), ..Default::default() };
+    let reply = alice.get_ints(ints).await.unwrap().into_inner();
+    let random: Value = serde_json::from_str(&reply.receipt_json).unwrap();
+    assert_eq!((&random["alg"], &random["ticket"]), (&json!("drbgd-round-v1"), &json!(id)));
+    let answer = json!({"random": random, "signature": reply.receipt_signature});
+    assert!(verifies(app, &answer).await);
+    let values: Vec<String> = reply.values.iter().map(ToString::to_string).collect();
+    assert_eq!(json!(values), recomputed(&answer, "/int"));
+}
+
 /// Creation's refusals, each with its code.
 async fn refusals(app: &TestApp, out: u64) {
     let int = json!({"endpoint": "/int", "min": 1, "max": 6});
     let ahead = out + 5;
+    let taken = json!({"round": ahead, "label": "test /int", "draw": int});
+    assert_problem(post(app, "/tickets", &taken).await, 409, "label_taken").await;
     let cases = [
-        (json!({"round": out, "draw": int}), "round_not_future"),
-        (json!({"round": ahead, "draw": {"endpoint": "/token"}}), "round_draw_not_allowed"),
-        (json!({"round": ahead, "draw": {"endpoint": "/uuid"}}), "round_draw_not_allowed"),
+        (json!({"round": out, "label": "x", "draw": int}), "round_not_future"),
+        (json!({"round": ahead, "label": "x", "draw": {"endpoint": "/token"}}), "round_draw_not_allowed"),
+        (json!({"round": ahead, "label": "x", "draw": {"endpoint": "/uuid"}}), "round_draw_not_allowed"),
         (
-            json!({"round": ahead, "draw": {"endpoint": "/int", "min": 1, "max": 6, "alg": "chacha20"}}),
+            json!({"round": ahead, "label": "x", "draw": {"endpoint": "/int", "min": 1, "max": 6, "alg": "chacha20"}}),
             "round_draw_not_allowed",
         ),
-        (json!({"round": ahead, "draw": {"endpoint": "/int", "min": 6, "max": 1}}), "invalid_range"),
-        (json!({"round": ahead, "draw": {"endpoint": "/bits", "n": 12}}), "invalid_n"),
-        (json!({"round": ahead, "draw": {"min": 1}}), "invalid_draw"),
-        (json!({"round": ahead}), "invalid_draw"),
+        (
+            json!({"round": ahead, "label": "x", "draw": {"endpoint": "/int", "min": 6, "max": 1}}),
+            "invalid_range",
+        ),
+        (json!({"round": ahead, "label": "x", "draw": {"endpoint": "/bits", "n": 12}}), "invalid_n"),
+        (json!({"round": ahead, "label": "x", "draw": {"min": 1}}), "invalid_draw"),
+        (json!({"round": ahead, "label": "x"}), "invalid_draw"),
+        (json!({"round": ahead, "draw": int}), "invalid_label"),
+        (json!({"round": ahead, "label": "", "draw": int}), "invalid_label"),
+        (json!({"round": ahead, "label": "a\nb", "draw": int}), "invalid_label"),
+        (json!({"round": ahead, "label": "x".repeat(129), "draw": int}), "invalid_label"),
+        (json!({"n": 2, "round": ahead, "label": "x", "draw": int}), "invalid_count"),
+        (json!({"label": "x"}), "invalid_round"),
         (json!({"draw": int}), "invalid_round"),
-        (json!({"round": u64::MAX, "draw": int}), "round_too_far"),
+        (json!({"round": u64::MAX, "label": "x", "draw": int}), "round_too_far"),
     ];
     for (body, code) in cases {
         assert_problem(post(app, "/tickets", &body).await, 400, code).await;
@@ -317,7 +367,8 @@ async fn refusals(app: &TestApp, out: u64) {
 async fn without_a_followed_network_no_ticket_is_bound() {
     let settings = crate::tickets::ticket_settings(&crate::tickets::dir("unbound"));
     let app = spawn_with(settings, Arc::new(OsEntropy)).await;
-    let body = json!({"round": 1_000_000_000u64, "draw": {"endpoint": "/int", "min": 1, "max": 6}});
+    let body =
+        json!({"round": 1_000_000_000u64, "label": "x", "draw": {"endpoint": "/int", "min": 1, "max": 6}});
     assert_problem(post(&app, "/tickets", &body).await, 400, "round_needs_drand").await;
 }
 
@@ -390,4 +441,16 @@ async fn postgres(settings: &Settings) -> tokio_postgres::Client {
     let (client, connection) = config.connect(tokio_postgres::NoTls).await.unwrap();
     tokio::spawn(connection);
     client
+}
+
+#[tokio::test]
+async fn approved_only_binds_no_ticket() {
+    let mut settings = crate::tickets::ticket_settings(&crate::tickets::dir("approved-unbound"));
+    settings.drbg.approved_only = true;
+    settings.drbg.default_alg = drbgd::drbg::Algorithm::Aes256Ctr;
+    settings.drbg.enabled.retain(|a| a.approved());
+    let app = spawn_with(settings, Arc::new(OsEntropy)).await;
+    let body =
+        json!({"round": 1_000_000_000u64, "label": "x", "draw": {"endpoint": "/int", "min": 1, "max": 6}});
+    assert_problem(post(&app, "/tickets", &body).await, 400, "round_draw_not_approved").await;
 }

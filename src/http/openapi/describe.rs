@@ -294,7 +294,7 @@ impl Describe<'_> {
                     .max_length(Some(crate::receipts::USER_DATA_MAX))
                     .into(),
             ),
-            (Param::ShowResult | Param::Type | Param::After | Param::Limit | Param::Round, _) => {
+            (Param::ShowResult | Param::Type | Param::After | Param::Limit | Param::Round | Param::Label, _) => {
                 self.describe_tickets_param(param)
             }
             (Param::Ticket, _) => self.param(

@@ -30,11 +30,26 @@ use crate::tickets::{Bound, Ticket};
 /// How far ahead a ticket may be bound: a round due within a year.
 const MAX_AHEAD: Duration = Duration::from_secs(366 * 24 * 3600);
 
-/// A binding asked for at creation, checked: the round, the draw, the chain.
+/// What new tickets are bound to (`POST /tickets`' `round`, `draw` and `label`), as asked.
+#[derive(Debug, Clone, Copy)]
+pub struct Bind<'a> {
+    /// The round.
+    pub round: u64,
+    /// The draw: `endpoint` and its parameters.
+    pub draw: &'a serde_json::Value,
+    /// What it is for.
+    pub label: Option<&'a str>,
+}
+
+/// Most bytes of a label.
+const MAX_LABEL: usize = 128;
+
+/// A binding asked for at creation, checked: the round, the draw, the label, the chain.
 #[derive(Debug, Clone)]
 pub struct Binding {
     round: u64,
     draw: Draw,
+    label: String,
     chain_hash: String,
     /// When the round is due, Unix milliseconds.
     due_ms: i64,
@@ -61,29 +76,28 @@ fn charge(draw: &Draw) -> Charge {
     Charge { alg: Algorithm::HmacSha256, n_bits, pr: false, receipt: true }
 }
 
-/// The binding of `round` and `draw` (a JSON object: `endpoint` and its parameters) for new
-/// tickets of `admission`'s caller.
+/// The binding of `bind` (its draw a JSON object: `endpoint` and its parameters) for a new
+/// ticket of `admission`'s caller.
 ///
 /// # Errors
 /// 400 `round_needs_drand`, `round_draw_not_approved`, `round_not_future`, `round_too_far`,
-/// `invalid_draw`, `round_draw_not_allowed`, the endpoint's own codes, `receipts_disabled`;
-/// 403 from the caller's policy; 503 `beacon_unavailable` while the network's chain is not
-/// known.
-pub fn binding(
-    state: &AppState,
-    admission: &Admission,
-    round: u64,
-    draw: &serde_json::Value,
-) -> Result<Binding, ApiError> {
-    let rules = state.service.rules();
-    if rules.approved_only {
-        return Err(ApiError::invalid(
-            "round_draw_not_approved",
-            "round",
-            "a draw bound to a round is a public derivation, not an SP 800-90A instance: this server serves \
-             approved mechanisms only ([drbg] approved_only)",
-        ));
-    }
+/// `invalid_label`, `invalid_draw`, `round_draw_not_allowed`, the endpoint's own codes,
+/// `receipts_disabled`; 403 from the caller's policy; 503 `beacon_unavailable` while the
+/// network's chain is not known.
+pub fn binding(state: &AppState, admission: &Admission, bind: Bind<'_>) -> Result<Binding, ApiError> {
+    let Bind { round, draw, label } = bind;
+    approved_only(state)?;
+    let label = label.filter(|l| !l.is_empty() && l.len() <= MAX_LABEL && !l.chars().any(char::is_control));
+    let label = label.ok_or_else(|| {
+        ApiError::invalid(
+            "invalid_label",
+            "label",
+            format!(
+                "a ticket bound to a round needs a label, 1 to {MAX_LABEL} bytes without control characters, \
+                 saying what its draw is for: a caller's label names one bound ticket, ever"
+            ),
+        )
+    })?;
     let beacon = followed(state)?;
     let chain = beacon.chain().ok_or(ApiError::BeaconUnavailable)?;
     let now = wall_clock();
@@ -105,7 +119,20 @@ pub fn binding(
     state.receipts.ask(true, None, None)?;
     admission.caller.policy.check(&charge(&draw))?;
     let due_ms = i64::try_from((now + until).as_millis()).unwrap_or(i64::MAX);
-    Ok(Binding { round, draw, chain_hash: chain.hash_hex().to_owned(), due_ms })
+    Ok(Binding { round, draw, label: label.to_owned(), chain_hash: chain.hash_hex().to_owned(), due_ms })
+}
+
+/// 400 `round_draw_not_approved` in approved-only mode.
+fn approved_only(state: &AppState) -> Result<(), ApiError> {
+    match state.service.rules().approved_only {
+        true => Err(ApiError::invalid(
+            "round_draw_not_approved",
+            "round",
+            "a draw bound to a round is a public derivation, not an SP 800-90A instance: this server serves \
+             approved mechanisms only ([drbg] approved_only)",
+        )),
+        false => Ok(()),
+    }
 }
 
 /// The draw of a creation's `draw` member.
@@ -149,11 +176,17 @@ pub fn commit(
         .with("alg", Field::Name(DERIVATION))
         .with("draw_endpoint", Field::Name(binding.draw.route().name()))
         .with("round", integer_u64(binding.round))
+        .with("label", binding.label.as_str())
         .with("chain_hash", binding.chain_hash.as_str());
     let signed = state.receipts.issue(&state.service, &admission.caller, &ask, random)?;
     let commitment =
         format!("{{\"random\":{},\"signature\":\"{}\"}}", signed.json(), signed.signature()).into_bytes();
-    Ok(Bound { round: binding.round, draw: binding.draw.to_stored(), commitment })
+    Ok(Bound {
+        round: binding.round,
+        draw: binding.draw.to_stored(),
+        commitment,
+        label: binding.label.clone(),
+    })
 }
 
 /// `random` with `draw`'s parameters, typed as the endpoint's receipts type them.
@@ -175,6 +208,7 @@ fn committed(ticket: &Ticket, bound: &Bound, draw: &Draw) -> Option<(String, Str
     let text = |name: &str| random.get(name)?.as_str().map(str::to_owned);
     let endpoint = text("draw_endpoint")?;
     let same = text("ticket")? == ticket.id
+        && text("label")? == bound.label
         && random.get("round")?.as_u64()? == bound.round
         && Draw::of_receipt(&endpoint, random) == Some(*draw);
     same.then_some((text("chain_hash")?, text("issued_at")?))
@@ -209,6 +243,7 @@ pub async fn draw(
         });
     }
     same_params(state, &draw, params)?;
+    approved_only(state)?;
     let beacon = followed(state).map_err(|_| ApiError::BeaconUnavailable)?;
     if beacon.chain().is_some_and(|c| c.hash_hex() != chain_hash) {
         tracing::error!(ticket = ticket.id, "the chain followed now is not the one a bound ticket names");
@@ -219,7 +254,8 @@ pub async fn draw(
     let charged = charge(&draw);
     admission.caller.permit(&charged, charged.n_bits / 8)?;
     let derived = bound::derive(&signed.randomness, &ticket.id, &draw)?;
-    let random = with_round(drawn(state, &draw, derived)?, &signed, &chain_hash, &committed_at);
+    let random = with_round(drawn(state, &draw, derived)?, &signed, &chain_hash, &committed_at)
+        .with("label", bound.label.as_str());
     let ask = receipt::ask(state, params)?.ok_or(ApiError::Internal)?;
     receipt::respond(state, admission, &ask, random, Algorithm::HmacSha256, 0)
 }

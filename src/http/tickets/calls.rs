@@ -242,14 +242,21 @@ pub async fn create(
     admission: &Admission,
     n: u64,
     show_result: bool,
-    bind: Option<(u64, &serde_json::Value)>,
+    bind: Option<bound::Bind<'_>>,
 ) -> Result<Vec<Ticket>, ApiError> {
     let tickets = of(state)?;
     if !(1..=u64::from(MAX_PER_CREATE)).contains(&n) {
         return Err(ApiError::invalid("invalid_count", "n", format!("n must be in 1..={MAX_PER_CREATE}")));
     }
     let caller = holder(admission)?;
-    let binding = bind.map(|(round, draw)| bound::binding(state, admission, round, draw)).transpose()?;
+    if bind.is_some() && n != 1 {
+        return Err(ApiError::invalid(
+            "invalid_count",
+            "n",
+            "a ticket bound to a round is made alone (n = 1): one label, one draw",
+        ));
+    }
+    let binding = bind.map(|b| bound::binding(state, admission, b)).transpose()?;
     admission.caller.take_requests(n - 1)?;
     let now = tickets::now_ms();
     let ids = (0..n).map(|_| tickets::new_id(&state.service, now)).collect::<Result<Vec<_>, _>>()?;
