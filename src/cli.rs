@@ -97,6 +97,10 @@ struct VerifyArgs {
     /// and the values are then checked too.
     #[arg(long)]
     beacon_info: Option<String>,
+    /// With --beacon-info: the chain hash (hex) of the drand network you trust; a receipt of
+    /// another chain is invalid.
+    #[arg(long, requires = "beacon_info")]
+    chain_hash: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -347,10 +351,17 @@ fn verify(args: &VerifyArgs) -> anyhow::Result<()> {
         ),
         (Some(_), Some(source)) => {
             let info = read_source(source, args.ca.as_deref())?;
-            let round = round::check(&receipt, &info).context("invalid")?;
+            let c = round::check(&receipt, &info, args.chain_hash.as_deref()).context("invalid")?;
             println!(
-                "valid: key_id {key_id}, serial {serial}; round {round} verified, the values are its derivation"
+                "valid: key_id {key_id}, serial {serial}; round {} of chain {} verified, the values are its derivation; \
+                 ticket {}, caller {:?}, label {:?}, committed at {}",
+                c.round, c.chain_hash, c.ticket, c.caller, c.label, c.committed_at
             );
+            if args.chain_hash.is_none() {
+                println!(
+                    "(the chain is the one the receipt names: pin the network you trust with --chain-hash)"
+                );
+            }
         }
     }
     Ok(())

@@ -132,9 +132,11 @@ async fn show(State(state): State<AppState>, Path(id): Path<String>) -> Result<R
     let ticket = calls::show(&state, &id).await?;
     let hash = calls::of(&state)?.caller_hash(&ticket.caller);
     let mut view = View::of(&hash, &ticket);
-    // A bound ticket's commitment names its caller and its draw: shown as its result is.
+    // A bound ticket's commitment names its caller and its draw, its round when the draw is
+    // due: shown as its result is.
     if !ticket.shows_result() {
         view.commitment = None;
+        view.round = None;
     }
     Ok(json_with_result(&view, &ticket))
 }

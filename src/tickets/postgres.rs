@@ -81,7 +81,8 @@ UPDATE drbgd_meta SET value = decode('0000000000000002', 'hex') WHERE name = 'sc
 
 /// One bound ticket a label per caller (made once the columns of version 2 are there, on a
 /// database made at version 2 or migrated to it).
-const LABEL_INDEX: &str = "CREATE UNIQUE INDEX IF NOT EXISTS drbgd_tickets_by_label ON drbgd_tickets (caller, label) WHERE label IS NOT NULL";
+const LABEL_INDEX: &str = "CREATE UNIQUE INDEX IF NOT EXISTS drbgd_tickets_by_label_key ON drbgd_tickets \
+     (caller, lower(label)) WHERE label IS NOT NULL";
 
 /// The columns of a ticket, in [`ticket_of`]'s order (`r`: its kept result).
 const TICKET_COLUMNS: &str = "t.id, t.caller, t.show_result, t.created_ms, t.expires_ms, t.previous_id, \
@@ -166,6 +167,9 @@ impl Postgres {
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;
         tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK]).await?;
+        // A migration waits for the table (replicas of before still serve from it) and builds an
+        // index over all of it: not within one statement's usual bound.
+        tx.batch_execute("SET LOCAL statement_timeout = 0; SET LOCAL lock_timeout = '60s'").await?;
         tx.batch_execute(SCHEMA).await?;
         tx.execute(
             "INSERT INTO drbgd_meta (name, value) VALUES ('schema_version', $1) ON CONFLICT (name) DO NOTHING",
@@ -175,7 +179,16 @@ impl Postgres {
         let version: Vec<u8> =
             tx.query_one("SELECT value FROM drbgd_meta WHERE name = 'schema_version'", &[]).await?.get(0);
         let version = <[u8; 8]>::try_from(version.as_slice()).map(i64::from_be_bytes).unwrap_or(i64::MAX);
-        if version == 1 {
+        // A version 2 database made by a build of before `label` (one day's) lacks it too.
+        let labelled: i64 = tx
+            .query_one(
+                "SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() \
+                 AND table_name = 'drbgd_tickets' AND column_name = 'label'",
+                &[],
+            )
+            .await?
+            .get(0);
+        if version == 1 || (version == SCHEMA_VERSION && labelled == 0) {
             tx.batch_execute(BIND_ROUNDS).await?;
             tracing::info!(
                 "the tickets' PostgreSQL schema migrated from version 1 to 2 (tickets bound to a round)"
@@ -260,7 +273,7 @@ impl Postgres {
         for label in tickets.iter().filter_map(|t| t.bound.as_ref()).map(|b| &b.label) {
             let taken: i64 = tx
                 .query_one(
-                    "SELECT count(*) FROM drbgd_tickets WHERE caller = $1 AND label = $2",
+                    "SELECT count(*) FROM drbgd_tickets WHERE caller = $1 AND lower(label) = lower($2)",
                     &[&caller, label],
                 )
                 .await

@@ -267,6 +267,17 @@ async fn half_kept(app: &TestApp, id: &str, path: &str) {
     file.execute("UPDATE tickets SET round = 9, draw = NULL WHERE id = ?1", [plain]).unwrap();
     let draw = json!({"ticket": plain, "min": 1, "max": 6});
     assert_problem(post(app, "/int", &draw).await, 503, "store_unavailable").await;
+    // A bound ticket whose commitment is another's (signed, but not for it): refused too.
+    let latest = latest(app).await.unwrap();
+    let body =
+        json!({"round": latest + 100, "label": "forged", "draw": {"endpoint": "/int", "min": 1, "max": 6}});
+    let forged = create(app, body).await.remove(0)["ticket_id"].as_str().unwrap().to_owned();
+    file.execute(
+        "UPDATE tickets SET commitment = (SELECT commitment FROM tickets WHERE id = ?1) WHERE id = ?2",
+        [id, forged.as_str()],
+    )
+    .unwrap();
+    assert_problem(post(app, "/int", &json!({"ticket": forged})).await, 503, "store_unavailable").await;
     assert_eq!(
         post(app, "/int", &json!({"ticket": id})).await.status(),
         200,
@@ -282,26 +293,37 @@ async fn cli_verdicts(app: &TestApp, net: &TestApp, answer: &Value, changed: &Va
     let info = dir.join("info.json");
     std::fs::write(&info, net.get("/beacon/info").await.bytes().await.unwrap()).unwrap();
     let keys = app.url("/keys");
-    let verify = |receipt: &Value, info: &std::path::Path| {
+    let pinned = answer["random"]["chain_hash"].as_str().unwrap().to_owned();
+    let verify = |receipt: &Value, info: &std::path::Path, chain: &str| {
         let file = dir.join("receipt.json");
         std::fs::write(&file, receipt.to_string()).unwrap();
         let args =
             ["verify", file.to_str().unwrap(), "--jwks", &keys, "--beacon-info", info.to_str().unwrap()];
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_drbgd")).args(args).output().unwrap();
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_drbgd"));
+        command.args(args);
+        if !chain.is_empty() {
+            command.args(["--chain-hash", chain]);
+        }
+        let out = command.output().unwrap();
         (
             out.status.success(),
             String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr),
         )
     };
-    let (ok, said) = verify(answer, &info);
+    let (ok, said) = verify(answer, &info, &pinned);
     assert!(ok && said.contains("verified, the values are its derivation"), "{said}");
-    let (ok, said) = verify(changed, &info);
+    assert!(said.contains(&format!("label {:?}", answer["random"]["label"].as_str().unwrap())), "{said}");
+    let (ok, said) = verify(answer, &info, "");
+    assert!(ok && said.contains("pin the network you trust"), "{said}");
+    let (ok, said) = verify(answer, &info, &"0".repeat(64));
+    assert!(!ok && said.contains("not --chain-hash"), "{said}");
+    let (ok, said) = verify(changed, &info, &pinned);
     assert!(!ok && said.contains("invalid"), "{said}");
     let mut other: Value = serde_json::from_slice(&std::fs::read(&info).unwrap()).unwrap();
     other["period"] = json!(2);
     let other_file = dir.join("other.json");
     std::fs::write(&other_file, other.to_string()).unwrap();
-    let (ok, said) = verify(answer, &other_file);
+    let (ok, said) = verify(answer, &other_file, "");
     assert!(!ok && said.contains("not the chain the receipt names"), "{said}");
 }
 
@@ -334,6 +356,8 @@ async fn refusals(app: &TestApp, out: u64) {
     let ahead = out + 5;
     let taken = json!({"round": ahead, "label": "test /int", "draw": int});
     assert_problem(post(app, "/tickets", &taken).await, 409, "label_taken").await;
+    let taken = json!({"round": ahead, "label": "TEST /INT", "draw": int});
+    assert_problem(post(app, "/tickets", &taken).await, 409, "label_taken").await;
     let cases = [
         (json!({"round": out, "label": "x", "draw": int}), "round_not_future"),
         (json!({"round": ahead, "label": "x", "draw": {"endpoint": "/token"}}), "round_draw_not_allowed"),
@@ -352,6 +376,10 @@ async fn refusals(app: &TestApp, out: u64) {
         (json!({"round": ahead, "draw": int}), "invalid_label"),
         (json!({"round": ahead, "label": "", "draw": int}), "invalid_label"),
         (json!({"round": ahead, "label": "a\nb", "draw": int}), "invalid_label"),
+        (json!({"round": ahead, "label": " x", "draw": int}), "invalid_label"),
+        (json!({"round": ahead, "label": "a  b", "draw": int}), "invalid_label"),
+        (json!({"round": ahead, "label": "caf\u{e9}", "draw": int}), "invalid_label"),
+        (json!({"round": ahead, "label": "a\u{200b}b", "draw": int}), "invalid_label"),
         (json!({"round": ahead, "label": "x".repeat(129), "draw": int}), "invalid_label"),
         (json!({"n": 2, "round": ahead, "label": "x", "draw": int}), "invalid_count"),
         (json!({"label": "x"}), "invalid_round"),
@@ -390,29 +418,46 @@ INSERT INTO drbgd_meta VALUES ('schema_version', '\\x0000000000000001');
 INSERT INTO drbgd_tickets (id, caller, show_result, created_ms) VALUES ('old', 'alice', FALSE, 1);
 ";
 
+/// Version 2 as a build of one day wrote it: bound tickets without their label.
+const POSTGRES_V2_UNLABELLED: &str = "
+CREATE TABLE drbgd_tickets (id TEXT PRIMARY KEY, caller TEXT NOT NULL, show_result BOOLEAN NOT NULL,
+    created_ms BIGINT NOT NULL, expires_ms BIGINT, previous_id TEXT, next_id TEXT, used_ms BIGINT,
+    digest BYTEA, serial TEXT, revealed BOOLEAN NOT NULL DEFAULT FALSE, round BIGINT, draw TEXT,
+    commitment BYTEA);
+CREATE TABLE drbgd_meta (name TEXT PRIMARY KEY, value BYTEA NOT NULL);
+INSERT INTO drbgd_meta VALUES ('schema_version', '\\x0000000000000002');
+INSERT INTO drbgd_tickets (id, caller, show_result, created_ms) VALUES ('old', 'alice', FALSE, 1);
+";
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_store_of_before_bound_tickets_is_migrated_on_sqlite() {
-    migrated(Store::Sqlite).await;
+    migrated(Store::Sqlite, SQLITE_V1).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_store_of_before_bound_tickets_is_migrated_on_postgres() {
-    migrated(Store::Postgres).await;
+    migrated(Store::Postgres, POSTGRES_V1).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_version_2_store_without_labels_gains_them_on_postgres() {
+    migrated(Store::Postgres, POSTGRES_V2_UNLABELLED).await;
 }
 
 /// A store made by the drbgd before (its tickets, and PostgreSQL's schema version 1) gains the
 /// columns of bound tickets at start-up, keeps its tickets, and serves tickets as before.
-async fn migrated(store: Store) {
-    let Some(settings) = settings_on(store, "migrated").await else { return };
+async fn migrated(store: Store, before: &str) {
+    let tag = if before == POSTGRES_V2_UNLABELLED { "migrated2" } else { "migrated" };
+    let Some(settings) = settings_on(store, tag).await else { return };
     let columns = match store {
         Store::Sqlite => {
             let file = rusqlite::Connection::open(&settings.results.path).unwrap();
-            file.execute_batch(SQLITE_V1).unwrap();
-            "SELECT round, draw, commitment, id FROM tickets"
+            file.execute_batch(before).unwrap();
+            "SELECT round, draw, commitment, label, id FROM tickets"
         }
         Store::Postgres => {
-            postgres(&settings).await.batch_execute(POSTGRES_V1).await.unwrap();
-            "SELECT round, draw, commitment, id FROM drbgd_tickets"
+            postgres(&settings).await.batch_execute(before).await.unwrap();
+            "SELECT round, draw, commitment, label, id FROM drbgd_tickets"
         }
     };
     let app = spawn_with(settings.clone(), Arc::new(OsEntropy)).await;
@@ -423,11 +468,11 @@ async fn migrated(store: Store) {
         Store::Sqlite => {
             let file = rusqlite::Connection::open(&settings.results.path).unwrap();
             let mut rows = file.prepare(columns).unwrap();
-            rows.query_map([], |r| r.get::<_, String>(3)).unwrap().map(Result::unwrap).collect()
+            rows.query_map([], |r| r.get::<_, String>(4)).unwrap().map(Result::unwrap).collect()
         }
         Store::Postgres => {
             let client = postgres(&settings).await;
-            client.query(columns, &[]).await.unwrap().iter().map(|r| r.get::<_, String>(3)).collect()
+            client.query(columns, &[]).await.unwrap().iter().map(|r| r.get::<_, String>(4)).collect()
         }
     };
     assert!(ids.contains(&"old".to_owned()) && ids.len() == 3, "{ids:?}");

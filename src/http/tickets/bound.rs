@@ -41,6 +41,9 @@ pub struct Bind<'a> {
     pub label: Option<&'a str>,
 }
 
+/// How long a bound ticket must stay usable after its round is due, at least.
+const DRAW_WITHIN_MS: i64 = 3600 * 1000;
+
 /// Most bytes of a label.
 const MAX_LABEL: usize = 128;
 
@@ -87,14 +90,14 @@ fn charge(draw: &Draw) -> Charge {
 pub fn binding(state: &AppState, admission: &Admission, bind: Bind<'_>) -> Result<Binding, ApiError> {
     let Bind { round, draw, label } = bind;
     approved_only(state)?;
-    let label = label.filter(|l| !l.is_empty() && l.len() <= MAX_LABEL && !l.chars().any(char::is_control));
-    let label = label.ok_or_else(|| {
+    let label = label.filter(|l| valid_label(l)).ok_or_else(|| {
         ApiError::invalid(
             "invalid_label",
             "label",
             format!(
-                "a ticket bound to a round needs a label, 1 to {MAX_LABEL} bytes without control characters, \
-                 saying what its draw is for: a caller's label names one bound ticket, ever"
+                "a ticket bound to a round needs a label saying what its draw is for: 1 to {MAX_LABEL} printable \
+                 ASCII characters, no space at either end or twice in a row (a caller's label names one bound \
+                 ticket, ever, whatever its case)"
             ),
         )
     })?;
@@ -120,6 +123,18 @@ pub fn binding(state: &AppState, admission: &Admission, bind: Bind<'_>) -> Resul
     admission.caller.policy.check(&charge(&draw))?;
     let due_ms = i64::try_from((now + until).as_millis()).unwrap_or(i64::MAX);
     Ok(Binding { round, draw, label: label.to_owned(), chain_hash: chain.hash_hex().to_owned(), due_ms })
+}
+
+/// Whether `label` is one: printable ASCII, 1 to [`MAX_LABEL`] of them, no space at either end
+/// or twice in a row. So a label reads one way: no look-alike characters, invisible spaces or
+/// direction marks make a second label that reads as the first (and the stores compare labels
+/// without their case).
+fn valid_label(label: &str) -> bool {
+    (1..=MAX_LABEL).contains(&label.len())
+        && label.bytes().all(|b| (0x20..0x7f).contains(&b))
+        && !label.starts_with(' ')
+        && !label.ends_with(' ')
+        && !label.contains("  ")
 }
 
 /// 400 `round_draw_not_approved` in approved-only mode.
@@ -162,11 +177,16 @@ pub fn commit(
     ticket: &Ticket,
     binding: &Binding,
 ) -> Result<Bound, ApiError> {
-    if ticket.expires_ms.is_some_and(|at| at <= binding.due_ms) {
+    // An hour to draw it once its round is out: a ticket that expired unused would leave its
+    // label spent and no draw.
+    if ticket.expires_ms.is_some_and(|at| at <= binding.due_ms.saturating_add(DRAW_WITHIN_MS)) {
         return Err(ApiError::invalid(
             "round_after_expiry",
             "round",
-            format!("round {} is due after the tickets expire ([tickets] ttl_seconds)", binding.round),
+            format!(
+                "round {} is due less than an hour before the ticket expires ([tickets] ttl_seconds)",
+                binding.round
+            ),
         ));
     }
     let stamp = TicketStamp { id: ticket.id.clone(), previous: None };
@@ -199,19 +219,39 @@ fn with_draw(random: Random, draw: &Draw) -> Random {
     }
 }
 
-/// What a bound ticket's commitment says of the chain and when it was made, if it commits to
-/// what the ticket's columns hold (the ticket, the round, the draw: a store whose columns and
-/// signed commitment disagree is not whole, and nothing is drawn under it).
-fn committed(ticket: &Ticket, bound: &Bound, draw: &Draw) -> Option<(String, String)> {
+/// What a bound ticket's commitment says: the chain, and when it was made (its `issued_at`, and
+/// the same in Unix milliseconds from its serial); `None` unless its signature verifies with a
+/// receipt key in force and it commits to what the ticket's columns hold (the ticket, its
+/// caller, the label, the round, the draw): a store whose columns and signed commitment
+/// disagree, or whose commitment was not signed here, is not whole, and nothing is drawn under
+/// it.
+fn committed(state: &AppState, ticket: &Ticket, bound: &Bound, draw: &Draw) -> Option<Commitment> {
+    let ring = state.receipts.keys();
+    let shape = crate::receipts::strict_json::Shape::ANY;
+    let verdict =
+        crate::receipts::verify::verify_json(&bound.commitment, shape, |id| ring.find(id).map(|k| k.key));
+    if !verdict.ok()?.valid() {
+        return None;
+    }
     let value: serde_json::Value = serde_json::from_slice(&bound.commitment).ok()?;
     let random = value.get("random")?;
     let text = |name: &str| random.get(name)?.as_str().map(str::to_owned);
     let endpoint = text("draw_endpoint")?;
     let same = text("ticket")? == ticket.id
+        && text("caller")? == ticket.caller
         && text("label")? == bound.label
         && random.get("round")?.as_u64()? == bound.round
         && Draw::of_receipt(&endpoint, random) == Some(*draw);
-    same.then_some((text("chain_hash")?, text("issued_at")?))
+    let (secs, nanos) = uuid::Uuid::try_parse(&text("serial")?).ok()?.get_timestamp()?.to_unix();
+    let issued_ms = secs.saturating_mul(1000).saturating_add(u64::from(nanos / 1_000_000));
+    same.then_some(Commitment { chain_hash: text("chain_hash")?, issued_at: text("issued_at")?, issued_ms })
+}
+
+/// A bound ticket's verified commitment, as the draw uses it.
+struct Commitment {
+    chain_hash: String,
+    issued_at: String,
+    issued_ms: u64,
 }
 
 /// The draw of `endpoint` under `ticket`, bound to `bound`: its values once the round is
@@ -230,9 +270,7 @@ pub async fn draw(
     bound: &Bound,
 ) -> Result<Answer, ApiError> {
     let draw = Draw::from_stored(&bound.draw);
-    let Some((draw, (chain_hash, committed_at))) =
-        draw.and_then(|d| Some((d, committed(ticket, bound, &d)?)))
-    else {
+    let Some((draw, commitment)) = draw.and_then(|d| Some((d, committed(state, ticket, bound, &d)?))) else {
         tracing::error!(ticket = ticket.id, "a bound ticket whose draw or commitment does not read");
         return Err(ApiError::StoreUnavailable);
     };
@@ -245,17 +283,25 @@ pub async fn draw(
     same_params(state, &draw, params)?;
     approved_only(state)?;
     let beacon = followed(state).map_err(|_| ApiError::BeaconUnavailable)?;
-    if beacon.chain().is_some_and(|c| c.hash_hex() != chain_hash) {
+    let chain = beacon.chain().ok_or(ApiError::BeaconUnavailable)?;
+    if chain.hash_hex() != commitment.chain_hash {
         tracing::error!(ticket = ticket.id, "the chain followed now is not the one a bound ticket names");
         return Err(ApiError::BeaconUnavailable);
     }
+    let due_ms = chain.schedule().due_at(bound.round).map_or(u64::MAX, |s| s.saturating_mul(1000));
+    if commitment.issued_ms >= due_ms {
+        tracing::error!(ticket = ticket.id, "a bound ticket whose commitment is not older than its round");
+        return Err(ApiError::StoreUnavailable);
+    }
     let signed =
         beacon.signed_in_turn(bound.round, wall_clock()).await.map_err(|r| refused(r, bound.round))?;
+    let derived = bound::derive(&signed.randomness, &ticket.id, &draw)?;
+    let random =
+        with_round(drawn(state, &draw, derived)?, &signed, &commitment.chain_hash, &commitment.issued_at)
+            .with("label", bound.label.as_str());
+    // Charged once the answer is made: a refusal above costs the caller nothing.
     let charged = charge(&draw);
     admission.caller.permit(&charged, charged.n_bits / 8)?;
-    let derived = bound::derive(&signed.randomness, &ticket.id, &draw)?;
-    let random = with_round(drawn(state, &draw, derived)?, &signed, &chain_hash, &committed_at)
-        .with("label", bound.label.as_str());
     let ask = receipt::ask(state, params)?.ok_or(ApiError::Internal)?;
     receipt::respond(state, admission, &ask, random, Algorithm::HmacSha256, 0)
 }

@@ -144,8 +144,11 @@ async fn ticketed(
 /// values would be public), `ticket_not_allowed` for any other.
 async fn not_allowed(tickets: &Tickets, admission: &Admission, id: &str) -> ApiError {
     let caller = admission.caller.name();
-    let bound = tickets::valid_id(id)
-        && matches!(tickets.lookup(caller, id).await, Ok(Lookup::Unused(Ticket { bound: Some(_), .. })));
+    let found = match tickets::valid_id(id) {
+        true => tickets.get(id).await.ok().flatten(),
+        false => None,
+    };
+    let bound = found.is_some_and(|t| t.caller == caller && t.bound.is_some());
     match bound {
         true => ApiError::invalid(
             "round_draw_not_allowed",
