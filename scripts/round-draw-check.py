@@ -145,8 +145,8 @@ def cli(bin_, dir_, api, node, chain_hash, receipt, changed):
     for name, answer, ok in [("receipt", receipt, True), ("changed", changed, False)]:
         path = pathlib.Path(dir_, f"round-{name}.json")
         path.write_text(json.dumps(answer))
-        done = subprocess.run([bin_, "verify", str(path), "--jwks", f"{api}/keys", "--beacon-info", f"{node}/{chain_hash}/info"],
-                              capture_output=True, text=True)
+        done = subprocess.run([bin_, "verify", str(path), "--jwks", f"{api}/keys", "--beacon-info", f"{node}/{chain_hash}/info",
+                               "--chain-hash", chain_hash], capture_output=True, text=True)
         assert (done.returncode == 0) == ok, (name, done.stdout, done.stderr)
 
 
