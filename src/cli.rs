@@ -340,14 +340,16 @@ fn verify(args: &VerifyArgs) -> anyhow::Result<()> {
     if let Some(reason) = verdict.failure {
         bail!("invalid: {} (key_id {key_id}, serial {serial})", reason.code());
     }
-    let bound = serde_json::from_slice::<serde_json::Value>(&receipt)
-        .ok()
-        .and_then(|r| r["random"]["round"].as_u64());
+    let bound = random_of(&receipt)["round"].as_u64();
     match (bound, &args.beacon_info) {
         (None, None) => println!("valid: key_id {key_id}, serial {serial}"),
         (None, Some(_)) => bail!("--beacon-info: this receipt is bound to no beacon round"),
         (Some(round), None) => println!(
             "valid: key_id {key_id}, serial {serial}; bound to round {round}: give --beacon-info to check the round and the values"
+        ),
+        (Some(_), Some(_)) if random_of(&receipt)["endpoint"] == "/tickets" => bail!(
+            "this is a bound ticket's commitment (its signature is valid): the round and the values are checked \
+             on the receipt of its draw"
         ),
         (Some(_), Some(source)) => {
             let info = read_source(source, args.ca.as_deref())?;
@@ -365,6 +367,11 @@ fn verify(args: &VerifyArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// A receipt's `random` object (null when it is not one).
+fn random_of(receipt: &[u8]) -> serde_json::Value {
+    serde_json::from_slice::<serde_json::Value>(receipt).map(|r| r["random"].clone()).unwrap_or_default()
 }
 
 /// A file's bytes, or an http(s) URL's body ([`fetch::get`]).

@@ -81,8 +81,9 @@ UPDATE drbgd_meta SET value = decode('0000000000000002', 'hex') WHERE name = 'sc
 
 /// One bound ticket a label per caller (made once the columns of version 2 are there, on a
 /// database made at version 2 or migrated to it).
-const LABEL_INDEX: &str = "CREATE UNIQUE INDEX IF NOT EXISTS drbgd_tickets_by_label_key ON drbgd_tickets \
-     (caller, lower(label)) WHERE label IS NOT NULL";
+const LABEL_INDEX: &str = "DROP INDEX IF EXISTS drbgd_tickets_by_label; \
+     CREATE UNIQUE INDEX IF NOT EXISTS drbgd_tickets_by_label_key ON drbgd_tickets \
+     (caller, lower(label COLLATE \"C\")) WHERE label IS NOT NULL";
 
 /// The columns of a ticket, in [`ticket_of`]'s order (`r`: its kept result).
 const TICKET_COLUMNS: &str = "t.id, t.caller, t.show_result, t.created_ms, t.expires_ms, t.previous_id, \
@@ -103,15 +104,26 @@ impl std::fmt::Debug for Postgres {
 
 /// Logs a store error (never its parameters) and makes it a [`StoreError`]: the server's own
 /// error is a statement refused or rolled back ([`StoreError::Unavailable`]); any other (a
-/// connection that broke, while the statement was perhaps done) is [`StoreError::Unknown`].
+/// connection that broke, while the statement was perhaps done) is [`StoreError::Unknown`], and
+/// so is the server's word that the session itself is ending (severity FATAL or PANIC, class 57
+/// "operator intervention", class 08 "connection exception"): a backend that notices its
+/// postmaster gone says `57P01` even when the COMMIT it was running is already on disk (a CI
+/// run of `ticket-crash.py` saw such a use answered 503 `store_unavailable`, then kept).
 fn failed(op: &'static str) -> impl FnOnce(tokio_postgres::Error) -> StoreError {
     move |e| {
         tracing::warn!(op, error = %e, "the tickets' PostgreSQL store failed");
         match e.as_db_error() {
+            Some(db) if session_ended(db) => StoreError::Unknown,
             Some(_) => StoreError::Unavailable,
             None => StoreError::Unknown,
         }
     }
+}
+
+/// Whether `db` says the session is ending rather than that a statement was refused.
+fn session_ended(db: &tokio_postgres::error::DbError) -> bool {
+    let class = db.code().code().get(..2);
+    matches!(db.severity(), "FATAL" | "PANIC") || matches!(class, Some("57" | "08"))
 }
 
 impl Postgres {
@@ -166,10 +178,11 @@ impl Postgres {
     async fn prepare(&self, fresh: &[u8]) -> anyhow::Result<Vec<u8>> {
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;
-        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK]).await?;
         // A migration waits for the table (replicas of before still serve from it) and builds an
-        // index over all of it: not within one statement's usual bound.
-        tx.batch_execute("SET LOCAL statement_timeout = 0; SET LOCAL lock_timeout = '60s'").await?;
+        // index over all of it: not within one statement's usual bound. A replica that waits
+        // for another's migration past the lock bound starts again (within START_WITHIN).
+        tx.batch_execute("SET LOCAL statement_timeout = 0; SET LOCAL lock_timeout = '20s'").await?;
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK]).await?;
         tx.batch_execute(SCHEMA).await?;
         tx.execute(
             "INSERT INTO drbgd_meta (name, value) VALUES ('schema_version', $1) ON CONFLICT (name) DO NOTHING",
@@ -273,7 +286,8 @@ impl Postgres {
         for label in tickets.iter().filter_map(|t| t.bound.as_ref()).map(|b| &b.label) {
             let taken: i64 = tx
                 .query_one(
-                    "SELECT count(*) FROM drbgd_tickets WHERE caller = $1 AND lower(label) = lower($2)",
+                    "SELECT count(*) FROM drbgd_tickets WHERE caller = $1 AND label IS NOT NULL \
+                     AND lower(label COLLATE \"C\") = lower($2 COLLATE \"C\")",
                     &[&caller, label],
                 )
                 .await
@@ -389,11 +403,16 @@ fn not_up_yet(error: &anyhow::Error) -> bool {
         if let Some(pool) = cause.downcast_ref::<deadpool_postgres::PoolError>() {
             return matches!(pool, deadpool_postgres::PoolError::Timeout(_));
         }
-        // 57P03: the server is starting up (or shutting down).
+        // 57P03: the server is starting up (or shutting down); 55P03: another replica's
+        // migration held the schema lock past the lock bound.
         cause
             .downcast_ref::<tokio_postgres::Error>()
             .and_then(tokio_postgres::Error::as_db_error)
-            .is_some_and(|db| db.code() == &tokio_postgres::error::SqlState::CANNOT_CONNECT_NOW)
+            .is_some_and(|db| {
+                let code = db.code();
+                code == &tokio_postgres::error::SqlState::CANNOT_CONNECT_NOW
+                    || code == &tokio_postgres::error::SqlState::LOCK_NOT_AVAILABLE
+            })
     })
 }
 

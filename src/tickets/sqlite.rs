@@ -246,7 +246,8 @@ fn bind_rounds(connection: &Connection) -> rusqlite::Result<()> {
             }
         }
         connection.execute_batch(
-            "CREATE UNIQUE INDEX IF NOT EXISTS tickets_by_label_key ON tickets (caller, lower(label)) \
+            "DROP INDEX IF EXISTS tickets_by_label; \
+             CREATE UNIQUE INDEX IF NOT EXISTS tickets_by_label_key ON tickets (caller, lower(label)) \
              WHERE label IS NOT NULL",
         )
     })();
@@ -368,7 +369,8 @@ impl TicketStore for Sqlite {
             }
             for label in tickets.iter().filter_map(|t| t.bound.as_ref()).map(|b| &b.label) {
                 let taken: i64 = c.query_row(
-                    "SELECT count(*) FROM tickets WHERE caller = ?1 AND lower(label) = lower(?2)",
+                    "SELECT count(*) FROM tickets WHERE caller = ?1 AND label IS NOT NULL \
+                     AND lower(label) = lower(?2)",
                     params![caller, label],
                     |r| r.get(0),
                 )?;

@@ -278,6 +278,25 @@ async fn half_kept(app: &TestApp, id: &str, path: &str) {
     )
     .unwrap();
     assert_problem(post(app, "/int", &json!({"ticket": forged})).await, 503, "store_unavailable").await;
+    // One moved to another round, in its column and in its commitment alike (which then no
+    // longer verifies: it was signed for its own round): refused at once, not 425 until then.
+    let body =
+        json!({"round": latest + 100, "label": "moved", "draw": {"endpoint": "/int", "min": 1, "max": 6}});
+    let moved = create(app, body).await.remove(0)["ticket_id"].as_str().unwrap().to_owned();
+    let (from, to) = (format!("\"round\":{}", latest + 100), format!("\"round\":{}", latest + 200));
+    let changed = file
+        .execute(
+            "UPDATE tickets SET round = ?1, commitment = CAST(replace(CAST(commitment AS TEXT), ?2, ?3) AS BLOB) \
+             WHERE id = ?4",
+            rusqlite::params![i64::try_from(latest + 200).unwrap(), from, to, moved],
+        )
+        .unwrap();
+    assert_eq!(changed, 1);
+    let stored: String = file
+        .query_row("SELECT CAST(commitment AS TEXT) FROM tickets WHERE id = ?1", [&moved], |r| r.get(0))
+        .unwrap();
+    assert!(stored.contains(&to), "{stored}");
+    assert_problem(post(app, "/int", &json!({"ticket": moved})).await, 503, "store_unavailable").await;
     assert_eq!(
         post(app, "/int", &json!({"ticket": id})).await.status(),
         200,

@@ -220,7 +220,7 @@ fn with_draw(random: Random, draw: &Draw) -> Random {
 }
 
 /// What a bound ticket's commitment says: the chain, and when it was made (its `issued_at`, and
-/// the same in Unix milliseconds from its serial); `None` unless its signature verifies with a
+/// the same in Unix milliseconds); `None` unless its signature verifies with a
 /// receipt key in force and it commits to what the ticket's columns hold (the ticket, its
 /// caller, the label, the round, the draw): a store whose columns and signed commitment
 /// disagree, or whose commitment was not signed here, is not whole, and nothing is drawn under
@@ -230,7 +230,13 @@ fn committed(state: &AppState, ticket: &Ticket, bound: &Bound, draw: &Draw) -> O
     let shape = crate::receipts::strict_json::Shape::ANY;
     let verdict =
         crate::receipts::verify::verify_json(&bound.commitment, shape, |id| ring.find(id).map(|k| k.key));
-    if !verdict.ok()?.valid() {
+    if let Some(reason) = verdict.ok()?.failure {
+        // `unknown_key`: the key that signed it was taken out of receipts.signing_keys.
+        tracing::error!(
+            ticket = ticket.id,
+            reason = reason.code(),
+            "a bound ticket's commitment does not verify"
+        );
         return None;
     }
     let value: serde_json::Value = serde_json::from_slice(&bound.commitment).ok()?;
@@ -242,8 +248,11 @@ fn committed(state: &AppState, ticket: &Ticket, bound: &Bound, draw: &Draw) -> O
         && text("label")? == bound.label
         && random.get("round")?.as_u64()? == bound.round
         && Draw::of_receipt(&endpoint, random) == Some(*draw);
-    let (secs, nanos) = uuid::Uuid::try_parse(&text("serial")?).ok()?.get_timestamp()?.to_unix();
-    let issued_ms = secs.saturating_mul(1000).saturating_add(u64::from(nanos / 1_000_000));
+    // The time it states and signs (the serial's may run ahead of it after a clock step back).
+    let issued =
+        time::OffsetDateTime::parse(&text("issued_at")?, &time::format_description::well_known::Rfc3339)
+            .ok()?;
+    let issued_ms = u64::try_from(issued.unix_timestamp_nanos() / 1_000_000).ok()?;
     same.then_some(Commitment { chain_hash: text("chain_hash")?, issued_at: text("issued_at")?, issued_ms })
 }
 
@@ -299,10 +308,10 @@ pub async fn draw(
     let random =
         with_round(drawn(state, &draw, derived)?, &signed, &commitment.chain_hash, &commitment.issued_at)
             .with("label", bound.label.as_str());
+    let ask = receipt::ask(state, params)?.ok_or(ApiError::Internal)?;
     // Charged once the answer is made: a refusal above costs the caller nothing.
     let charged = charge(&draw);
     admission.caller.permit(&charged, charged.n_bits / 8)?;
-    let ask = receipt::ask(state, params)?.ok_or(ApiError::Internal)?;
     receipt::respond(state, admission, &ask, random, Algorithm::HmacSha256, 0)
 }
 
