@@ -32,7 +32,9 @@ drand=${DRAND_BIN:-$(command -v drand || true)}
 [ -d scripts/beacon-clients/node_modules ] || { echo "no scripts/beacon-clients/node_modules: npm ci there first"; exit 2; }
 t0=$SECONDS
 dir=$(mktemp -d)
-base=$((21000 + RANDOM % 20000))
+# Below Linux's ephemeral ports (32768 and up): a client socket (or one in TIME_WAIT) holding one
+# of ours would make a node fail to bind.
+base=$((21000 + RANDOM % 11000))
 pids=()
 node_pid=()
 cleanup() {

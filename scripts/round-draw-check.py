@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import pathlib
+import socket
 import subprocess
 import sys
 import time
@@ -36,6 +37,12 @@ def call(method, url, body=None, key=None):
             return response.status, {k.lower(): v for k, v in response.headers.items()}, response.read()
     except urllib.error.HTTPError as e:
         return e.code, {k.lower(): v for k, v in e.headers.items()}, e.read()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def doc_check():
@@ -71,8 +78,7 @@ chain_hash = "{chain_hash}"
 public_key = "{public_key}"
 upstream_timeout_ms = 1000
 """)
-    port = 20000 + os.getpid() % 20000
-    api, admin = f"127.0.0.1:{port}", f"127.0.0.1:{port + 1}"
+    api, admin = f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"
     log = open(f"{dir_}/round-drbgd.log", "w")
     env = dict(os.environ, DRBGD_CONFIG=f"{dir_}/round.toml")
     server = subprocess.Popen([bin_, "serve", "--listen", api, "--admin-listen", admin], env=env, stdout=log, stderr=log)
