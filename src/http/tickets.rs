@@ -314,7 +314,7 @@ pub(crate) mod doc {
             .request_body(Some(body.build()))
             .response("201", json("The tickets created"));
         let create =
-            create.response("409", problem("Over the unused tickets a caller may hold (too_many_tickets)"));
+            create.response("409", problem("Over the unused tickets a caller may hold (too_many_tickets), or a bound ticket of this label exists (label_taken)"));
         let create = d.errors(create, &["400", "403", "429", "503"]);
         let params = vec![
             d.describe_param(crate::pipeline::params::Param::Type),

@@ -405,14 +405,18 @@ pub(crate) fn get_and_post(d: &Describe<'_>, get: OperationBuilder, mut post: Op
     if d.tickets {
         post = post
             .response("404", problem("No such ticket (ticket_not_found)"))
-            .response("409", problem("The ticket was used by another request (ticket_used; the detail names its serial)"))
+            .response("409", problem("The ticket was used by another request (ticket_used; the detail names its serial), or is bound to a round for another draw (ticket_bound_elsewhere, ticket_bound_to_other_params)"))
+            .response(
+                "425",
+                problem("The ticket is bound to a beacon round not out yet (too_early, with Retry-After): its draw is due then"),
+            )
             .response(
                 "410",
                 problem("The ticket expired unused (ticket_expired), or its kept result passed its retention (result_expired)"),
             )
             .response(
                 "503",
-                problem("Unavailable: as for every draw, or the tickets' store unavailable (store_unavailable: nothing kept, the ticket unused), full (store_full), or not saying whether this draw was kept (store_outcome_unknown: send the same request again)"),
+                problem("Unavailable: as for every draw, or the tickets' store unavailable (store_unavailable: nothing kept, the ticket unused), full (store_full), or not saying whether this draw was kept (store_outcome_unknown: send the same request again), or the followed drand network behind a bound ticket's round (beacon_unavailable)"),
             );
     }
     PathItemBuilder::new()

@@ -1,14 +1,17 @@
 //! Tickets bound to a beacon round, as both transports' calls make and use them (what they are
 //! and the derivation: [`crate::tickets::bound`]; docs/verifiable.md):
 //!
-//! - created with `"round": R` and `"draw": {"endpoint": "/int", "min": 1, "max": 6, "count":
-//!   5}` (`POST /tickets`): R checked against the followed drand network (not out yet, within
-//!   a year), the draw against the endpoint's own rules and the caller's policy, and each
-//!   ticket's commitment signed with the receipts' key and stored with it;
+//! - created with `"round": R`, `"label"` and `"draw": {"endpoint": "/int", "min": 1, "max":
+//!   6, "count": 5}` (`POST /tickets`, one ticket): R checked against the followed drand network
+//!   (the round after the next at the earliest, within a year), the label (one bound ticket a
+//!   label per caller, ever: the store keeps that), the draw against the endpoint's own rules
+//!   and the caller's policy, and the ticket's commitment signed with the receipts' key and
+//!   stored with it;
 //! - used by the draw's endpoint (`POST /int {"ticket": id}`, the parameters absent or the
-//!   committed ones): 425 with `Retry-After` until R is verified, then the derivation's values
+//!   committed ones): the commitment verified first (its signature, what it commits to, its
+//!   time before R), 425 with `Retry-After` until R is verified, then the derivation's values
 //!   in a receipt that carries the round, its signature (and previous signature, chained), its
-//!   randomness, the chain hash and the derivation's name.
+//!   randomness, the chain hash, the label and the derivation's name.
 
 use std::time::Duration;
 
