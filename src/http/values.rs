@@ -48,6 +48,11 @@ fn secret(
     params: &Params<'_>,
 ) -> Result<Answer, ApiError> {
     params.allow(params::SECRET)?;
+    // A ticket reaches here only in a GET's query (a POST's goes to the ticketed draw, which
+    // refuses it with the ticket looked up): refused as the endpoint's, not as a GET's.
+    if params.get(Param::Ticket).is_some() {
+        return Err(super::tickets::calls::ticket_not_allowed());
+    }
     let ask = receipt::ask(state, params)?;
     let (bytes, format, alg) = (params.u64(Param::Bytes)?, secret_format(params)?, params.get(Param::Alg));
     let req =

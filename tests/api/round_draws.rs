@@ -210,6 +210,9 @@ async fn bound_draws(store: Store) {
     .await;
     assert_problem(post(&app, "/token", &json!({"ticket": ids[0]})).await, 400, "round_draw_not_allowed")
         .await;
+    // `/token?ticket=` (a GET): refused as the endpoint of secrets refuses any ticket.
+    let query = app.client.get(app.url(&format!("/token?ticket={}", ids[0]))).bearer_auth("alice-key");
+    assert_problem(query.send().await.unwrap(), 400, "ticket_not_allowed").await;
     assert!(
         eventually(Duration::from_secs(10), || async { latest(&app).await.is_some_and(|l| l >= round) })
             .await

@@ -155,12 +155,17 @@ async fn not_allowed(tickets: &Tickets, admission: &Admission, id: &str) -> ApiE
             "ticket",
             "a draw bound to a round is public once the round is out: tokens and nonces are secrets, never bound",
         ),
-        false => ApiError::invalid(
-            "ticket_not_allowed",
-            "ticket",
-            "a ticket's result may be shown to others: tokens and nonces are secrets, drawn without one",
-        ),
+        false => ticket_not_allowed(),
     }
+}
+
+/// 400 `ticket_not_allowed`: a ticket on an endpoint of secrets (`/token`, `/nonce`).
+pub fn ticket_not_allowed() -> ApiError {
+    ApiError::invalid(
+        "ticket_not_allowed",
+        "ticket",
+        "a ticket's result may be shown to others: tokens and nonces are secrets, drawn without one",
+    )
 }
 
 /// A used ticket asked for again: its stored answer for the same request, 409 for another.
