@@ -2,8 +2,8 @@
 //! docs/tickets.md):
 //!
 //! - `POST /tickets` `{"n": 1..50, "show_result": false}`: new tickets (201); each counts as
-//!   one request of the caller's quota; a cap on the unused ones a caller holds. With `"round"`
-//!   and `"draw"`, bound to a beacon round ([`bound`]).
+//!   one request of the caller's quota; a cap on the unused ones a caller holds. With `"round"`,
+//!   `"label"` and `"draw"`, one ticket bound to a beacon round ([`bound`]).
 //! - `GET /tickets?type=singleton|head|tail&after=&limit=`: the caller's own, by id, a page at a
 //!   time.
 //! - `GET /tickets/{id}`: anyone's (public, per-peer limits): the ticket, when it was used, and
