@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=target/release/drbgd
-port=$((20000 + RANDOM % 20000))
+port=$((20000 + RANDOM % 12000))
 api=127.0.0.1:$port
 admin=127.0.0.1:$((port + 1))
 log=$(mktemp)

@@ -27,7 +27,7 @@ import time
 import urllib.request
 
 BIN = sys.argv[1] if len(sys.argv) > 1 else "target/release/drbgd"
-PORT = 20000 + random.randrange(20000)
+PORT = 20000 + random.randrange(12000)  # below the ephemeral ports (32768+)
 API, ADMIN = f"127.0.0.1:{PORT}", f"127.0.0.1:{PORT + 1}"
 DEADLINE_S = 2.0
 

@@ -24,7 +24,7 @@ drbgd_bin=${DRBGD_BIN:-target/release/drbgd}
 bare_bin=${BARE_BIN:-target/release/examples/bare_axum_h2}
 for b in "$drbgd_bin" "$bare_bin"; do [ -x "$b" ] || { echo "$b is not an executable"; exit 1; }; done
 out=$(mktemp -d)
-port=$((21000 + RANDOM % 20000))
+port=$((21000 + RANDOM % 11000))
 "$drbgd_bin" serve --listen "127.0.0.1:$port" --admin-listen "127.0.0.1:$((port + 1))" >"$out/drbgd.log" 2>&1 &
 dpid=$!
 "$bare_bin" "127.0.0.1:$((port + 2))" >"$out/bare.log" 2>&1 &

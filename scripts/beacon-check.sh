@@ -22,7 +22,8 @@ hash=8d61d591412d3946ebf8feba1bfe9665544c8af2929ce61d7d9679752fcddb29
 public_key=81ef98fb75fff9705e51d57870319ce0eb94b07601ddc5747fe13807c1429008090c5436cb2d68b6e6bf2e9d8ca428da109154aedc9bf7764f5bf9a41dbc24815b594b647246540964692ab3294c83327193c4b3bbf6ecdb7cac469c1a6f9b10
 [ -d scripts/beacon-clients/node_modules ] || { echo "no scripts/beacon-clients/node_modules: npm ci there first"; exit 2; }
 
-port=$((20000 + RANDOM % 20000))
+# Below Linux's ephemeral ports (32768 and up), where a client socket may hold one.
+port=$((20000 + RANDOM % 12000))
 a=127.0.0.1:$port
 b=127.0.0.1:$((port + 2))
 logs=$(mktemp -d)

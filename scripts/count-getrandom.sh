@@ -8,7 +8,7 @@
 # Usage: scripts/count-getrandom.sh [path/to/drbgd]
 set -euo pipefail
 bin=${1:-target/release/drbgd}
-port=$((20000 + RANDOM % 20000))
+port=$((20000 + RANDOM % 12000))
 "$bin" serve --listen "127.0.0.1:$port" --admin-listen "127.0.0.1:$((port + 1))" >/dev/null 2>&1 &
 pid=$!
 trap 'kill "$pid" 2>/dev/null || true' EXIT
