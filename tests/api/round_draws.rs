@@ -195,8 +195,11 @@ async fn bound_draws(store: Store) {
         commitments.insert(ticket["ticket_id"].as_str().unwrap().to_owned(), c.clone());
         ids.push(ticket["ticket_id"].as_str().unwrap().to_owned());
     }
-    let by_grpc = json!({"round": round, "label": "test grpc", "draw": draws[0].1});
-    let by_grpc = create(&app, by_grpc).await.remove(0)["ticket_id"].as_str().unwrap().to_owned();
+    let mut by_grpc = Vec::new();
+    for (endpoint, draw) in &draws {
+        let body = json!({"round": round, "label": format!("test grpc {endpoint}"), "draw": draw});
+        by_grpc.push(create(&app, body).await.remove(0)["ticket_id"].as_str().unwrap().to_owned());
+    }
     let early = post(&app, "/int", &json!({"ticket": ids[0]})).await;
     assert_eq!(early.status(), 425);
     assert!(early.headers().contains_key("retry-after"));
@@ -349,9 +352,10 @@ async fn cli_verdicts(app: &TestApp, net: &TestApp, answer: &Value, changed: &Va
     assert!(!ok && said.contains("not the chain the receipt names"), "{said}");
 }
 
-/// A bound ticket used over gRPC (`GetInts` with the committed parameters): the derivation's
-/// values, its receipt the round's; other parameters refused.
-async fn over_grpc(app: &TestApp, id: &str) {
+/// Bound tickets used over gRPC (`GetInts`, `GetSequence`, `GetBits` with the committed
+/// parameters, `ids` in that order): the derivation's values, their receipts the round's; other
+/// parameters refused.
+async fn over_grpc(app: &TestApp, ids: &[String]) {
     use drbgd::grpc::pb;
     use drbgd::grpc::pb::randomness_service_client::RandomnessServiceClient;
     let channel = tonic::transport::Endpoint::from_shared(app.api.clone()).unwrap().connect().await.unwrap();
@@ -359,17 +363,34 @@ async fn over_grpc(app: &TestApp, id: &str) {
         r.metadata_mut().insert("authorization", "Bearer alice-key".parse().unwrap());
         Ok(r)
     });
-    let other = pb::GetIntsRequest { min: 1, max: 7, count: 5, ticket: id.to_owned(), ..Default::default() };
+    let ticket = ids[0].clone();
+    let other = pb::GetIntsRequest { min: 1, max: 7, count: 5, ticket: ticket.clone(), ..Default::default() };
     let refused = alice.get_ints(other).await.unwrap_err();
     assert!(refused.message().starts_with("ticket_bound_to_other_params: "), "{refused:?}");
-    let ints = pb::GetIntsRequest { min: 1, max: 6, count: 5, ticket: id.to_owned(), ..Default::default() };
+    let ints = pb::GetIntsRequest { min: 1, max: 6, count: 5, ticket, ..Default::default() };
     let reply = alice.get_ints(ints).await.unwrap().into_inner();
-    let random: Value = serde_json::from_str(&reply.receipt_json).unwrap();
-    assert_eq!((&random["alg"], &random["ticket"]), (&json!("drbgd-round-v1"), &json!(id)));
-    let answer = json!({"random": random, "signature": reply.receipt_signature});
-    assert!(verifies(app, &answer).await);
     let values: Vec<String> = reply.values.iter().map(ToString::to_string).collect();
+    let answer = checked(app, &reply.receipt_json, &reply.receipt_signature, &ids[0]).await;
     assert_eq!(json!(values), recomputed(&answer, "/int"));
+    let sequence = pb::GetSequenceRequest { min: 1, max: 10, ticket: ids[1].clone(), ..Default::default() };
+    let reply = alice.get_sequence(sequence).await.unwrap().into_inner();
+    let values: Vec<String> = reply.values.iter().map(ToString::to_string).collect();
+    let answer = checked(app, &reply.receipt_json, &reply.receipt_signature, &ids[1]).await;
+    assert_eq!(json!(values), recomputed(&answer, "/sequence"));
+    let bits = pb::GetBitsRequest { n: 64, ticket: ids[2].clone(), ..Default::default() };
+    let reply = alice.get_bits(bits).await.unwrap().into_inner();
+    let answer = checked(app, &reply.receipt_json, &reply.receipt_signature, &ids[2]).await;
+    assert_eq!(json!(const_hex::encode(&reply.data)), recomputed(&answer, "/bits"));
+}
+
+/// A gRPC reply's receipt (`receipt_json`, `signature`) of ticket `id`, checked: the
+/// derivation's, and it verifies. The answer as REST would show it.
+async fn checked(app: &TestApp, receipt_json: &str, signature: &str, id: &str) -> Value {
+    let random: Value = serde_json::from_str(receipt_json).unwrap();
+    assert_eq!((&random["alg"], &random["ticket"]), (&json!("drbgd-round-v1"), &json!(id)));
+    let answer = json!({"random": random, "signature": signature});
+    assert!(verifies(app, &answer).await);
+    answer
 }
 
 /// Creation's refusals, each with its code.
