@@ -91,6 +91,11 @@ impl SequenceRequest {
         self.count
     }
 
+    /// `[min, max]`.
+    pub fn bounds(&self) -> (i64, i64) {
+        (self.min, self.max)
+    }
+
     /// What it draws, as the caller's policy reads it: 64 bits a value.
     fn draw(&self) -> Draw {
         Draw { receipt: self.receipt, ..Draw::plain(self.alg, self.count as u64 * 64) }

@@ -8,7 +8,8 @@
 //! check in Python.
 //!
 //! This module owns the committed draw ([`Draw`]: which endpoints, which parameters, their
-//! canonical form) and the derivation ([`derive`], version [`DERIVATION`]):
+//! canonical and stored forms; read and checked by the endpoints' own requests in
+//! `http/tickets/bound.rs`) and the derivation ([`derive`], version [`DERIVATION`]):
 //!
 //! 1. seed = `lp("drbgd-round-v1") ‖ lp(randomness) ‖ lp(ticket id) ‖ lp(endpoint) ‖ lp(name₁)
 //!    ‖ lp(value₁) ‖ …`, the parameters in name order, values in decimal, where `lp(x)` is x's
@@ -32,7 +33,6 @@ use crate::drbg::hmac_drbg::HmacDrbg;
 use crate::drbg::uniform::{self, UniformI64};
 use crate::error::ApiError;
 use crate::route::Route;
-use crate::service::Rules;
 
 /// The derivation's name and version, as receipts and commitments carry it (their `alg`).
 pub const DERIVATION: &str = "drbgd-round-v1";
@@ -74,94 +74,20 @@ pub enum Derived {
     Bytes(Vec<u8>),
 }
 
-/// 400 `round_draw_not_allowed`: a draw a bound ticket cannot fix.
-fn not_allowed(detail: String) -> ApiError {
-    ApiError::invalid("round_draw_not_allowed", "draw", detail)
-}
-
 impl Draw {
-    /// The draw of `endpoint` with `get(name)`'s parameters, checked against `rules` as the
-    /// endpoint checks them (its defaults applied), and against `max_bytes` (a receipt's
-    /// largest output). No `alg`, `format` or `pr`: the derivation fixes the generator.
-    ///
-    /// # Errors
-    /// 400 `round_draw_not_allowed` (another endpoint, or a parameter it does not take), and
-    /// the endpoint's own codes (`invalid_range`, `invalid_count`, `invalid_n`…).
-    pub fn new(
-        rules: &Rules,
-        endpoint: &str,
-        params: &[(&str, &str)],
-        max_bytes: u64,
-    ) -> Result<Draw, ApiError> {
-        let route =
-            Route::named(endpoint).filter(|r| matches!(r, Route::Int | Route::Sequence | Route::Bits));
-        let Some(route) = route else {
-            return Err(not_allowed(format!(
-                "a draw bound to a round is one of /int, /sequence, /bits (its values are public once the round is out), not {endpoint:?}"
-            )));
-        };
-        let names: &[&str] = if route == Route::Bits { &["n"] } else { &["min", "max", "count"] };
-        if let Some((name, _)) = params.iter().find(|(name, _)| !names.contains(name)) {
-            return Err(not_allowed(format!(
-                "{endpoint} bound to a round takes {}, not {name:?} (the derivation fixes the generator)",
-                names.join(", ")
-            )));
-        }
-        let get = |name: &str| params.iter().find(|(n, _)| *n == name).map(|(_, v)| *v);
-        let int = |name: &'static str| -> Result<Option<i64>, ApiError> {
-            get(name)
-                .map(|v| {
-                    v.parse().map_err(|_| {
-                        ApiError::invalid("invalid_integer", name, format!("{name} must be an integer"))
-                    })
-                })
-                .transpose()
-        };
-        let count = || -> Result<Option<u64>, ApiError> {
-            get("count")
-                .map(|v| {
-                    v.parse().map_err(|_| {
-                        ApiError::invalid("invalid_count", "count", "count must be a positive integer")
-                    })
-                })
-                .transpose()
-        };
-        let draw = match route {
-            Route::Bits => {
-                let n = get("n").map(str::parse::<u64>).transpose().ok().flatten();
-                Draw::Bits { n: bits(rules, n, max_bytes)? }
-            }
-            Route::Int => {
-                let (min, max) = Rules::bounds(int("min")?, int("max")?)?;
-                Draw::Int { min, max, count: rules.count(count()?)? as u64 }
-            }
-            _ => {
-                let (min, max) = Rules::bounds(int("min")?, int("max")?)?;
-                Draw::Sequence { min, max, count: sequence_count(rules, min, max, count()?)? }
-            }
-        };
-        match draw.output_bytes() <= max_bytes {
-            true => Ok(draw),
-            false => Err(ApiError::invalid(
-                "receipt_too_large",
-                "count",
-                format!("a receipt covers at most {max_bytes} bytes of output ([receipts] max_output_bytes)"),
-            )),
-        }
-    }
-
     /// The draw of `endpoint` whose parameters are `members`' (a receipt's or a commitment's
-    /// `random`, integers as numbers or decimal strings), `None` if they are not one.
+    /// `random`, or the stored form; each a number or a string of decimal digits), `None` if
+    /// they are not one.
     pub fn of_receipt(endpoint: &str, members: &serde_json::Value) -> Option<Draw> {
-        let int = |name: &str| {
-            let v = members.get(name)?;
-            v.as_i64().or_else(|| v.as_str()?.parse().ok())
-        };
-        let count = || members.get("count")?.as_u64();
+        let value = |name: &str| members.get(name);
+        let int = |name: &str| value(name).and_then(|v| v.as_i64().or_else(|| v.as_str()?.parse().ok()));
+        let count = |name: &str| value(name).and_then(|v| v.as_u64().or_else(|| v.as_str()?.parse().ok()));
         match endpoint {
-            "/int" => Some(Draw::Int { min: int("min")?, max: int("max")?, count: count()? }),
-            "/sequence" => Some(Draw::Sequence { min: int("min")?, max: int("max")?, count: count()? }),
-            "/bits" => Some(Draw::Bits { n: members.get("n")?.as_u64()? }),
+            "/int" => Some(Draw::Int { min: int("min")?, max: int("max")?, count: count("count")? }),
+            "/sequence" => {
+                Some(Draw::Sequence { min: int("min")?, max: int("max")?, count: count("count")? })
+            }
+            "/bits" => Some(Draw::Bits { n: count("n")? }),
             _ => None,
         }
     }
@@ -186,8 +112,9 @@ impl Draw {
         }
     }
 
-    /// Bytes of output, as a receipt's size bound counts them (8 an integer).
-    fn output_bytes(&self) -> u64 {
+    /// Bytes of output, as a receipt's size bound and a caller's quota count them (8 an
+    /// integer).
+    pub fn output_bytes(&self) -> u64 {
         match *self {
             Draw::Int { count, .. } | Draw::Sequence { count, .. } => count.saturating_mul(8),
             Draw::Bits { n } => n / 8,
@@ -207,48 +134,7 @@ impl Draw {
     /// The draw of its stored form ([`Draw::to_stored`]), `None` if it is not one.
     pub fn from_stored(text: &str) -> Option<Draw> {
         let value: serde_json::Value = serde_json::from_str(text).ok()?;
-        let object = value.as_object()?;
-        let text = |name: &str| object.get(name).and_then(serde_json::Value::as_str);
-        let int = |name: &str| text(name)?.parse::<i64>().ok();
-        let count = || text("count")?.parse::<u64>().ok();
-        match text("endpoint")? {
-            "/int" => Some(Draw::Int { min: int("min")?, max: int("max")?, count: count()? }),
-            "/sequence" => Some(Draw::Sequence { min: int("min")?, max: int("max")?, count: count()? }),
-            "/bits" => Some(Draw::Bits { n: text("n")?.parse().ok()? }),
-            _ => None,
-        }
-    }
-}
-
-/// `n` bits for a bound `/bits`: 8 to `rules.max_bits` and `max_bytes` bytes, whole bytes.
-fn bits(rules: &Rules, n: Option<u64>, max_bytes: u64) -> Result<u64, ApiError> {
-    let most = rules.max_bits.min(max_bytes.saturating_mul(8));
-    match n {
-        Some(n) if n > 0 && n % 8 == 0 && n <= most => Ok(n),
-        _ => Err(ApiError::invalid(
-            "invalid_n",
-            "n",
-            format!("n must be a multiple of 8 in 8..={most} for /bits bound to a round"),
-        )),
-    }
-}
-
-/// A bound `/sequence`'s count: as the endpoint reads it (all of a small range by default).
-fn sequence_count(rules: &Rules, min: i64, max: i64, count: Option<u64>) -> Result<u64, ApiError> {
-    let size = i128::from(max) - i128::from(min) + 1;
-    let count = match count {
-        Some(count) => count,
-        None if size <= i128::from(rules.max_count) => size as u64,
-        None => return Err(ApiError::invalid("invalid_count", "count", "count is required for this range")),
-    };
-    let count = rules.count(Some(count))? as u64;
-    match i128::from(count) <= size {
-        true => Ok(count),
-        false => Err(ApiError::invalid(
-            "count_exceeds_range",
-            "count",
-            format!("count must be at most the {size} values of [min, max]"),
-        )),
+        Draw::of_receipt(value.get("endpoint")?.as_str()?, &value)
     }
 }
 
@@ -365,31 +251,18 @@ mod tests {
     }
 
     #[test]
-    fn a_draw_is_checked_and_stored_in_its_canonical_form() {
-        let settings = crate::config::Settings::load(None, serde_json::json!({})).unwrap();
-        let rules = crate::service::Rules::from_settings(&settings);
-        let draw = Draw::new(&rules, "/int", &[("min", "-3"), ("max", "3")], 1024).unwrap();
-        assert_eq!(draw, Draw::Int { min: -3, max: 3, count: 1 }, "count's default");
-        assert_eq!(Draw::from_stored(&draw.to_stored()), Some(draw));
-        let seq = Draw::new(&rules, "/sequence", &[("min", "1"), ("max", "10")], 1024).unwrap();
-        assert_eq!(seq, Draw::Sequence { min: 1, max: 10, count: 10 }, "a shuffle by default");
-        assert_eq!(Draw::from_stored(&seq.to_stored()), Some(seq));
-        let code = |endpoint: &str, params: &[(&str, &str)], max: u64| {
-            Draw::new(&rules, endpoint, params, max).unwrap_err().code()
-        };
-        assert_eq!(code("/token", &[], 1024), "round_draw_not_allowed");
-        assert_eq!(
-            code("/int", &[("min", "1"), ("max", "2"), ("alg", "chacha20")], 1024),
-            "round_draw_not_allowed"
-        );
-        assert_eq!(code("/int", &[("min", "x"), ("max", "2")], 1024), "invalid_integer");
-        assert_eq!(code("/int", &[("min", "1"), ("max", "6"), ("count", "200")], 1024), "receipt_too_large");
-        assert_eq!(
-            code("/sequence", &[("min", "1"), ("max", "3"), ("count", "4")], 1024),
-            "count_exceeds_range"
-        );
-        assert_eq!(code("/bits", &[("n", "12")], 1024), "invalid_n");
-        assert_eq!(code("/bits", &[("n", "16")], 1), "invalid_n");
+    fn a_draw_is_stored_and_read_back_in_its_canonical_form() {
+        for draw in [
+            Draw::Int { min: -3, max: 3, count: 1 },
+            Draw::Sequence { min: i64::MIN, max: i64::MAX, count: 10 },
+            Draw::Bits { n: 256 },
+        ] {
+            assert_eq!(Draw::from_stored(&draw.to_stored()), Some(draw));
+        }
         assert_eq!(Draw::from_stored("{\"endpoint\":\"/token\"}"), None);
+        assert_eq!(
+            Draw::from_stored("{\"endpoint\":\"/int\",\"min\":\"1\",\"max\":\"x\",\"count\":\"1\"}"),
+            None
+        );
     }
 }

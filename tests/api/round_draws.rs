@@ -401,6 +401,9 @@ async fn refusals(app: &TestApp, out: u64) {
     assert_problem(post(app, "/tickets", &taken).await, 409, "label_taken").await;
     let taken = json!({"round": ahead, "label": "TEST /INT", "draw": int});
     assert_problem(post(app, "/tickets", &taken).await, 409, "label_taken").await;
+    // The endpoint's defaults are committed: one integer.
+    let one = create(app, json!({"round": ahead, "label": "defaults", "draw": int})).await.remove(0);
+    assert_eq!(one["commitment"]["random"]["count"], 1, "{one}");
     let cases = [
         (json!({"round": out, "label": "x", "draw": int}), "round_not_future"),
         (json!({"round": ahead, "label": "x", "draw": {"endpoint": "/token"}}), "round_draw_not_allowed"),
@@ -414,6 +417,18 @@ async fn refusals(app: &TestApp, out: u64) {
             "invalid_range",
         ),
         (json!({"round": ahead, "label": "x", "draw": {"endpoint": "/bits", "n": 12}}), "invalid_n"),
+        (
+            json!({"round": ahead, "label": "x", "draw": {"endpoint": "/int", "min": "1x", "max": 6}}),
+            "invalid_integer",
+        ),
+        (
+            json!({"round": ahead, "label": "x", "draw": {"endpoint": "/sequence", "min": 1, "max": 3, "count": 4}}),
+            "count_exceeds_range",
+        ),
+        (
+            json!({"round": ahead, "label": "x", "draw": {"endpoint": "/bits", "n": 8 * 65_537}}),
+            "receipt_too_large",
+        ),
         (json!({"round": ahead, "label": "x", "draw": {"min": 1}}), "invalid_draw"),
         (json!({"round": ahead, "label": "x"}), "invalid_draw"),
         (json!({"round": ahead, "draw": int}), "invalid_label"),

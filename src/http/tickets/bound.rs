@@ -20,12 +20,13 @@ use crate::callers::{Admission, Draw as Charge};
 use crate::drbg::Algorithm;
 use crate::error::ApiError;
 use crate::http::receipt;
-use crate::pipeline::params::Params;
+use crate::http::sequence::SequenceRequest;
+use crate::pipeline::params::{Param, Params};
 use crate::pipeline::{Answer, Endpoint};
 use crate::receipts::random::{Field, integer, integer_u64};
 use crate::receipts::{Random, TicketStamp};
 use crate::route::Route;
-use crate::service::{BitsRequest, Encoding};
+use crate::service::{BitsRequest, Encoding, IntRequest};
 use crate::state::AppState;
 use crate::tickets::bound::{self, DERIVATION, Derived, Draw};
 use crate::tickets::{Bound, Ticket};
@@ -75,11 +76,12 @@ fn followed(state: &AppState) -> Result<&Beacon, ApiError> {
 
 /// What a bound draw is charged as: HMAC_DRBG (SHA-256) output with a receipt.
 fn charge(draw: &Draw) -> Charge {
-    let n_bits = match *draw {
-        Draw::Bits { n } => n,
-        Draw::Int { count, .. } | Draw::Sequence { count, .. } => count.saturating_mul(64),
-    };
-    Charge { alg: Algorithm::HmacSha256, n_bits, pr: false, receipt: true }
+    Charge {
+        alg: Algorithm::HmacSha256,
+        n_bits: draw.output_bytes().saturating_mul(8),
+        pr: false,
+        receipt: true,
+    }
 }
 
 /// The binding of `bind` (its draw a JSON object: `endpoint` and its parameters) for a new
@@ -122,7 +124,7 @@ pub fn binding(state: &AppState, admission: &Admission, bind: Bind<'_>) -> Resul
         return Err(ApiError::invalid("round_too_far", "round", "round must be due within a year"));
     }
     let draw = read_draw(state, draw)?;
-    state.receipts.ask(true, None, None)?;
+    state.receipts.ask(true, None, None)?.ok_or(ApiError::Internal)?.check_size(draw.output_bytes())?;
     admission.caller.policy.check(&charge(&draw))?;
     let due_ms = i64::try_from((now + until).as_millis()).unwrap_or(i64::MAX);
     Ok(Binding { round, draw, label: label.to_owned(), chain_hash: chain.hash_hex().to_owned(), due_ms })
@@ -163,9 +165,63 @@ fn read_draw(state: &AppState, draw: &serde_json::Value) -> Result<Draw, ApiErro
         )
     };
     let endpoint = draw.get("endpoint").and_then(serde_json::Value::as_str).ok_or_else(invalid)?;
-    let params = Params::from_json(draw)?;
-    let pairs: Vec<(&str, &str)> = params.pairs().filter(|(name, _)| *name != "endpoint").collect();
-    Draw::new(state.service.rules(), endpoint, &pairs, state.receipts.max_output_bytes())
+    draw_of(state, endpoint, &Params::from_json(draw)?, &["endpoint"])
+}
+
+/// The draw of `endpoint` with `params`' parameters (those named in `besides` aside), read and
+/// checked by the endpoint's own request (its defaults applied, its codes); no `alg`, `format`
+/// or `pr`: the derivation fixes the generator.
+///
+/// # Errors
+/// 400 `round_draw_not_allowed` (another endpoint, or a parameter it does not take), `invalid_n`
+/// (bits not whole bytes), and the endpoint's own codes.
+fn draw_of(
+    state: &AppState,
+    endpoint: &str,
+    params: &Params<'_>,
+    besides: &[&str],
+) -> Result<Draw, ApiError> {
+    let not_allowed = |detail: String| ApiError::invalid("round_draw_not_allowed", "draw", detail);
+    let route = Route::named(endpoint).filter(|r| matches!(r, Route::Int | Route::Sequence | Route::Bits));
+    let Some(route) = route else {
+        return Err(not_allowed(format!(
+            "a draw bound to a round is one of /int, /sequence, /bits (its values are public once the round is out), not {endpoint:?}"
+        )));
+    };
+    let takes: &[Param] =
+        if route == Route::Bits { &[Param::N] } else { &[Param::Min, Param::Max, Param::Count] };
+    let taken = |name: &str| besides.contains(&name) || takes.iter().any(|p| p.name() == name);
+    if let Some((name, _)) = params.pairs().find(|(name, _)| !taken(name)) {
+        let names: Vec<&str> = takes.iter().map(|p| p.name()).collect();
+        return Err(not_allowed(format!(
+            "{endpoint} bound to a round takes {}, not {name:?} (the derivation fixes the generator)",
+            names.join(", ")
+        )));
+    }
+    let rules = state.service.rules();
+    let (min, max, count) = (params.i64(Param::Min)?, params.i64(Param::Max)?, params.u64(Param::Count)?);
+    Ok(match route {
+        Route::Int => {
+            let req = IntRequest::new(rules, min, max, count, None)?;
+            Draw::Int { min: req.min(), max: req.max(), count: req.count() as u64 }
+        }
+        Route::Sequence => {
+            let req = SequenceRequest::new(rules, min, max, count, None)?;
+            let (min, max) = req.bounds();
+            Draw::Sequence { min, max, count: req.count() as u64 }
+        }
+        _ => {
+            let req = BitsRequest::new(rules, params.u64(Param::N)?, None, Encoding::Hex, false)?;
+            if req.n_bits() % 8 != 0 {
+                return Err(ApiError::invalid(
+                    "invalid_n",
+                    "n",
+                    "n bound to a round must be a multiple of 8",
+                ));
+            }
+            Draw::Bits { n: req.n_bits() }
+        }
+    })
 }
 
 /// `ticket`'s binding to `binding`: its commitment (the round, the chain, the draw, the ticket)
@@ -321,12 +377,11 @@ pub async fn draw(
 /// 409 `ticket_bound_to_other_params` unless `params` give no parameter of the draw, or the
 /// committed ones.
 fn same_params(state: &AppState, draw: &Draw, params: &Params<'_>) -> Result<(), ApiError> {
-    let given: Vec<(&str, &str)> =
-        params.pairs().filter(|(name, _)| !matches!(*name, "ticket" | "receipt" | "user_data")).collect();
-    if given.is_empty() {
+    let besides = ["ticket", "receipt", "user_data"];
+    if params.pairs().all(|(name, _)| besides.contains(&name)) {
         return Ok(());
     }
-    let asked = Draw::new(state.service.rules(), draw.route().name(), &given, u64::MAX)?;
+    let asked = draw_of(state, draw.route().name(), params, &besides)?;
     match asked == *draw {
         true => Ok(()),
         false => Err(ApiError::Conflict {
