@@ -42,6 +42,7 @@ LAYERS = [
     ["service"],  # typed request -> output
     ["receipts"],  # signed receipts of output: keys, canonical JSON, signatures
     ["tickets"],  # single-use tickets and the results kept for them (SQLite, PostgreSQL)
+    ["randomorg"],  # RANDOM.ORG's API's domain: methods, parameters, values, RSA signatures
     ["state", "memory", "vmgenid"],  # the shared handle; heap trimming; VM generation listener
     ["pipeline"],  # the call pipeline both transports share (reads the endpoints through a trait)
     ["http"],  # the registry's rows, endpoints, REST, the drop-in front-ends

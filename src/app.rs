@@ -129,6 +129,12 @@ impl App {
             }
             false => None,
         };
+        let randomorg = match settings.randomorg.enabled {
+            true => Some(Arc::new(
+                crate::randomorg::RandomOrg::open(&settings.randomorg).context("[randomorg] signing_key")?,
+            )),
+            false => None,
+        };
         let state = AppState::new(Inner {
             callers: Callers::from_settings(&settings, metrics.clone())?,
             receipts,
@@ -141,6 +147,7 @@ impl App {
             openapi: openapi.into(),
             beacon,
             tickets,
+            randomorg,
         });
         let passed = state.readiness.self_test_failures.is_empty();
         state.readiness.self_tests_passed.store(passed, Ordering::Release);

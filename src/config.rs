@@ -58,6 +58,9 @@ pub struct Settings {
     pub vault: VaultSettings,
     /// AWS KMS `GenerateRandom` (off by default).
     pub kms: KmsSettings,
+    /// RANDOM.ORG's JSON-RPC API (off by default).
+    #[serde(default)]
+    pub randomorg: RandomOrgSettings,
     /// Signed receipts (off by default).
     #[serde(default)]
     pub receipts: ReceiptsSettings,
@@ -408,6 +411,28 @@ pub struct KmsSettings {
     /// another endpoint with the same key and region verifies here too.
     #[serde(default)]
     pub hosts: Vec<String>,
+}
+
+/// `[randomorg]`: RANDOM.ORG's JSON-RPC API, Release 4 (`POST /json-rpc/4/invoke`; see
+/// docs/drop-in.md).
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RandomOrgSettings {
+    /// Serve it.
+    #[serde(default)]
+    pub enabled: bool,
+    /// The RSA key signing the Signed API's results (PKCS#8 PEM, `drbgd keygen randomorg`);
+    /// none: the Signed API answers 404 for want of it.
+    #[serde(default)]
+    pub signing_key: Option<PathBuf>,
+    /// Requests each caller may make on this door per UTC day, on this replica (0: no daily
+    /// allowance; the caller's quota still applies).
+    #[serde(default)]
+    pub requests_per_day: u64,
+    /// Bits (as RANDOM.ORG counts them: `bitsUsed`) each caller may draw on this door per UTC
+    /// day, on this replica (0: none).
+    #[serde(default)]
+    pub bits_per_day: u64,
 }
 
 /// `[receipts]`: Ed25519-signed receipts of random output (`receipt=true`), the keys that sign
@@ -825,6 +850,7 @@ impl Settings {
             Route::Pollen => self.pollen.enabled,
             Route::Vault => self.vault.enabled,
             Route::Kms => self.kms.enabled,
+            Route::RandomOrg => self.randomorg.enabled,
             Route::Tickets => self.tickets.enabled,
             _ => true,
         }

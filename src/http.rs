@@ -15,6 +15,7 @@ pub(crate) mod meta;
 pub mod openapi;
 mod pollen;
 mod random;
+mod randomorg;
 mod receipt;
 mod respond;
 pub(crate) mod sequence;
@@ -46,6 +47,9 @@ const VAULT: Guard =
 /// KMS's guard: an AWS SigV4 signature, whose head is checked before the body is read.
 const KMS: Guard =
     Guard { credentials: Credentials::Signature(credentials::sigv4_head), route: Some(Route::Kms) };
+/// RANDOM.ORG's guard: the caller is named in the body (`apiKey`); the head must be JSON.
+const RANDOM_ORG: Guard =
+    Guard { credentials: Credentials::Signature(randomorg::json_head), route: Some(Route::RandomOrg) };
 /// The beacon's routes' paths have a form under `/beacon/{chainhash}/` too.
 const BEACON: Availability = Availability::Beacon;
 
@@ -100,6 +104,20 @@ pub static ENDPOINTS: &[Endpoint] = &[
         grpc: &[],
         receipt: false,
         doc: kms::doc::kms,
+    },
+    // `POST /json-rpc/4/invoke`: RANDOM.ORG's JSON-RPC API, Release 4 (with `[randomorg] enabled`).
+    Endpoint {
+        label: randomorg::PATH,
+        paths: &[randomorg::PATH],
+        methods: &[Verb::Post],
+        guard: RANDOM_ORG,
+        charge: Charge::Quota,
+        availability: Availability::Section,
+        errors: randomorg::error_response,
+        handler: Handler::Router(randomorg::router),
+        grpc: &[],
+        receipt: false,
+        doc: randomorg::doc::invoke,
     },
     // `/algorithms`: the generators and their settings (metadata: any caller).
     metadata(&["/algorithms"], Handler::State(meta::algorithms), meta::doc::algorithms, &[]),

@@ -50,6 +50,7 @@ pub mod memory;
 pub mod metrics;
 pub mod peer_key;
 pub mod pipeline;
+pub mod randomorg;
 pub mod receipts;
 pub mod reload;
 pub mod route;

@@ -60,6 +60,7 @@ mod ratelimit;
 mod report;
 mod response;
 
+pub use admit::PeerGate;
 pub use deadline::BodyTimeout;
 pub use endpoint::{
     Availability, Charge, CheckHead, Credentials, Describe, Doc, Endpoint, Endpoints, GET, GET_POST,

@@ -31,11 +31,13 @@ pub enum Route {
     Kms,
     /// `/tickets` (create, list, reveal) and `/results` (with `[tickets] enabled`).
     Tickets,
+    /// RANDOM.ORG's JSON-RPC API (with `[randomorg] enabled`).
+    RandomOrg,
 }
 
 impl Route {
     /// Every route, in their order.
-    pub const ALL: [Route; 11] = [
+    pub const ALL: [Route; 12] = [
         Route::Bits,
         Route::Bytes,
         Route::Token,
@@ -47,6 +49,7 @@ impl Route {
         Route::Vault,
         Route::Kms,
         Route::Tickets,
+        Route::RandomOrg,
     ];
 
     /// The route's name in the configuration: the path of its first endpoint (`kms` for the
@@ -64,6 +67,7 @@ impl Route {
             Route::Vault => "/v1/sys/tools/random",
             Route::Kms => "kms",
             Route::Tickets => "/tickets",
+            Route::RandomOrg => "/json-rpc/4/invoke",
         }
     }
 

@@ -43,6 +43,8 @@ pub struct Inner {
     pub beacon: Option<Arc<crate::beacon::Beacon>>,
     /// Single-use tickets and their kept results, with `[tickets] enabled`.
     pub tickets: Option<Arc<crate::tickets::Tickets>>,
+    /// RANDOM.ORG's API's door, with `[randomorg] enabled`.
+    pub randomorg: Option<Arc<crate::randomorg::RandomOrg>>,
 }
 
 impl AppState {

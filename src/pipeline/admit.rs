@@ -148,7 +148,13 @@ impl Caps {
             // no one but itself). The endpoint then admits the caller the signature names.
             PlaceKind::Signed => {
                 let signed = peer.and_then(Peer::signed).ok_or_else(|| deny(ApiError::Overloaded))?;
-                return Ok((Places { _signed: Some(signed), ..Places::default() }, None, kind));
+                let addr = client_addr(peer.and_then(|p| p.addr), request.headers(), &self.trusted_proxies);
+                let gate = PeerGate { table: self.peers.clone(), key: PeerKey::of(addr) };
+                return Ok((
+                    Places { _signed: Some(signed), gate: Some(gate), ..Places::default() },
+                    None,
+                    kind,
+                ));
             }
             PlaceKind::Public => &self.public_cap,
             PlaceKind::Open => &self.open_cap,
@@ -172,7 +178,7 @@ impl Caps {
         };
         let admission = authorized.map(Authorized::enter).transpose()?;
         let admission = admission.map(|a| self.with_peer(a, request, peer_place.as_ref()));
-        Ok((Places { _cap: Some(place), _peer: peer_place, _signed: None }, admission, kind))
+        Ok((Places { _cap: Some(place), _peer: peer_place, ..Places::default() }, admission, kind))
     }
 
     /// `admission` with its peer when its caller is `anonymous` (every request with auth off),
@@ -235,6 +241,27 @@ pub(super) struct Places {
     _cap: Option<CapPlace>,
     _peer: Option<PeerPlace>,
     _signed: Option<SignedPlace>,
+    /// A signed request's way to its peer's place, handed to its endpoint.
+    pub(super) gate: Option<PeerGate>,
+}
+
+/// A signed request's way to take its peer's place under the per-peer limits, as a request
+/// without credentials takes one: for an endpoint whose body says that it names no caller
+/// (RANDOM.ORG's `getTicket` and `verifySignature`), handed to it in the request's extensions.
+#[derive(Debug, Clone)]
+pub struct PeerGate {
+    table: Arc<PeerTable>,
+    key: PeerKey,
+}
+
+impl PeerGate {
+    /// The peer's place, held until dropped.
+    ///
+    /// # Errors
+    /// As [`PeerTable::enter`]: 429 over the peer's limits, 503 with the table full.
+    pub fn enter(&self) -> Result<PeerPlace, ApiError> {
+        self.table.enter(self.key, Instant::now())
+    }
 }
 
 impl Places {

@@ -171,7 +171,7 @@ impl Shared {
     fn prepare<B>(
         &self,
         mut request: Request<B>,
-        (places, kind): (Places, PlaceKind),
+        (mut places, kind): (Places, PlaceKind),
         admission: Option<&Admission>,
         observe: &Observation,
         deadline: Clock,
@@ -183,6 +183,9 @@ impl Shared {
         let waiting = observe.endpoint.is_some_and(|e| e.charge == Charge::PeerWaiting);
         if let Some(key) = places.peer_key().filter(|_| waiting) {
             request.extensions_mut().insert(key);
+        }
+        if let Some(gate) = places.gate.take() {
+            request.extensions_mut().insert(gate);
         }
         // gRPC reads the id from the metadata for its records; REST handlers never do, and the
         // request's header map would grow for it.

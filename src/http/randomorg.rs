@@ -1,0 +1,340 @@
+//! RANDOM.ORG's JSON-RPC API, Release 4 (with `[randomorg] enabled`): `POST
+//! /json-rpc/4/invoke`, as RANDOM.ORG's official clients call `api.random.org`. JSON-RPC 2.0
+//! framing is here: the body (`application/json`, else 415; over 512 KiB, 413) read strictly
+//! (a member named twice, a shape past [`SHAPE`], is an invalid request), one request object
+//! (Release 4 serves no batches), a notification (no `id`) answered 204 and not run, every
+//! error a JSON-RPC error object in HTTP 200 as RANDOM.ORG sends them. The methods are
+//! `randomorg/generate.rs`'s (Basic and Signed draws) and `randomorg/keep.rs`'s (tickets,
+//! kept results, signatures, usage), over [`crate::randomorg`]'s domain.
+//!
+//! The caller is named in the body (`apiKey`: a caller's key, as a bearer key), so the row's
+//! guard is a signed one: the pipeline holds the request under its connection's place for a
+//! signed body, the handler admits the caller the key names ([`Callers::admit`], route
+//! `/json-rpc/4/invoke`), or, for `getTicket` and `verifySignature`, which name none, takes
+//! the peer's place under the per-peer limits ([`PeerGate`]).
+
+mod generate;
+mod keep;
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method as HttpMethod, StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::MethodRouter;
+use serde_json::Value;
+
+use crate::callers::{Admission, Callers, ClientIdentity, Denied, Key, Route};
+use crate::error::ApiError;
+use crate::pipeline::{self, Answer, PeerGate};
+use crate::randomorg::RpcError;
+use crate::randomorg::params::Params;
+use crate::randomorg::request::Method;
+use crate::receipts::strict_json::{self, Shape};
+use crate::state::AppState;
+
+/// The path.
+pub const PATH: &str = "/json-rpc/4/invoke";
+
+/// The largest body read: a `verifySignature` of the largest signed result (a 1 Mbit blob in
+/// base64) with room to spare.
+const MAX_BODY: usize = 512 * 1024;
+
+/// The shape a body may have: the envelope, `params`, a `random` object and a `userData` a
+/// few levels deep; values enough for 10,000 values and 1,000 sequences' parameters.
+const SHAPE: Shape = Shape { depth: 12, members: 64, values: 40_000 };
+
+/// The content type of requests and answers.
+const JSON: &str = "application/json";
+
+/// The handler.
+pub async fn post(State(state): State<AppState>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let body = match axum::body::to_bytes(body, MAX_BODY).await {
+        Ok(body) => body,
+        Err(e) => return error_response(&super::body::body_error(&e, MAX_BODY)),
+    };
+    let call = match Envelope::read(&body) {
+        Ok(call) => call,
+        Err((error, id)) => return answer(&id, Err(error), None),
+    };
+    let Some(id) = call.id.clone() else {
+        // A notification: JSON-RPC answers none, and a draw nobody sees is not made.
+        return StatusCode::NO_CONTENT.into_response();
+    };
+    let Some(method) = Method::named(&call.method) else {
+        return answer(&id, Err(RpcError::method_not_found()), None);
+    };
+    let allowed = method.allowed();
+    let params = match Params::of(call.params.as_ref(), &allowed) {
+        Ok(params) => params,
+        Err(error) => return answer(&id, Err(error), None),
+    };
+    let client = parts.extensions.get::<Arc<ClientIdentity>>().map(|c| &**c);
+    let gate = parts.extensions.get::<PeerGate>();
+    let (result, named) = match method.keyed() {
+        true => match admit(&state, &params, client) {
+            Ok((admission, key)) => {
+                let named = Some((admission.caller.clone(), admission.at));
+                (keyed(&state, method, &params, &admission, key).await, named)
+            }
+            Err(error) => (Err(error), None),
+        },
+        false => (public(&state, method, &params, gate).await, None),
+    };
+    let served = result.as_ref().ok().and_then(|(_, served)| *served);
+    let mut response = answer(&id, result.map(|(bytes, _)| bytes), served);
+    let report = pipeline::Report::of(&mut response);
+    report.named = named;
+    response
+}
+
+/// What a method answers: its `result`'s bytes, and what it drew.
+type Done = Result<(Vec<u8>, Option<pipeline::Served>), RpcError>;
+
+/// A keyed method, for its admitted caller.
+async fn keyed(
+    state: &AppState,
+    method: Method,
+    params: &Params<'_>,
+    admission: &Admission,
+    key: &str,
+) -> Done {
+    match method {
+        Method::Generate { kind, signed } => {
+            generate::generate(state, admission, key, kind, signed, params).await
+        }
+        Method::GetUsage => keep::usage(state, admission).map(|b| (b, None)),
+        Method::GetResult => keep::result(state, admission, params).await.map(|b| (b, None)),
+        Method::CreateTickets => keep::create(state, admission, params).await.map(|b| (b, None)),
+        Method::RevealTickets => keep::reveal(state, admission, params).await.map(|b| (b, None)),
+        Method::ListTickets => keep::list(state, admission, params).await.map(|b| (b, None)),
+        Method::GetTicket | Method::VerifySignature => Err(RpcError::internal()),
+    }
+}
+
+/// A method anyone may call, under the peer's place.
+async fn public(state: &AppState, method: Method, params: &Params<'_>, gate: Option<&PeerGate>) -> Done {
+    let _place = match gate.map(PeerGate::enter) {
+        Some(Ok(place)) => place,
+        Some(Err(e)) => return Err(rpc_error(&e)),
+        None => return Err(RpcError::internal()),
+    };
+    match method {
+        Method::GetTicket => keep::ticket(state, params).await.map(|b| (b, None)),
+        Method::VerifySignature => keep::verify(state, params).await.map(|b| (b, None)),
+        _ => Err(RpcError::internal()),
+    }
+}
+
+/// The caller `apiKey` names, admitted to the route.
+fn admit<'a>(
+    state: &AppState,
+    params: &Params<'a>,
+    client: Option<&ClientIdentity>,
+) -> Result<(Admission, &'a str), RpcError> {
+    let key = params.string("apiKey")?;
+    let admitted = state.callers.admit(Some(Key::Raw(key.as_bytes())), client, Some(Route::RandomOrg));
+    admitted.map(|a| (a, key)).map_err(|Denied { error, .. }| rpc_error(&error))
+}
+
+/// A request as JSON-RPC frames it.
+struct Envelope {
+    /// `None`: a notification.
+    id: Option<Value>,
+    method: String,
+    params: Option<Value>,
+}
+
+impl Envelope {
+    /// The request in `body`, or the error to answer and the `id` to answer it with.
+    fn read(body: &[u8]) -> Result<Envelope, (RpcError, Value)> {
+        let value = strict_json::from_slice_shaped(body, SHAPE).map_err(|e| match e.classify() {
+            serde_json::error::Category::Data => (RpcError::invalid_request(&e.to_string()), Value::Null),
+            _ => (RpcError::parse(), Value::Null),
+        })?;
+        let mut object = match value {
+            Value::Object(object) => object,
+            Value::Array(_) => {
+                return Err((RpcError::invalid_request("batch requests are not served"), Value::Null));
+            }
+            _ => return Err((RpcError::invalid_request("a request is a JSON object"), Value::Null)),
+        };
+        let id = object.remove("id");
+        let echoed = match &id {
+            Some(v @ (Value::String(_) | Value::Number(_) | Value::Null)) => v.clone(),
+            None => Value::Null,
+            Some(_) => {
+                return Err((RpcError::invalid_request("id must be a string, a number or null"), Value::Null));
+            }
+        };
+        let invalid = |why: &str| Err((RpcError::invalid_request(why), echoed.clone()));
+        if object.remove("jsonrpc").as_ref().and_then(Value::as_str) != Some("2.0") {
+            return invalid("jsonrpc must be \"2.0\"");
+        }
+        let Some(Value::String(method)) = object.remove("method") else {
+            return invalid("method must be a string");
+        };
+        let params = object.remove("params");
+        if let Some(other) = object.keys().next() {
+            let shown: String = other.chars().take(64).collect();
+            return invalid(&format!("a request has no member {shown:?}"));
+        }
+        Ok(Envelope { id, method, params })
+    }
+}
+
+/// The JSON-RPC response: `{"jsonrpc":"2.0","result":…,"id":…}` or its error, HTTP 200.
+fn answer(id: &Value, result: Result<Vec<u8>, RpcError>, served: Option<pipeline::Served>) -> Response {
+    let id = id.to_string();
+    let (body, code) = match &result {
+        Ok(result) => (
+            [br#"{"jsonrpc":"2.0","result":"#.as_slice(), result, b",\"id\":", id.as_bytes(), b"}"].concat(),
+            None,
+        ),
+        Err(error) => {
+            let text = format!(r#"{{"jsonrpc":"2.0","error":{},"id":{id}}}"#, error.to_json());
+            (text.into_bytes(), Some(error_code(error.code)))
+        }
+    };
+    let mut response = pipeline::response(body.into(), JSON);
+    let report = pipeline::Report::of(&mut response);
+    report.code = code;
+    report.served = served;
+    if let Some(served) = served {
+        let answer = super::served(response, served.alg, served.n_bits);
+        return Answer { report: pipeline::Report { code, ..answer.report }, ..answer }.into_response();
+    }
+    response
+}
+
+/// A stable name of a JSON-RPC error's code, for the records.
+fn error_code(code: i64) -> &'static str {
+    match code {
+        -32700 => "rpc_parse_error",
+        -32600 => "rpc_invalid_request",
+        -32601 => "rpc_method_not_found",
+        -32602 => "rpc_invalid_params",
+        -32001 => "rate_limited",
+        101 => "service_offline",
+        200..=204 | 300..=307 => "invalid_parameter",
+        400 | 401 => "unknown_key",
+        402 | 403 => "allowance_spent",
+        404 | 405 => "forbidden",
+        420..=426 => "ticket_refused",
+        _ => "rpc_error",
+    }
+}
+
+/// drbgd's error as RANDOM.ORG's code: a key no caller has 400, a policy's refusal 404, a rate
+/// 429 −32001 (the time to wait), any 503 101 (offline: retry later).
+pub fn rpc_error(error: &ApiError) -> RpcError {
+    match error {
+        ApiError::Unauthorized => RpcError::key_does_not_exist(),
+        ApiError::Forbidden { .. } => RpcError::not_for_method(&error.to_string()),
+        ApiError::RateLimited { .. } => RpcError::rate_limited(error.retry_after().unwrap_or(1) * 1000),
+        ApiError::Internal => RpcError::internal(),
+        _ if error.status() == StatusCode::SERVICE_UNAVAILABLE => RpcError::offline(error.code()),
+        _ => RpcError::illegal(error.param().unwrap_or("params")),
+    }
+}
+
+/// The pipeline's own refusals and the transport's (405, 413, 415, 503 with `Retry-After`) in
+/// their HTTP status, with a JSON-RPC error body.
+pub fn error_response(error: &ApiError) -> Response {
+    let status = match error.code() {
+        "unsupported_media_type" => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        _ => error.status(),
+    };
+    let rpc = match status {
+        StatusCode::PAYLOAD_TOO_LARGE
+        | StatusCode::UNSUPPORTED_MEDIA_TYPE
+        | StatusCode::METHOD_NOT_ALLOWED => RpcError::invalid_request(&error.to_string()),
+        _ => rpc_error(error),
+    };
+    let mut response = answer(&Value::Null, Err(rpc), None);
+    *response.status_mut() = status;
+    if let Some(secs) = error.retry_after() {
+        response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    }
+    pipeline::Report::of(&mut response).code = Some(error.code());
+    response
+}
+
+/// Its method router: `POST`, 405 for the rest.
+pub fn router() -> MethodRouter<AppState> {
+    axum::routing::post(post).fallback(method_not_allowed)
+}
+
+/// 405 with `Allow`, as RANDOM.ORG's transport answers a GET.
+pub async fn method_not_allowed() -> Response {
+    let mut response = error_response(&ApiError::MethodNotAllowed);
+    response.headers_mut().insert(header::ALLOW, HeaderValue::from_static("POST"));
+    response
+}
+
+/// The head of a call: `application/json` (RANDOM.ORG accepts no other type; 415), before
+/// the body is read.
+///
+/// # Errors
+/// 415, as `unknown`'s.
+pub(crate) fn json_head(
+    callers: &Callers,
+    _: &HttpMethod,
+    _: &Uri,
+    headers: &HeaderMap,
+) -> Result<(), Denied> {
+    let json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case(JSON));
+    match json {
+        true => Ok(()),
+        false => Err(callers.unknown(ApiError::invalid(
+            "unsupported_media_type",
+            "Content-Type",
+            "a JSON-RPC request is application/json",
+        ))),
+    }
+}
+
+/// The OpenAPI operation: one POST whose body and answer are JSON-RPC 2.0 (the methods are
+/// docs/drop-in.md's).
+pub(crate) mod doc {
+    use utoipa::openapi::path::{HttpMethod, OperationBuilder};
+    use utoipa::openapi::request_body::RequestBodyBuilder;
+    use utoipa::openapi::{Components, PathItem};
+
+    use crate::http::openapi::describe::{content, described_string, json_response};
+    use crate::pipeline::Describe;
+
+    /// `POST /json-rpc/4/invoke`.
+    pub(crate) fn invoke(_: &Describe<'_>, components: &mut Components) -> PathItem {
+        let response = described_string("").schema_type(utoipa::openapi::schema::Type::Object).description(
+            Some("{\"jsonrpc\": \"2.0\", \"result\" or \"error\": {code, message, data}, \"id\"}"),
+        );
+        components.schemas.insert("RandomOrgResponse".to_owned(), response.into());
+        let body = described_string(
+            "A JSON-RPC 2.0 request object: jsonrpc, method, params (apiKey and the method's), id",
+        );
+        let op = OperationBuilder::new()
+            .operation_id(Some("randomOrgInvoke"))
+            .summary(Some(
+                "RANDOM.ORG's JSON-RPC API, Release 4: Basic and Signed methods, tickets (docs/drop-in.md)",
+            ))
+            .request_body(Some(
+                RequestBodyBuilder::new().content("application/json", content(body.into())).build(),
+            ))
+            .response(
+                "200",
+                json_response("A JSON-RPC response or error object", "application/json", "RandomOrgResponse"),
+            )
+            .response(
+                "204",
+                utoipa::openapi::ResponseBuilder::new().description("A notification: nothing run").build(),
+            )
+            .build();
+        PathItem::new(HttpMethod::Post, op)
+    }
+}

@@ -1,0 +1,228 @@
+//! The generating methods: `generate*` (Basic) and `generateSigned*` (Signed). Both read the
+//! parameters and draw the values alike (`crate::randomorg::request`, `values`) from the
+//! caller's default generator, under its policy (route `/json-rpc/4/invoke`), byte quota
+//! (`bitsUsed`, rounded up to whole bytes), the door's daily allowances and the pool's
+//! self-tests. A Signed result is then signed with the door's RSA key off the async workers,
+//! and kept before it is answered (with its ticket's use, when it names one: a ticket is used
+//! once, an identical retry too is 422, and the lost answer comes back through `getResult`).
+
+use serde_json::{Map, Value};
+
+use super::keep::{self, ticket_error};
+use super::{Done, rpc_error};
+use crate::callers::{Admission, Draw};
+use crate::pipeline::Served;
+use crate::randomorg::params::Params;
+use crate::randomorg::request::{self, Kind, Request};
+use crate::randomorg::{RandomOrg, RpcError, canonical, values};
+use crate::state::AppState;
+use crate::tickets::{self, Kept, Lookup, Ticket, Tickets, Use};
+
+/// The most characters `userData` takes, as JSON (RANDOM.ORG's bound).
+const MAX_USER_DATA: usize = 1000;
+
+/// The `license` of every signed result: drbgd's values are licensed by whoever runs it.
+fn license() -> Value {
+    serde_json::json!({
+        "type": "drbgd",
+        "text": "Random values drawn by a drbgd server and signed with its operator's key, not RANDOM.ORG's",
+        "infoUrl": null
+    })
+}
+
+/// A generating method of `kind`, Basic or Signed, for the admitted caller.
+pub async fn generate(
+    state: &AppState,
+    admission: &Admission,
+    key: &str,
+    kind: Kind,
+    signed: bool,
+    params: &Params<'_>,
+) -> Done {
+    let req = request::read(kind, params)?;
+    if !signed {
+        let (data, served, left) = draw(state, admission, &req)?;
+        let random = canonical::write([
+            ("data", &data),
+            ("completionTime", &Value::from(keep::time_of(tickets::now_ms()))),
+        ]);
+        return Ok((keep::with_usage(&random, None, served.n_bits_used, left), Some(served.served)));
+    }
+    let door = keep::door(state)?;
+    let tickets = keep::store(state)?;
+    if door.signer().is_none() {
+        return Err(RpcError::not_for_method("this server has no signing key ([randomorg] signing_key)"));
+    }
+    let extra = Extra::read(params)?;
+    let held = match &extra.ticket {
+        Some(id) => Some(hold(tickets, admission, id).await?),
+        None => None,
+    };
+    let (data, served, left) = draw(state, admission, &req)?;
+    let signing =
+        Signing { door, key, kind, req: &req, extra: &extra, data, ticket: held.as_ref().map(|h| &h.1) };
+    let (result, serial, next) = signing.sign(state).await?;
+    let (served, bits) = (served.served, served.n_bits_used);
+    let result = keep::with_usage(&result.0, Some(&result.1), bits, left);
+    match held {
+        Some((_guard, ticket)) => settle(tickets, admission, params, &ticket, serial, next, &result).await?,
+        None => {
+            let kept = Kept {
+                serial: serial.to_string(),
+                caller: admission.caller.name().to_owned(),
+                result: result.clone(),
+            };
+            tickets.keep(kept).await.map_err(|e| rpc_error(&e))?;
+        }
+    }
+    Ok((result, Some(served)))
+}
+
+/// What a draw served, and the bits RANDOM.ORG counts for it.
+struct Drawn {
+    served: Served,
+    n_bits_used: u64,
+}
+
+/// `req`'s values from the caller's default generator, the allowances and quota taken.
+fn draw(
+    state: &AppState,
+    admission: &Admission,
+    req: &Request,
+) -> Result<(Value, Drawn, keep::Left), RpcError> {
+    let door = keep::door(state)?;
+    let bits = values::bits_used(&req.spec);
+    let day = keep::today();
+    let caller = admission.caller.name();
+    let left = door.spend(caller, bits, day)?;
+    let alg = state.service.rules().default_alg;
+    let n_bits = bits.div_ceil(8).max(1) * 8;
+    let draw = Draw { alg, n_bits, pr: false, receipt: false };
+    let drawn = state
+        .service
+        .draw_words(&admission.caller, &draw, |words| values::draw(&req.spec, &mut || words.next_u64()));
+    match drawn {
+        Ok(data) => Ok((
+            data,
+            Drawn { served: Served { alg, n_bits }, n_bits_used: bits },
+            keep::left(admission, left),
+        )),
+        Err(e) => {
+            door.refund(caller, bits, day);
+            Err(rpc_error(&e))
+        }
+    }
+}
+
+/// The Signed API's own parameters.
+struct Extra {
+    user_data: Value,
+    ticket: Option<String>,
+}
+
+impl Extra {
+    fn read(params: &Params<'_>) -> Result<Extra, RpcError> {
+        if params.get("licenseData").is_some() {
+            return Err(RpcError::license_data_not_allowed());
+        }
+        let user_data = params.get("userData").cloned().unwrap_or(Value::Null);
+        let len = user_data.to_string().chars().count();
+        if len > MAX_USER_DATA {
+            return Err(RpcError::too_long("userData", len, MAX_USER_DATA));
+        }
+        let ticket = params
+            .get("ticketId")
+            .map(|v| v.as_str().map(str::to_owned).ok_or_else(|| RpcError::malformed("ticketId")));
+        Ok(Extra { user_data, ticket: ticket.transpose()? })
+    }
+}
+
+/// Ticket `id` held for this draw and found unused: the caller's, unbound.
+async fn hold(
+    tickets: &Tickets,
+    admission: &Admission,
+    id: &str,
+) -> Result<(tokio::sync::OwnedMutexGuard<()>, Ticket), RpcError> {
+    if !tickets::valid_id(id) {
+        return Err(RpcError::no_such_ticket());
+    }
+    let caller = keep::holder(admission)?;
+    let guard = tickets.hold(id).await;
+    match tickets.lookup(caller, id).await.map_err(ticket_error)? {
+        Lookup::Used { .. } => Err(RpcError::ticket_used()),
+        // A ticket bound to a beacon round draws its values from the round, at its own endpoint.
+        Lookup::Unused(ticket) if ticket.bound.is_some() => Err(RpcError::illegal("ticketId")),
+        Lookup::Unused(ticket) => Ok((guard, ticket)),
+    }
+}
+
+/// The use of `ticket` kept with `result`, its successor `next` made; 422 when another use
+/// got there first.
+async fn settle(
+    tickets: &Tickets,
+    admission: &Admission,
+    params: &Params<'_>,
+    ticket: &Ticket,
+    serial: u64,
+    next: Option<String>,
+    result: &[u8],
+) -> Result<(), RpcError> {
+    let caller = keep::holder(admission)?;
+    let pairs: Vec<(String, String)> =
+        params.pairs().filter(|(k, _)| *k != "apiKey").map(|(k, v)| (k.to_owned(), v.to_string())).collect();
+    let digest =
+        tickets::request_digest(caller, super::PATH, pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    let used = Use {
+        id: ticket.id.clone(),
+        caller: caller.to_owned(),
+        digest,
+        serial: serial.to_string(),
+        result: result.to_vec(),
+        next_id: next.unwrap_or_default(),
+    };
+    match tickets.settle(used).await.map_err(|e| rpc_error(&e))? {
+        true => Ok(()),
+        false => Err(RpcError::ticket_used()),
+    }
+}
+
+/// A signed result in the making.
+struct Signing<'a> {
+    door: &'a std::sync::Arc<RandomOrg>,
+    key: &'a str,
+    kind: Kind,
+    req: &'a Request,
+    extra: &'a Extra,
+    data: Value,
+    ticket: Option<&'a Ticket>,
+}
+
+impl Signing<'_> {
+    /// The `random` object's bytes and their signature (base64), its serial number, and the
+    /// ticket its use makes next.
+    async fn sign(self, state: &AppState) -> Result<((Vec<u8>, String), u64, Option<String>), RpcError> {
+        let now = tickets::now_ms();
+        let serial = self.door.next_serial(u64::try_from(now).unwrap_or(0).saturating_mul(1000));
+        let next = match self.ticket {
+            Some(_) => Some(tickets::new_id(&state.service, now).map_err(|e| rpc_error(&e))?),
+            None => None,
+        };
+        let ticket_data = self.ticket.map_or(Value::Null, |t| {
+            serde_json::json!({ "ticketId": t.id, "previousTicketId": t.previous_id, "nextTicketId": next })
+        });
+        let mut echo: Map<String, Value> =
+            self.req.echo.iter().map(|(k, v)| ((*k).to_owned(), v.clone())).collect();
+        echo.insert("method".into(), Value::from(self.kind.names().1));
+        echo.insert("hashedApiKey".into(), Value::from(keep::hashed_key(self.key)));
+        echo.insert("data".into(), self.data);
+        echo.insert("license".into(), license());
+        echo.insert("licenseData".into(), Value::Null);
+        echo.insert("userData".into(), self.extra.user_data.clone());
+        echo.insert("ticketData".into(), ticket_data);
+        echo.insert("completionTime".into(), Value::from(keep::time_of(now)));
+        echo.insert("serialNumber".into(), Value::from(serial));
+        let random = canonical::canonical(&echo).ok_or_else(RpcError::internal)?;
+        let signature = keep::sign(self.door, random.clone()).await?;
+        Ok(((random, signature), serial, next))
+    }
+}

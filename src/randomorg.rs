@@ -1,0 +1,180 @@
+//! RANDOM.ORG's JSON-RPC API, Release 4, as drbgd serves it (`[randomorg] enabled`): the Basic
+//! and Signed methods, tickets and kept results, for the official clients (rdoclient and its
+//! siblings) pointed at drbgd. This module owns the API's domain: its methods and their
+//! parameters (`request.rs`, `params.rs`), its error codes (`error.rs`), the values and the
+//! bits RANDOM.ORG counts for them (`values.rs`), the signed `random` object's bytes
+//! (`canonical.rs`), the RSA key (`signer.rs`), and here each caller's daily allowance and
+//! the serial numbers of signed results. The HTTP door and its JSON-RPC framing are
+//! `http/randomorg.rs`'s; tickets and kept results are [`crate::tickets`]'.
+
+pub mod canonical;
+pub mod error;
+pub mod params;
+pub mod request;
+pub mod signer;
+pub mod values;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
+
+use crate::config::RandomOrgSettings;
+use crate::receipts::verify::Lane;
+pub use error::RpcError;
+pub use signer::Signer;
+
+/// The door's state: its signing key, the lane RSA runs in, each caller's use today.
+#[derive(Debug)]
+pub struct RandomOrg {
+    signer: Option<Signer>,
+    lane: Lane,
+    requests_per_day: u64,
+    bits_per_day: u64,
+    /// Per caller: the UTC day (days since 1970) and the requests and bits used on it.
+    days: Mutex<HashMap<String, (i64, u64, u64)>>,
+    /// The last serial number given (Unix microseconds, one more than the last at least).
+    serial: AtomicU64,
+    /// When the door was opened, Unix milliseconds (`getUsage`'s `creationTime`).
+    created_ms: i64,
+}
+
+/// What a caller has left today, after a request: `None` where no allowance is set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Left {
+    /// Requests left.
+    pub requests: Option<u64>,
+    /// Bits left.
+    pub bits: Option<u64>,
+}
+
+impl RandomOrg {
+    /// The door of `settings`, its key read.
+    ///
+    /// # Errors
+    /// The signing key cannot be read.
+    pub fn open(settings: &RandomOrgSettings) -> anyhow::Result<RandomOrg> {
+        let signer = settings.signing_key.as_deref().map(Signer::load).transpose()?;
+        Ok(RandomOrg::new(signer, settings.requests_per_day, settings.bits_per_day))
+    }
+
+    /// The door with `signer` and these daily allowances (0: none).
+    pub fn new(signer: Option<Signer>, requests_per_day: u64, bits_per_day: u64) -> RandomOrg {
+        RandomOrg {
+            signer,
+            lane: Lane::half_the_cores(),
+            requests_per_day,
+            bits_per_day,
+            days: Mutex::new(HashMap::new()),
+            serial: AtomicU64::new(0),
+            created_ms: crate::tickets::now_ms(),
+        }
+    }
+
+    /// When the door was opened, Unix milliseconds.
+    pub fn created_ms(&self) -> i64 {
+        self.created_ms
+    }
+
+    /// The signing key, if one is configured.
+    pub fn signer(&self) -> Option<&Signer> {
+        self.signer.as_ref()
+    }
+
+    /// The lane RSA work runs in (off the async workers, half the cores at most).
+    pub fn lane(&self) -> &Lane {
+        &self.lane
+    }
+
+    /// Takes one request and `bits` of `caller`'s allowances for `day` (UTC days since 1970);
+    /// what is left then.
+    ///
+    /// # Errors
+    /// 402 when no request is left today, 403 when fewer than `bits` are: nothing is taken.
+    pub fn spend(&self, caller: &str, bits: u64, day: i64) -> Result<Left, RpcError> {
+        let mut days = self.days.lock().unwrap_or_else(PoisonError::into_inner);
+        if days.len() > 100_000 {
+            days.retain(|_, used| used.0 == day);
+        }
+        let used = days.entry(caller.to_owned()).or_insert((day, 0, 0));
+        if used.0 != day {
+            *used = (day, 0, 0);
+        }
+        let requests_left = self.requests_per_day.saturating_sub(used.1);
+        let bits_left = self.bits_per_day.saturating_sub(used.2);
+        if self.requests_per_day > 0 && requests_left == 0 {
+            return Err(RpcError::requests_spent(1, 0));
+        }
+        if self.bits_per_day > 0 && bits > bits_left {
+            return Err(RpcError::bits_spent(bits, bits_left));
+        }
+        used.1 += 1;
+        used.2 += bits;
+        Ok(self.left_of(*used))
+    }
+
+    /// Gives back what [`RandomOrg::spend`] took for a request that drew nothing.
+    pub fn refund(&self, caller: &str, bits: u64, day: i64) {
+        let mut days = self.days.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(used) = days.get_mut(caller).filter(|u| u.0 == day) {
+            used.1 = used.1.saturating_sub(1);
+            used.2 = used.2.saturating_sub(bits);
+        }
+    }
+
+    /// What `caller` has left on `day`, without taking any.
+    pub fn left(&self, caller: &str, day: i64) -> Left {
+        let days = self.days.lock().unwrap_or_else(PoisonError::into_inner);
+        let used = days.get(caller).copied().filter(|u| u.0 == day).unwrap_or((day, 0, 0));
+        self.left_of(used)
+    }
+
+    fn left_of(&self, (_, requests, bits): (i64, u64, u64)) -> Left {
+        Left {
+            requests: (self.requests_per_day > 0).then(|| self.requests_per_day.saturating_sub(requests)),
+            bits: (self.bits_per_day > 0).then(|| self.bits_per_day.saturating_sub(bits)),
+        }
+    }
+
+    /// A new serial number: the time in Unix microseconds, or one more than the last this
+    /// process gave. Increasing on this replica, and unique with every other replica's but for
+    /// two results made in the same microsecond (then the store refuses the second: 101).
+    pub fn next_serial(&self, now_micros: u64) -> u64 {
+        let mut last = self.serial.load(Ordering::Relaxed);
+        loop {
+            let next = now_micros.max(last + 1);
+            match self.serial.compare_exchange_weak(last, next, Ordering::AcqRel, Ordering::Relaxed) {
+                Ok(_) => return next,
+                Err(seen) => last = seen,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allowances_are_a_day_long_and_refuse_without_taking() {
+        let door = RandomOrg::new(None, 2, 100);
+        assert_eq!(door.spend("a", 60, 10), Ok(Left { requests: Some(1), bits: Some(40) }));
+        assert_eq!(door.spend("a", 41, 10).unwrap_err().code, 403);
+        assert_eq!(door.left("a", 10), Left { requests: Some(1), bits: Some(40) }, "a refusal takes nothing");
+        assert_eq!(door.spend("a", 40, 10), Ok(Left { requests: Some(0), bits: Some(0) }));
+        let spent = door.spend("a", 0, 10).unwrap_err();
+        assert_eq!((spent.code, spent.data.clone()), (402, serde_json::json!([1, 0])));
+        assert_eq!(door.spend("b", 0, 10).unwrap().requests, Some(1), "each caller its own");
+        assert_eq!(door.spend("a", 0, 11).unwrap().requests, Some(1), "a new day");
+        let open = RandomOrg::new(None, 0, 0);
+        assert_eq!(open.spend("a", u64::MAX, 1), Ok(Left { requests: None, bits: None }));
+    }
+
+    #[test]
+    fn serials_increase() {
+        let door = RandomOrg::new(None, 0, 0);
+        assert_eq!(door.next_serial(1000), 1000);
+        assert_eq!(door.next_serial(1000), 1001);
+        assert_eq!(door.next_serial(5), 1002);
+        assert_eq!(door.next_serial(2000), 2000);
+    }
+}
