@@ -116,6 +116,15 @@ enum KeygenCommand {
     },
     /// The beacon's secret key: the same as `drbgd beacon keygen`.
     Beacon(BeaconKeygenArgs),
+    /// The RANDOM.ORG door's RSA-4096 signing key (`[randomorg] signing_key`), written as
+    /// PKCS#8 PEM (mode 0600; an existing file is never overwritten); prints its public key
+    /// (SPKI PEM), which `GET /json-rpc/4/public-key` serves too. AWS-LC draws its primes
+    /// from its own SP 800-90A CTR_DRBG, seeded from the OS.
+    Randomorg {
+        /// The file to write.
+        #[arg(long)]
+        out: std::path::PathBuf,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -231,6 +240,7 @@ pub fn main() -> ExitCode {
             keygen_receipt(&out, &drawing)
         }
         Some(Command::Keygen { what: KeygenCommand::Beacon(args) }) => beacon_keygen(&args),
+        Some(Command::Keygen { what: KeygenCommand::Randomorg { out } }) => keygen_randomorg(&out),
         Some(Command::Beacon(BeaconCommand::Keygen(args))) => beacon_keygen(&args),
         Some(Command::Beacon(BeaconCommand::Info { config })) => beacon_info(config),
         Some(Command::Serve(args)) => serve(&args),
@@ -392,6 +402,16 @@ fn keygen_receipt(out: &std::path::Path, drawing: &Drawing) -> anyhow::Result<()
     write_new_secret(out, pem.as_bytes())?;
     println!("key_id: {}", public.id);
     print!("{}", crate::receipts::keys::public_pem(&public.key)?);
+    Ok(())
+}
+
+/// `drbgd keygen randomorg --out FILE`: an RSA-4096 key as PKCS#8 PEM in a new file of mode
+/// 0600; its public key printed.
+fn keygen_randomorg(out: &std::path::Path) -> anyhow::Result<()> {
+    let (pem, signer) = crate::randomorg::Signer::generate()?;
+    write_new_secret(out, pem.as_bytes())?;
+    eprintln!("an RSA-4096 key drawn by AWS-LC's CTR_DRBG (SP 800-90A), seeded from the OS");
+    print!("{}", signer.public_pem());
     Ok(())
 }
 

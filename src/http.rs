@@ -119,6 +119,16 @@ pub static ENDPOINTS: &[Endpoint] = &[
         receipt: false,
         doc: randomorg::doc::invoke,
     },
+    // `/json-rpc/4/public-key`: the key RANDOM.ORG-form signatures verify with (public).
+    Endpoint {
+        availability: Availability::Door(Route::RandomOrg),
+        ..public(
+            &["/json-rpc/4/public-key"],
+            GET,
+            Handler::State(randomorg::public_key),
+            randomorg::doc::public_key,
+        )
+    },
     // `/algorithms`: the generators and their settings (metadata: any caller).
     metadata(&["/algorithms"], Handler::State(meta::algorithms), meta::doc::algorithms, &[]),
     // `/usage`: the calling caller's policy, quota and counters.

@@ -180,6 +180,7 @@ pub fn document(
             Availability::Section => row.guard.route.is_some_and(&serves),
             Availability::Beacon => beacon,
             Availability::Tickets => serves(Route::Tickets),
+            Availability::Door(route) => serves(route),
         };
         if !documented {
             continue;

@@ -15,6 +15,10 @@
 
 mod generate;
 mod keep;
+mod rpc;
+
+pub use rpc::PATH;
+use rpc::{Done, rpc_error};
 
 use std::sync::Arc;
 
@@ -33,9 +37,6 @@ use crate::randomorg::request::Method;
 use crate::receipts::strict_json::{self, Shape};
 use crate::state::AppState;
 
-/// The path.
-pub const PATH: &str = "/json-rpc/4/invoke";
-
 /// The largest body read: a `verifySignature` of the largest signed result (a 1 Mbit blob in
 /// base64) with room to spare.
 const MAX_BODY: usize = 512 * 1024;
@@ -52,6 +53,9 @@ pub async fn post(State(state): State<AppState>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     let body = match axum::body::to_bytes(body, MAX_BODY).await {
         Ok(body) => body,
+        Err(e) if super::body::too_large(&e) => {
+            return error_response(&ApiError::BodyTooLarge { limit: MAX_BODY });
+        }
         Err(e) => return error_response(&super::body::body_error(&e, MAX_BODY)),
     };
     let call = match Envelope::read(&body) {
@@ -88,9 +92,6 @@ pub async fn post(State(state): State<AppState>, request: Request) -> Response {
     report.named = named;
     response
 }
-
-/// What a method answers: its `result`'s bytes, and what it drew.
-type Done = Result<(Vec<u8>, Option<pipeline::Served>), RpcError>;
 
 /// A keyed method, for its admitted caller.
 async fn keyed(
@@ -165,7 +166,10 @@ impl Envelope {
             Some(v @ (Value::String(_) | Value::Number(_) | Value::Null)) => v.clone(),
             None => Value::Null,
             Some(_) => {
-                return Err((RpcError::invalid_request("id must be a string, a number or null"), Value::Null));
+                return Err((
+                    RpcError::invalid_request("id must be a string, a number or null"),
+                    Value::Null,
+                ));
             }
         };
         let invalid = |why: &str| Err((RpcError::invalid_request(why), echoed.clone()));
@@ -202,7 +206,7 @@ fn answer(id: &Value, result: Result<Vec<u8>, RpcError>, served: Option<pipeline
     report.code = code;
     report.served = served;
     if let Some(served) = served {
-        let answer = super::served(response, served.alg, served.n_bits);
+        let answer = super::respond::served(response, served.alg, served.n_bits);
         return Answer { report: pipeline::Report { code, ..answer.report }, ..answer }.into_response();
     }
     response
@@ -226,19 +230,6 @@ fn error_code(code: i64) -> &'static str {
     }
 }
 
-/// drbgd's error as RANDOM.ORG's code: a key no caller has 400, a policy's refusal 404, a rate
-/// 429 −32001 (the time to wait), any 503 101 (offline: retry later).
-pub fn rpc_error(error: &ApiError) -> RpcError {
-    match error {
-        ApiError::Unauthorized => RpcError::key_does_not_exist(),
-        ApiError::Forbidden { .. } => RpcError::not_for_method(&error.to_string()),
-        ApiError::RateLimited { .. } => RpcError::rate_limited(error.retry_after().unwrap_or(1) * 1000),
-        ApiError::Internal => RpcError::internal(),
-        _ if error.status() == StatusCode::SERVICE_UNAVAILABLE => RpcError::offline(error.code()),
-        _ => RpcError::illegal(error.param().unwrap_or("params")),
-    }
-}
-
 /// The pipeline's own refusals and the transport's (405, 413, 415, 503 with `Retry-After`) in
 /// their HTTP status, with a JSON-RPC error body.
 pub fn error_response(error: &ApiError) -> Response {
@@ -259,6 +250,19 @@ pub fn error_response(error: &ApiError) -> Response {
     }
     pipeline::Report::of(&mut response).code = Some(error.code());
     response
+}
+
+/// `GET /json-rpc/4/public-key`: the door's RSA public key, SPKI PEM (404 without one).
+pub fn public_key(state: &AppState) -> Response {
+    let pem = state.randomorg.as_ref().and_then(|door| door.signer()).map(|s| s.public_pem().to_owned());
+    let Some(pem) = pem else {
+        return ApiError::Missing {
+            code: "no_signing_key",
+            detail: "this server has no RANDOM.ORG signing key ([randomorg] signing_key)".into(),
+        }
+        .into_response();
+    };
+    pipeline::response(pem.into(), "application/x-pem-file")
 }
 
 /// Its method router: `POST`, 405 for the rest.
@@ -308,6 +312,21 @@ pub(crate) mod doc {
 
     use crate::http::openapi::describe::{content, described_string, json_response};
     use crate::pipeline::Describe;
+
+    /// `GET /json-rpc/4/public-key`.
+    pub(crate) fn public_key(_: &Describe<'_>, _: &mut Components) -> PathItem {
+        let pem = described_string("The RSA public key, SPKI PEM");
+        let ok = utoipa::openapi::ResponseBuilder::new()
+            .description("The key RANDOM.ORG-form signatures (RSA, SHA-512, PKCS #1 v1.5) verify with")
+            .content("application/x-pem-file", content(pem.into()))
+            .build();
+        let op = OperationBuilder::new()
+            .operation_id(Some("randomOrgPublicKey"))
+            .summary(Some("The RANDOM.ORG door's signing key (public)"))
+            .response("200", ok)
+            .build();
+        PathItem::new(HttpMethod::Get, op)
+    }
 
     /// `POST /json-rpc/4/invoke`.
     pub(crate) fn invoke(_: &Describe<'_>, components: &mut Components) -> PathItem {

@@ -147,14 +147,9 @@ impl Caps {
             // and an attacker who names a real key id from the real caller's address shuts out
             // no one but itself). The endpoint then admits the caller the signature names.
             PlaceKind::Signed => {
-                let signed = peer.and_then(Peer::signed).ok_or_else(|| deny(ApiError::Overloaded))?;
-                let addr = client_addr(peer.and_then(|p| p.addr), request.headers(), &self.trusted_proxies);
-                let gate = PeerGate { table: self.peers.clone(), key: PeerKey::of(addr) };
-                return Ok((
-                    Places { _signed: Some(signed), gate: Some(gate), ..Places::default() },
-                    None,
-                    kind,
-                ));
+                let signed =
+                    self.signed_places(peer, request.headers()).ok_or_else(|| deny(ApiError::Overloaded))?;
+                return Ok((signed, None, kind));
             }
             PlaceKind::Public => &self.public_cap,
             PlaceKind::Open => &self.open_cap,
@@ -179,6 +174,15 @@ impl Caps {
         let admission = authorized.map(Authorized::enter).transpose()?;
         let admission = admission.map(|a| self.with_peer(a, request, peer_place.as_ref()));
         Ok((Places { _cap: Some(place), _peer: peer_place, ..Places::default() }, admission, kind))
+    }
+
+    /// A signed request's places: its connection's place for a signed body (`None` when they
+    /// are taken), and its way to its peer's place ([`PeerGate`]).
+    fn signed_places(&self, peer: Option<&Arc<Peer>>, headers: &axum::http::HeaderMap) -> Option<Places> {
+        let signed = peer.and_then(Peer::signed)?;
+        let addr = client_addr(peer.and_then(|p| p.addr), headers, &self.trusted_proxies);
+        let gate = PeerGate { table: self.peers.clone(), key: PeerKey::of(addr) };
+        Some(Places { _signed: Some(signed), gate: Some(gate), ..Places::default() })
     }
 
     /// `admission` with its peer when its caller is `anonymous` (every request with auth off),

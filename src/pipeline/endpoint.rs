@@ -169,6 +169,9 @@ pub enum Availability {
     Beacon,
     /// With `[tickets] enabled`.
     Tickets,
+    /// With the drop-in section of this route enabled: a public row of a drop-in (the RANDOM.ORG
+    /// door's public key).
+    Door(Route),
 }
 
 /// A random-output handler: the parameters (a GET's query or a POST's JSON body) of an
@@ -231,6 +234,7 @@ impl Endpoint {
             Availability::Section => self.guard.route.is_some_and(|route| state.settings.serves(route)),
             Availability::Beacon => state.beacon.is_some(),
             Availability::Tickets => state.tickets.is_some(),
+            Availability::Door(route) => state.settings.serves(route),
         }
     }
 

@@ -102,3 +102,29 @@ impl Signer {
         &self.public_pem
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_key_signs_what_it_verifies_and_reads_back() {
+        let (pem, signer) = Signer::generate().unwrap();
+        let signature = signer.sign(b"{\"n\":1}").unwrap();
+        assert_eq!(signature.len(), 512, "RSA-4096, as RANDOM.ORG's");
+        assert!(signer.verify(b"{\"n\":1}", &signature));
+        assert!(!signer.verify(b"{\"n\":2}", &signature));
+        let dir = std::env::temp_dir().join(format!("drbgd-rsa-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("key.pem");
+        std::fs::write(&path, pem.as_bytes()).unwrap();
+        let read = Signer::load(&path).unwrap();
+        assert_eq!(read.public_pem(), signer.public_pem());
+        assert!(read.verify(b"{\"n\":1}", &signature), "PKCS #1 v1.5 is deterministic: one key");
+        assert_eq!(read.sign(b"{\"n\":1}").unwrap(), signature);
+        assert!(format!("{read:?}").contains("4096") && !format!("{read:?}").contains("PRIVATE"));
+        std::fs::write(&path, signer.public_pem()).unwrap();
+        assert!(Signer::load(&path).unwrap_err().to_string().contains("PKCS#8"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -64,7 +64,9 @@ pub fn bits_used(spec: &Spec) -> u64 {
     let bits = match spec {
         Spec::Integers { n, each } => *n as f64 * log2(span(each) as f64),
         // Rounded per sequence, as RANDOM.ORG's examples count them.
-        Spec::IntegerSequences(seqs) => seqs.iter().map(|s| (s.length as f64 * log2(span(s) as f64)).round()).sum(),
+        Spec::IntegerSequences(seqs) => {
+            seqs.iter().map(|s| (s.length as f64 * log2(span(s) as f64)).round()).sum()
+        }
         Spec::DecimalFractions { n, places, .. } => (*n as f64) * f64::from(*places) * log2(10.0),
         Spec::Gaussians { n, digits, .. } => (*n as f64) * f64::from(*digits) * log2(10.0),
         Spec::Strings { n, length, characters, .. } => (*n * *length) as f64 * log2(characters.len() as f64),

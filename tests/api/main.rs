@@ -16,6 +16,7 @@ mod kms;
 mod lifecycle;
 mod pollen;
 mod random;
+mod randomorg;
 mod receipts;
 mod reload;
 mod round_draws;

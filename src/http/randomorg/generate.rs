@@ -9,7 +9,7 @@
 use serde_json::{Map, Value};
 
 use super::keep::{self, ticket_error};
-use super::{Done, rpc_error};
+use super::rpc::{Done, rpc_error};
 use crate::callers::{Admission, Draw};
 use crate::pipeline::Served;
 use crate::randomorg::params::Params;
@@ -170,8 +170,11 @@ async fn settle(
     let caller = keep::holder(admission)?;
     let pairs: Vec<(String, String)> =
         params.pairs().filter(|(k, _)| *k != "apiKey").map(|(k, v)| (k.to_owned(), v.to_string())).collect();
-    let digest =
-        tickets::request_digest(caller, super::PATH, pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    let digest = tickets::request_digest(
+        caller,
+        super::rpc::PATH,
+        pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+    );
     let used = Use {
         id: ticket.id.clone(),
         caller: caller.to_owned(),

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::rpc_error;
+use super::rpc::rpc_error;
 use crate::callers::Admission;
 use crate::callers::registry::ANONYMOUS;
 use crate::error::ApiError;
