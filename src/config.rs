@@ -433,6 +433,21 @@ pub struct RandomOrgSettings {
     /// day, on this replica (0: none).
     #[serde(default)]
     pub bits_per_day: u64,
+    /// Callers' own daily allowances in place of the two above: `[randomorg.callers.<name>]`.
+    #[serde(default)]
+    pub callers: std::collections::BTreeMap<String, Allowance>,
+}
+
+/// A caller's daily allowances on the RANDOM.ORG door (0: none).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Allowance {
+    /// Requests per UTC day.
+    #[serde(default)]
+    pub requests_per_day: u64,
+    /// Bits (`bitsUsed`) per UTC day.
+    #[serde(default)]
+    pub bits_per_day: u64,
 }
 
 /// `[receipts]`: Ed25519-signed receipts of random output (`receipt=true`), the keys that sign
@@ -789,6 +804,9 @@ impl Settings {
                 "kms.regions",
                 "one or two region names (as us-east-1) while kms.enabled: a signing key is kept per day and region",
             );
+        }
+        if let Some(name) = self.randomorg.callers.keys().find(|n| !self.callers.contains_key(*n)) {
+            return invalid("randomorg.callers", &format!("{name:?} is no caller of [callers]"));
         }
         if let Some(bad) = self.kms.hosts.iter().find(|h| !host_entry(h)) {
             return invalid(

@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 
-use crate::config::RandomOrgSettings;
+use crate::config::{Allowance, RandomOrgSettings};
 use crate::receipts::verify::Lane;
 pub use error::RpcError;
 pub use signer::Signer;
@@ -28,8 +28,10 @@ pub use signer::Signer;
 pub struct RandomOrg {
     signer: Option<Signer>,
     lane: Lane,
-    requests_per_day: u64,
-    bits_per_day: u64,
+    /// Every caller's daily allowances but those of `callers`.
+    allowance: Allowance,
+    /// Callers' own.
+    callers: HashMap<String, Allowance>,
     /// Per caller: the UTC day (days since 1970) and the requests and bits used on it.
     days: Mutex<HashMap<String, (i64, u64, u64)>>,
     /// The last serial number given (Unix microseconds, one more than the last at least).
@@ -54,16 +56,24 @@ impl RandomOrg {
     /// The signing key cannot be read.
     pub fn open(settings: &RandomOrgSettings) -> anyhow::Result<RandomOrg> {
         let signer = settings.signing_key.as_deref().map(Signer::load).transpose()?;
-        Ok(RandomOrg::new(signer, settings.requests_per_day, settings.bits_per_day))
+        let allowance =
+            Allowance { requests_per_day: settings.requests_per_day, bits_per_day: settings.bits_per_day };
+        let callers = settings.callers.iter().map(|(name, a)| (name.clone(), *a)).collect();
+        Ok(RandomOrg::new(signer, allowance, callers))
     }
 
-    /// The door with `signer` and these daily allowances (0: none).
-    pub fn new(signer: Option<Signer>, requests_per_day: u64, bits_per_day: u64) -> RandomOrg {
+    /// The door with `signer` and these daily allowances: `allowance` for every caller but
+    /// those of `callers`.
+    pub fn new(
+        signer: Option<Signer>,
+        allowance: Allowance,
+        callers: HashMap<String, Allowance>,
+    ) -> RandomOrg {
         RandomOrg {
             signer,
             lane: Lane::half_the_cores(),
-            requests_per_day,
-            bits_per_day,
+            allowance,
+            callers,
             days: Mutex::new(HashMap::new()),
             serial: AtomicU64::new(0),
             created_ms: crate::tickets::now_ms(),
@@ -99,17 +109,18 @@ impl RandomOrg {
         if used.0 != day {
             *used = (day, 0, 0);
         }
-        let requests_left = self.requests_per_day.saturating_sub(used.1);
-        let bits_left = self.bits_per_day.saturating_sub(used.2);
-        if self.requests_per_day > 0 && requests_left == 0 {
+        let allowance = self.allowance_of(caller);
+        let requests_left = allowance.requests_per_day.saturating_sub(used.1);
+        let bits_left = allowance.bits_per_day.saturating_sub(used.2);
+        if allowance.requests_per_day > 0 && requests_left == 0 {
             return Err(RpcError::requests_spent(1, 0));
         }
-        if self.bits_per_day > 0 && bits > bits_left {
+        if allowance.bits_per_day > 0 && bits > bits_left {
             return Err(RpcError::bits_spent(bits, bits_left));
         }
         used.1 += 1;
         used.2 += bits;
-        Ok(self.left_of(*used))
+        Ok(Self::left_of(allowance, *used))
     }
 
     /// Gives back what [`RandomOrg::spend`] took for a request that drew nothing.
@@ -125,13 +136,19 @@ impl RandomOrg {
     pub fn left(&self, caller: &str, day: i64) -> Left {
         let days = self.days.lock().unwrap_or_else(PoisonError::into_inner);
         let used = days.get(caller).copied().filter(|u| u.0 == day).unwrap_or((day, 0, 0));
-        self.left_of(used)
+        Self::left_of(self.allowance_of(caller), used)
     }
 
-    fn left_of(&self, (_, requests, bits): (i64, u64, u64)) -> Left {
+    /// `caller`'s daily allowances.
+    fn allowance_of(&self, caller: &str) -> Allowance {
+        self.callers.get(caller).copied().unwrap_or(self.allowance)
+    }
+
+    fn left_of(allowance: Allowance, (_, requests, bits): (i64, u64, u64)) -> Left {
+        let (r, b) = (allowance.requests_per_day, allowance.bits_per_day);
         Left {
-            requests: (self.requests_per_day > 0).then(|| self.requests_per_day.saturating_sub(requests)),
-            bits: (self.bits_per_day > 0).then(|| self.bits_per_day.saturating_sub(bits)),
+            requests: (r > 0).then(|| r.saturating_sub(requests)),
+            bits: (b > 0).then(|| b.saturating_sub(bits)),
         }
     }
 
@@ -156,7 +173,12 @@ mod tests {
 
     #[test]
     fn allowances_are_a_day_long_and_refuse_without_taking() {
-        let door = RandomOrg::new(None, 2, 100);
+        let lean = Allowance { requests_per_day: 1, bits_per_day: 0 };
+        let door = RandomOrg::new(
+            None,
+            Allowance { requests_per_day: 2, bits_per_day: 100 },
+            HashMap::from([("c".to_owned(), lean)]),
+        );
         assert_eq!(door.spend("a", 60, 10), Ok(Left { requests: Some(1), bits: Some(40) }));
         assert_eq!(door.spend("a", 41, 10).unwrap_err().code, 403);
         assert_eq!(door.left("a", 10), Left { requests: Some(1), bits: Some(40) }, "a refusal takes nothing");
@@ -165,13 +187,15 @@ mod tests {
         assert_eq!((spent.code, spent.data.clone()), (402, serde_json::json!([1, 0])));
         assert_eq!(door.spend("b", 0, 10).unwrap().requests, Some(1), "each caller its own");
         assert_eq!(door.spend("a", 0, 11).unwrap().requests, Some(1), "a new day");
-        let open = RandomOrg::new(None, 0, 0);
+        assert_eq!(door.spend("c", 10_000, 10), Ok(Left { requests: Some(0), bits: None }), "c's own");
+        assert_eq!(door.spend("c", 0, 10).unwrap_err().code, 402);
+        let open = RandomOrg::new(None, Allowance::default(), HashMap::new());
         assert_eq!(open.spend("a", u64::MAX, 1), Ok(Left { requests: None, bits: None }));
     }
 
     #[test]
     fn serials_increase() {
-        let door = RandomOrg::new(None, 0, 0);
+        let door = RandomOrg::new(None, Allowance::default(), HashMap::new());
         assert_eq!(door.next_serial(1000), 1000);
         assert_eq!(door.next_serial(1000), 1001);
         assert_eq!(door.next_serial(5), 1002);

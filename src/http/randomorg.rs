@@ -18,7 +18,7 @@ mod keep;
 mod rpc;
 
 pub use rpc::PATH;
-use rpc::{Done, rpc_error};
+use rpc::{Done, Reply, rpc_error};
 
 use std::sync::Arc;
 
@@ -86,10 +86,13 @@ pub async fn post(State(state): State<AppState>, request: Request) -> Response {
         },
         false => (public(&state, method, &params, gate).await, None),
     };
-    let served = result.as_ref().ok().and_then(|(_, served)| *served);
-    let mut response = answer(&id, result.map(|(bytes, _)| bytes), served);
+    let (result, reply) = match result {
+        Ok(Reply { result, served, serial, ticket }) => (Ok(result), (served, serial, ticket)),
+        Err(e) => (Err(e), (None, None, None)),
+    };
+    let mut response = answer(&id, result, reply.0);
     let report = pipeline::Report::of(&mut response);
-    report.named = named;
+    (report.named, report.serial, report.ticket) = (named, reply.1, reply.2);
     response
 }
 
@@ -105,11 +108,11 @@ async fn keyed(
         Method::Generate { kind, signed } => {
             generate::generate(state, admission, key, kind, signed, params).await
         }
-        Method::GetUsage => keep::usage(state, admission).map(|b| (b, None)),
-        Method::GetResult => keep::result(state, admission, params).await.map(|b| (b, None)),
-        Method::CreateTickets => keep::create(state, admission, params).await.map(|b| (b, None)),
-        Method::RevealTickets => keep::reveal(state, admission, params).await.map(|b| (b, None)),
-        Method::ListTickets => keep::list(state, admission, params).await.map(|b| (b, None)),
+        Method::GetUsage => keep::usage(state, admission).map(Reply::from),
+        Method::GetResult => keep::result(state, admission, params).await.map(Reply::from),
+        Method::CreateTickets => keep::create(state, admission, params).await.map(Reply::from),
+        Method::RevealTickets => keep::reveal(state, admission, params).await.map(Reply::from),
+        Method::ListTickets => keep::list(state, admission, params).await.map(Reply::from),
         Method::GetTicket | Method::VerifySignature => Err(RpcError::internal()),
     }
 }
@@ -122,8 +125,8 @@ async fn public(state: &AppState, method: Method, params: &Params<'_>, gate: Opt
         None => return Err(RpcError::internal()),
     };
     match method {
-        Method::GetTicket => keep::ticket(state, params).await.map(|b| (b, None)),
-        Method::VerifySignature => keep::verify(state, params).await.map(|b| (b, None)),
+        Method::GetTicket => keep::ticket(state, params).await.map(Reply::from),
+        Method::VerifySignature => keep::verify(state, params).await.map(Reply::from),
         _ => Err(RpcError::internal()),
     }
 }

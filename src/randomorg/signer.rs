@@ -39,6 +39,14 @@ impl Signer {
     pub fn load(path: &Path) -> anyhow::Result<Signer> {
         let text =
             Zeroizing::new(std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?);
+        let mode =
+            std::fs::metadata(path).map_or(0, |m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()));
+        if mode & 0o077 != 0 {
+            tracing::warn!(
+                "{} holds the RANDOM.ORG door's signing key and others than its owner may read it (chmod 600)",
+                path.display()
+            );
+        }
         let (label, der) =
             pem::decode_vec(&text).map_err(|e| anyhow::anyhow!("{}: not PEM: {e}", path.display()))?;
         let der = Zeroizing::new(der);

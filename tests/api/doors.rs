@@ -24,9 +24,18 @@ fn drop_in(extra: serde_json::Value) -> Settings {
         },
         "drbg": { "shards": 2 },
         "log": { "audit": false },
+        // The example's tickets' store, one of this test process's own (not the working
+        // directory's).
+        "results": { "path": std::env::temp_dir().join(format!("drbgd-doors-{}-{}.sqlite3", std::process::id(), rand_suffix())).display().to_string() },
     });
     merge(&mut overrides, extra);
     Settings::load(Some(DROP_IN.as_ref()), overrides).expect("the drop-in example loads")
+}
+
+/// A number no other settings of this process had: one store file each.
+fn rand_suffix() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 fn merge(into: &mut serde_json::Value, from: serde_json::Value) {

@@ -10,7 +10,7 @@ use drbgd::callers::sigv4::{Audience, SignedRequest, SigningSecret};
 use drbgd::drbg::entropy::OsEntropy;
 use serde_json::Value;
 
-use crate::helpers::{spawn_binary, spawn_with, test_settings};
+use crate::helpers::{spawn_binary_with_env, spawn_with, test_settings};
 
 const KEY_ID: &str = "AKIAEXAMPLEDRBGD0001";
 const SECRET: &str = "drbgd-example-secret-key-0001";
@@ -387,7 +387,13 @@ async fn other_hosts_repeated_headers_and_session_tokens_are_refused_as_kms() {
 
 #[tokio::test]
 async fn the_binary_records_the_caller_and_logs_no_secret() {
-    let mut binary = spawn_binary(&["--config", "config/examples/drop-in.toml"]).await;
+    let store = std::env::temp_dir().join(format!("drbgd-kms-binary-{}.sqlite3", std::process::id()));
+    let store = store.display().to_string();
+    let mut binary = spawn_binary_with_env(
+        &["--config", "config/examples/drop-in.toml"],
+        &[("DRBGD__RESULTS__PATH", &store)],
+    )
+    .await;
     let api = format!("http://{}", binary.api);
     let (status, body, _) = call(&api, r#"{"NumberOfBytes": 32}"#, KEY_ID, SECRET).await;
     assert_eq!(status, 200, "{body}");

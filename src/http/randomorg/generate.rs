@@ -9,7 +9,7 @@
 use serde_json::{Map, Value};
 
 use super::keep::{self, ticket_error};
-use super::rpc::{Done, rpc_error};
+use super::rpc::{Done, Reply, rpc_error};
 use crate::callers::{Admission, Draw};
 use crate::pipeline::Served;
 use crate::randomorg::params::Params;
@@ -41,12 +41,13 @@ pub async fn generate(
 ) -> Done {
     let req = request::read(kind, params)?;
     if !signed {
-        let (data, served, left) = draw(state, admission, &req)?;
+        let (data, served, left) = draw(state, admission, &req, false)?;
         let random = canonical::write([
             ("data", &data),
             ("completionTime", &Value::from(keep::time_of(tickets::now_ms()))),
         ]);
-        return Ok((keep::with_usage(&random, None, served.n_bits_used, left), Some(served.served)));
+        let result = keep::with_usage(&random, None, served.n_bits_used, left);
+        return Ok(Reply { result, served: Some(served.served), ..Reply::default() });
     }
     let door = keep::door(state)?;
     let tickets = keep::store(state)?;
@@ -58,12 +59,13 @@ pub async fn generate(
         Some(id) => Some(hold(tickets, admission, id).await?),
         None => None,
     };
-    let (data, served, left) = draw(state, admission, &req)?;
+    let (data, served, left) = draw(state, admission, &req, true)?;
     let signing =
         Signing { door, key, kind, req: &req, extra: &extra, data, ticket: held.as_ref().map(|h| &h.1) };
     let (result, serial, next) = signing.sign(state).await?;
     let (served, bits) = (served.served, served.n_bits_used);
     let result = keep::with_usage(&result.0, Some(&result.1), bits, left);
+    let ticket = held.as_ref().map(|(_, t)| t.id.clone());
     match held {
         Some((_guard, ticket)) => settle(tickets, admission, params, &ticket, serial, next, &result).await?,
         None => {
@@ -75,7 +77,7 @@ pub async fn generate(
             tickets.keep(kept).await.map_err(|e| rpc_error(&e))?;
         }
     }
-    Ok((result, Some(served)))
+    Ok(Reply { result, served: Some(served), serial: Some(serial.to_string()), ticket })
 }
 
 /// What a draw served, and the bits RANDOM.ORG counts for it.
@@ -84,11 +86,13 @@ struct Drawn {
     n_bits_used: u64,
 }
 
-/// `req`'s values from the caller's default generator, the allowances and quota taken.
+/// `req`'s values from the caller's default generator, the allowances and quota taken; a
+/// `signed` draw needs a policy that allows receipts (a signature is one).
 fn draw(
     state: &AppState,
     admission: &Admission,
     req: &Request,
+    signed: bool,
 ) -> Result<(Value, Drawn, keep::Left), RpcError> {
     let door = keep::door(state)?;
     let bits = values::bits_used(&req.spec);
@@ -97,7 +101,7 @@ fn draw(
     let left = door.spend(caller, bits, day)?;
     let alg = state.service.rules().default_alg;
     let n_bits = bits.div_ceil(8).max(1) * 8;
-    let draw = Draw { alg, n_bits, pr: false, receipt: false };
+    let draw = Draw { alg, n_bits, pr: false, receipt: signed };
     let drawn = state
         .service
         .draw_words(&admission.caller, &draw, |words| values::draw(&req.spec, &mut || words.next_u64()));

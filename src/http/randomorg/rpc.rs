@@ -10,8 +10,27 @@ use crate::randomorg::RpcError;
 /// The path.
 pub const PATH: &str = "/json-rpc/4/invoke";
 
-/// What a method answers: its `result`'s bytes, and what it drew.
-pub type Done = Result<(Vec<u8>, Option<Served>), RpcError>;
+/// What a method answers.
+pub type Done = Result<Reply, RpcError>;
+
+/// A method's answer: its `result`'s bytes, and what the records say of it.
+#[derive(Debug, Default)]
+pub struct Reply {
+    /// The `result` member.
+    pub result: Vec<u8>,
+    /// What it drew.
+    pub served: Option<Served>,
+    /// A signed result's serial number.
+    pub serial: Option<String>,
+    /// The ticket it used.
+    pub ticket: Option<String>,
+}
+
+impl From<Vec<u8>> for Reply {
+    fn from(result: Vec<u8>) -> Reply {
+        Reply { result, ..Reply::default() }
+    }
+}
 
 /// drbgd's error as RANDOM.ORG's code: a key no caller has 400, a policy's refusal 404, a rate
 /// 429 −32001 (the time to wait), any 503 101 (offline: retry later).
