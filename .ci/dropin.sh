@@ -6,7 +6,10 @@
 #   a negative control, against a route that does not speak Pollen;
 # - hvac (Vault) and boto3 (AWS KMS), .ci/dropin_clients.py, and the KMS door's attacks
 #   (scripts/kms-attacks.py);
-# - the AWS CLI (v1), with the example access key and with a wrong one.
+# - the AWS CLI (v1), with the example access key and with a wrong one;
+# - RANDOM.ORG's official Python client, rdoclient 1.5.0 (scripts/randomorg-check.py): every
+#   Basic and Signed method, tickets, signatures checked three ways, the values' distributions,
+#   the 402 of a spent daily allowance.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=target/release/drbgd
@@ -15,9 +18,12 @@ api=127.0.0.1:$port
 admin=127.0.0.1:$((port + 1))
 log=$(mktemp)
 out=$(mktemp)
-"$bin" serve --config config/examples/drop-in.toml --listen "$api" --admin-listen "$admin" >"$log" 2>&1 &
+# The example's tickets' store (the RANDOM.ORG door keeps its signed results), a file of this run's.
+store=$(mktemp -d)
+DRBGD__RESULTS__PATH="$store/tickets.sqlite3" \
+  "$bin" serve --config config/examples/drop-in.toml --listen "$api" --admin-listen "$admin" >"$log" 2>&1 &
 pid=$!
-trap 'kill "$pid" 2>/dev/null || true; rm -f "$log" "$out" "$out.err"' EXIT
+trap 'kill "$pid" 2>/dev/null || true; rm -rf "$log" "$out" "$out.err" "$store"' EXIT
 for _ in $(seq 300); do curl -fsS "http://$admin/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
 # A server that is not up (a port taken, a slow start) is said, with its log: not left for the
 # first client to fail on without a word.
@@ -56,11 +62,16 @@ fi
 grep -q InvalidSignatureException "$out" || { cat "$out"; exit 1; }
 echo "the AWS CLI with a wrong secret: refused ($(grep -o 'InvalidSignatureException' "$out"))"
 
+echo "--- RANDOM.ORG's rdoclient 1.5.0 (its URL redirected here)"
+python3 scripts/randomorg-check.py "http://$api"
+
 echo "--- the records: each front-end's label and caller, and no secret in the log"
+grep -q 'caller="randomorg-app".*route="/json-rpc/4/invoke".*status=200' "$log"
+grep -q 'caller="randomorg-lean".*route="/json-rpc/4/invoke".*code="allowance_spent"' "$log"
 grep -q 'caller="vault-app".*route="/v1/transit/random".*status=200' "$log"
 grep -q 'caller="vault-app".*route="/v1/sys/tools/random".*status=200' "$log"
 grep -q 'caller="kms-app".*route="kms".*status=200' "$log"
-if grep -E -q 'vault-example-token|drbgd-example-secret-key|Signature=' "$log"; then
+if grep -E -q 'vault-example-token|drbgd-example-secret-key|Signature=|randomorg-example-(key|lean)' "$log"; then
   echo "a credential reached the log"; exit 1
 fi
 echo "labels and callers recorded; no credential in the log"

@@ -8,6 +8,7 @@
 //! `http/randomorg.rs`'s; tickets and kept results are [`crate::tickets`]'.
 
 pub mod canonical;
+pub mod envelope;
 pub mod error;
 pub mod params;
 pub mod request;

@@ -1,11 +1,11 @@
 //! RANDOM.ORG's JSON-RPC API, Release 4 (with `[randomorg] enabled`): `POST
-//! /json-rpc/4/invoke`, as RANDOM.ORG's official clients call `api.random.org`. JSON-RPC 2.0
-//! framing is here: the body (`application/json`, else 415; over 512 KiB, 413) read strictly
-//! (a member named twice, a shape past [`SHAPE`], is an invalid request), one request object
-//! (Release 4 serves no batches), a notification (no `id`) answered 204 and not run, every
-//! error a JSON-RPC error object in HTTP 200 as RANDOM.ORG sends them. The methods are
-//! `randomorg/generate.rs`'s (Basic and Signed draws) and `randomorg/keep.rs`'s (tickets,
-//! kept results, signatures, usage), over [`crate::randomorg`]'s domain.
+//! /json-rpc/4/invoke`, as RANDOM.ORG's official clients call `api.random.org`, and its public
+//! key at `GET /json-rpc/4/public-key`. The transport is here: the body (`application/json`,
+//! else 415; over 512 KiB, 413) read into one request ([`Envelope`]), a notification (no `id`)
+//! answered 204 and not run, every answer and error a JSON-RPC object in HTTP 200 as
+//! RANDOM.ORG sends them. The methods are `randomorg/generate.rs`'s (Basic and Signed draws)
+//! and `randomorg/keep.rs`'s (tickets, kept results, signatures, usage), over
+//! [`crate::randomorg`]'s domain.
 //!
 //! The caller is named in the body (`apiKey`: a caller's key, as a bearer key), so the row's
 //! guard is a signed one: the pipeline holds the request under its connection's place for a
@@ -32,18 +32,14 @@ use crate::callers::{Admission, Callers, ClientIdentity, Denied, Key, Route};
 use crate::error::ApiError;
 use crate::pipeline::{self, Answer, PeerGate};
 use crate::randomorg::RpcError;
+use crate::randomorg::envelope::Envelope;
 use crate::randomorg::params::Params;
 use crate::randomorg::request::Method;
-use crate::receipts::strict_json::{self, Shape};
 use crate::state::AppState;
 
 /// The largest body read: a `verifySignature` of the largest signed result (a 1 Mbit blob in
 /// base64) with room to spare.
 const MAX_BODY: usize = 512 * 1024;
-
-/// The shape a body may have: the envelope, `params`, a `random` object and a `userData` a
-/// few levels deep; values enough for 10,000 values and 1,000 sequences' parameters.
-const SHAPE: Shape = Shape { depth: 12, members: 64, values: 40_000 };
 
 /// The content type of requests and answers.
 const JSON: &str = "application/json";
@@ -142,55 +138,6 @@ fn admit<'a>(
     admitted.map(|a| (a, key)).map_err(|Denied { error, .. }| rpc_error(&error))
 }
 
-/// A request as JSON-RPC frames it.
-struct Envelope {
-    /// `None`: a notification.
-    id: Option<Value>,
-    method: String,
-    params: Option<Value>,
-}
-
-impl Envelope {
-    /// The request in `body`, or the error to answer and the `id` to answer it with.
-    fn read(body: &[u8]) -> Result<Envelope, (RpcError, Value)> {
-        let value = strict_json::from_slice_shaped(body, SHAPE).map_err(|e| match e.classify() {
-            serde_json::error::Category::Data => (RpcError::invalid_request(&e.to_string()), Value::Null),
-            _ => (RpcError::parse(), Value::Null),
-        })?;
-        let mut object = match value {
-            Value::Object(object) => object,
-            Value::Array(_) => {
-                return Err((RpcError::invalid_request("batch requests are not served"), Value::Null));
-            }
-            _ => return Err((RpcError::invalid_request("a request is a JSON object"), Value::Null)),
-        };
-        let id = object.remove("id");
-        let echoed = match &id {
-            Some(v @ (Value::String(_) | Value::Number(_) | Value::Null)) => v.clone(),
-            None => Value::Null,
-            Some(_) => {
-                return Err((
-                    RpcError::invalid_request("id must be a string, a number or null"),
-                    Value::Null,
-                ));
-            }
-        };
-        let invalid = |why: &str| Err((RpcError::invalid_request(why), echoed.clone()));
-        if object.remove("jsonrpc").as_ref().and_then(Value::as_str) != Some("2.0") {
-            return invalid("jsonrpc must be \"2.0\"");
-        }
-        let Some(Value::String(method)) = object.remove("method") else {
-            return invalid("method must be a string");
-        };
-        let params = object.remove("params");
-        if let Some(other) = object.keys().next() {
-            let shown: String = other.chars().take(64).collect();
-            return invalid(&format!("a request has no member {shown:?}"));
-        }
-        Ok(Envelope { id, method, params })
-    }
-}
-
 /// The JSON-RPC response: `{"jsonrpc":"2.0","result":…,"id":…}` or its error, HTTP 200.
 fn answer(id: &Value, result: Result<Vec<u8>, RpcError>, served: Option<pipeline::Served>) -> Response {
     let id = id.to_string();
@@ -224,10 +171,12 @@ fn error_code(code: i64) -> &'static str {
         -32602 => "rpc_invalid_params",
         -32001 => "rate_limited",
         101 => "service_offline",
+        303 => "not_found",
         200..=204 | 300..=307 => "invalid_parameter",
         400 | 401 => "unknown_key",
         402 | 403 => "allowance_spent",
         404 | 405 => "forbidden",
+        424 | 425 => "license_data_refused",
         420..=426 => "ticket_refused",
         _ => "rpc_error",
     }
