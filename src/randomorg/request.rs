@@ -406,7 +406,10 @@ fn check_domain(spec: &Spec) -> Result<(), RpcError> {
         }
         Spec::DecimalFractions { n, places, replacement: false } => check(*n, 10u128.pow(*places)),
         Spec::Strings { n, length, characters, replacement: false } => {
-            check(*n, (characters.len() as u128).saturating_pow(*length as u32))
+            // Distinct strings are counted over distinct characters: "aa" makes one string of
+            // length 1, not two.
+            let distinct = characters.iter().collect::<std::collections::HashSet<_>>().len();
+            check(*n, (distinct as u128).saturating_pow(*length as u32))
         }
         _ => Ok(()),
     }

@@ -218,6 +218,7 @@ async fn openapi_documents_exactly_the_routes() {
     for on in [false, true] {
         let mut settings = test_settings();
         (settings.pollen.enabled, settings.vault.enabled, settings.kms.enabled) = (on, on, on);
+        settings.randomorg.enabled = on;
         if on {
             settings.beacon.enabled = true;
             settings.beacon.secret_key_file = "config/examples/beacon-example.key".into();

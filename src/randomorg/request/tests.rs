@@ -100,6 +100,12 @@ fn the_other_kinds_are_bounded() {
         code(Kind::Strings, json!({"n": 4, "length": 2, "characters": "ab", "replacement": false})),
         0
     );
+    // A character listed twice adds no string: two distinct strings of "aa" cannot be drawn
+    // (counted over the characters as listed, the draw would redraw "a" for ever).
+    let aa = json!({"n": 2, "length": 1, "characters": "aa", "replacement": false});
+    assert_eq!(code(Kind::Strings, aa), 301);
+    let aab = json!({"n": 4, "length": 2, "characters": "aab", "replacement": false});
+    assert_eq!(code(Kind::Strings, aab), 0);
     assert_eq!(code(Kind::Uuids, json!({"n": 1001})), 202);
     assert_eq!(code(Kind::Blobs, json!({"n": 1, "size": 12})), 201, "a whole number of bytes");
     assert_eq!(code(Kind::Blobs, json!({"n": 2, "size": 1_048_576})), 304);
