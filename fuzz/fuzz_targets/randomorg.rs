@@ -13,15 +13,14 @@ use drbgd::randomorg::{canonical, values};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 
-/// SplitMix64 from 0: the draws' words.
+/// The draws' words: SHA-256 of a counter, the first 8 bytes of each.
 fn words() -> impl FnMut() -> Result<u64, ()> {
-    let mut state = 0u64;
+    use sha2::Digest;
+    let mut counter = 0u64;
     move || {
-        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        Ok(z ^ (z >> 31))
+        counter += 1;
+        let digest = sha2::Sha256::digest(counter.to_le_bytes());
+        Ok(u64::from_le_bytes(digest[..8].try_into().unwrap_or_default()))
     }
 }
 
