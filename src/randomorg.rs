@@ -4,7 +4,7 @@
 //! parameters (`request.rs`, `params.rs`), its error codes (`error.rs`), the values and the
 //! bits RANDOM.ORG counts for them (`values.rs`), the signed `random` object's bytes
 //! (`canonical.rs`), the RSA key (`signer.rs`), and here each caller's daily allowance and
-//! the serial numbers of signed results. The HTTP door and its JSON-RPC framing are
+//! the lanes RSA runs in. The HTTP door and its JSON-RPC framing are
 //! `http/randomorg.rs`'s; tickets and kept results are [`crate::tickets`]'.
 
 pub mod canonical;
@@ -16,7 +16,6 @@ pub mod signer;
 pub mod values;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use crate::config::{Allowance, RandomOrgSettings};
@@ -24,19 +23,21 @@ use crate::receipts::verify::Lane;
 pub use error::RpcError;
 pub use signer::Signer;
 
-/// The door's state: its signing key, the lane RSA runs in, each caller's use today.
+/// The door's state: its signing key, the lanes RSA runs in, each caller's use today.
 #[derive(Debug)]
 pub struct RandomOrg {
     signer: Option<Signer>,
-    lane: Lane,
+    /// Where signatures are made: half the cores at most, off the async workers.
+    signing: Lane,
+    /// Where anyone's `verifySignature` runs: a lane of its own, so that a flood of public
+    /// checks never holds up a caller's signed draw.
+    verifying: Lane,
     /// Every caller's daily allowances but those of `callers`.
     allowance: Allowance,
     /// Callers' own.
     callers: HashMap<String, Allowance>,
     /// Per caller: the UTC day (days since 1970) and the requests and bits used on it.
     days: Mutex<HashMap<String, (i64, u64, u64)>>,
-    /// The last serial number given (Unix microseconds, one more than the last at least).
-    serial: AtomicU64,
     /// When the door was opened, Unix milliseconds (`getUsage`'s `creationTime`).
     created_ms: i64,
 }
@@ -72,11 +73,11 @@ impl RandomOrg {
     ) -> RandomOrg {
         RandomOrg {
             signer,
-            lane: Lane::half_the_cores(),
+            signing: Lane::half_the_cores(),
+            verifying: Lane::half_the_cores(),
             allowance,
             callers,
             days: Mutex::new(HashMap::new()),
-            serial: AtomicU64::new(0),
             created_ms: crate::tickets::now_ms(),
         }
     }
@@ -91,9 +92,14 @@ impl RandomOrg {
         self.signer.as_ref()
     }
 
-    /// The lane RSA work runs in (off the async workers, half the cores at most).
-    pub fn lane(&self) -> &Lane {
-        &self.lane
+    /// The lane signatures are made in (off the async workers, half the cores at most).
+    pub fn signing(&self) -> &Lane {
+        &self.signing
+    }
+
+    /// The lane public signature checks run in.
+    pub fn verifying(&self) -> &Lane {
+        &self.verifying
     }
 
     /// Takes one request and `bits` of `caller`'s allowances for `day` (UTC days since 1970);
@@ -152,20 +158,6 @@ impl RandomOrg {
             bits: (b > 0).then(|| b.saturating_sub(bits)),
         }
     }
-
-    /// A new serial number: the time in Unix microseconds, or one more than the last this
-    /// process gave. Increasing on this replica, and unique with every other replica's but for
-    /// two results made in the same microsecond (then the store refuses the second: 101).
-    pub fn next_serial(&self, now_micros: u64) -> u64 {
-        let mut last = self.serial.load(Ordering::Relaxed);
-        loop {
-            let next = now_micros.max(last + 1);
-            match self.serial.compare_exchange_weak(last, next, Ordering::AcqRel, Ordering::Relaxed) {
-                Ok(_) => return next,
-                Err(seen) => last = seen,
-            }
-        }
-    }
 }
 
 #[cfg(test)]
@@ -192,14 +184,5 @@ mod tests {
         assert_eq!(door.spend("c", 0, 10).unwrap_err().code, 402);
         let open = RandomOrg::new(None, Allowance::default(), HashMap::new());
         assert_eq!(open.spend("a", u64::MAX, 1), Ok(Left { requests: None, bits: None }));
-    }
-
-    #[test]
-    fn serials_increase() {
-        let door = RandomOrg::new(None, Allowance::default(), HashMap::new());
-        assert_eq!(door.next_serial(1000), 1000);
-        assert_eq!(door.next_serial(1000), 1001);
-        assert_eq!(door.next_serial(5), 1002);
-        assert_eq!(door.next_serial(2000), 2000);
     }
 }

@@ -396,6 +396,15 @@ impl Tickets {
         }
     }
 
+    /// A new serial number for a RANDOM.ORG-form signed result, unique in this store (every
+    /// replica's): one more than the last.
+    ///
+    /// # Errors
+    /// 503 `store_unavailable`.
+    pub async fn next_serial(&self) -> Result<u64, ApiError> {
+        Ok(self.timed("serial", self.store.next_serial()).await?)
+    }
+
     /// Whether every receipt is kept (`[results] keep_all`).
     pub fn keeps_all(&self) -> bool {
         self.results.keep_all

@@ -305,7 +305,7 @@ fn integers(p: &Params<'_>) -> Result<Spec, RpcError> {
         return Err(RpcError::must_be_less("min", "max"));
     }
     let replacement = p.boolean("replacement", true)?;
-    let base = base(p.get("base").map_or(Ok(10), |v| params::int_in(v, "base", 2, 16))?)?;
+    let base = base(p.get("base").map_or(Ok(10), |v| params::int_in(v, "base", i64::MIN, i64::MAX))?)?;
     Ok(Spec::Integers { n, each: Sequence { length: n, min, max, replacement, base } })
 }
 
@@ -338,8 +338,9 @@ fn sequences(p: &Params<'_>) -> Result<Vec<Sequence>, RpcError> {
     let maxes = each(p, "max", n, None, bound("max"))?;
     let replacements =
         each(p, "replacement", n, Some(Value::Bool(true)), |v| params::boolean(v, "replacement"))?;
-    let bases =
-        each(p, "base", n, Some(Value::from(10)), |v| params::int_in(v, "base", 2, 16).and_then(base))?;
+    let bases = each(p, "base", n, Some(Value::from(10)), |v| {
+        params::int_in(v, "base", i64::MIN, i64::MAX).and_then(base)
+    })?;
     let total: i64 = lengths.iter().sum();
     if total as u64 > MAX_SEQUENCE_VALUES {
         return Err(RpcError::too_big(total as u64, MAX_SEQUENCE_VALUES));
@@ -369,7 +370,14 @@ fn strings(p: &Params<'_>) -> Result<Spec, RpcError> {
         len @ 81.. => return Err(RpcError::too_long("characters", len, 80)),
         _ => {}
     }
-    Ok(Spec::Strings { n, length, characters, replacement: p.boolean("replacement", true)? })
+    let replacement = p.boolean("replacement", true)?;
+    // Distinct strings of characters listed twice would not be uniform, and their count would
+    // take a skewed collector for ever to reach: without replacement, each character once.
+    let distinct = characters.iter().collect::<std::collections::HashSet<_>>().len();
+    if !replacement && distinct < characters.len() {
+        return Err(RpcError::illegal("characters"));
+    }
+    Ok(Spec::Strings { n, length, characters, replacement })
 }
 
 fn blobs(p: &Params<'_>) -> Result<Spec, RpcError> {

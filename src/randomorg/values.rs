@@ -76,6 +76,33 @@ pub fn bits_used(spec: &Spec) -> u64 {
     bits.round() as u64
 }
 
+/// The bits a draw of `spec` takes from its generator at least (a word of 64 bits a value, or
+/// a character; two a fraction beyond 18 places; a pair's two words per two Gaussians; a
+/// blob's bytes in words): what the caller's byte quota is charged. Redraws (a rejection, a
+/// repeat without replacement) come on top, uncharged, as `/int`'s.
+pub fn drawn_bits(spec: &Spec) -> u64 {
+    let words = |n: usize| n as u64;
+    64 * match spec {
+        Spec::Integers { n, .. } | Spec::Gaussians { n, .. } => words(*n),
+        Spec::IntegerSequences(seqs) => seqs.iter().map(|s| words(s.length)).sum(),
+        Spec::DecimalFractions { n, places, .. } => words(*n) * if *places > 18 { 2 } else { 1 },
+        Spec::Strings { n, length, .. } => words(*n) * words(*length),
+        Spec::Uuids(n) => words(*n) * 2,
+        Spec::Blobs { n, bytes, .. } => words(*n) * (*bytes as u64).div_ceil(8),
+    }
+}
+
+/// A binary64 value as the data writes it: a whole one as an integer (`100`, not `100.0`),
+/// as every JSON library reads and writes it again alike (JavaScript writes `100.0` as `100`;
+/// a signed object sent back must make the same bytes).
+fn number(value: f64) -> Value {
+    const EXACT: f64 = 9_007_199_254_740_992.0;
+    match value.fract() == 0.0 && value.abs() < EXACT {
+        true => Value::from(value as i64),
+        false => Value::from(value),
+    }
+}
+
 /// One sequence's integers, each written in its base.
 fn sequence<E>(s: &Sequence, next: &mut impl FnMut() -> Result<u64, E>) -> Result<Vec<Value>, E> {
     // `min <= max`: the parameters were read so.
@@ -145,7 +172,7 @@ fn decimals<E>(
     while out.len() < n {
         let k = below_power_of_ten(places, next)?;
         if replacement || seen.insert(k) {
-            out.push(Value::from(fraction(k, places)));
+            out.push(number(fraction(k, places)));
         }
     }
     Ok(Value::Array(out))
@@ -174,7 +201,7 @@ fn gaussians<E>(
         let radius = (-2.0 * u1.ln()).sqrt();
         let angle = std::f64::consts::TAU * u2;
         for z in [radius * angle.cos(), radius * angle.sin()] {
-            out.push(Value::from(significant(mean + deviation * z, digits)));
+            out.push(number(significant(mean + deviation * z, digits)));
         }
     }
     out.truncate(n);

@@ -68,6 +68,7 @@ CREATE TABLE IF NOT EXISTS drbgd_meta (
     name TEXT PRIMARY KEY,
     value BYTEA NOT NULL
 );
+CREATE SEQUENCE IF NOT EXISTS drbgd_randomorg_serial;
 ";
 
 /// Version 1 to 2: tickets bound to a beacon round (null on the tickets before, bound to none).
@@ -528,6 +529,14 @@ impl TicketStore for Postgres {
         Box::pin(async move {
             let sql = "INSERT INTO drbgd_results (serial, caller, created_ms, body) VALUES ($1, $2, $3, $4)";
             self.execute("keep", sql, &[&kept.serial, &kept.caller, &now, &kept.result]).await.map(drop)
+        })
+    }
+
+    fn next_serial(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
+        Box::pin(async move {
+            let rows = self.query("serial", "SELECT nextval('drbgd_randomorg_serial')", &[]).await?;
+            let next: i64 = rows.first().map(|r| r.get(0)).ok_or(StoreError::Unavailable)?;
+            Ok(next as u64)
         })
     }
 

@@ -224,6 +224,10 @@ CREATE TABLE IF NOT EXISTS meta (
     name TEXT PRIMARY KEY,
     value BLOB NOT NULL
 ) STRICT;
+CREATE TABLE IF NOT EXISTS serials (
+    name TEXT PRIMARY KEY,
+    last INTEGER NOT NULL
+) STRICT;
 ";
 
 /// The columns of tickets bound to a beacon round, added to a file made before them (each is
@@ -461,6 +465,18 @@ impl TicketStore for Sqlite {
                 params![kept.serial, kept.caller, now, kept.result],
             )
             .map(drop)
+        }))
+    }
+
+    fn next_serial(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
+        Box::pin(self.call(|c| {
+            c.query_row(
+                "INSERT INTO serials (name, last) VALUES ('randomorg', 1) \
+                 ON CONFLICT (name) DO UPDATE SET last = last + 1 RETURNING last",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .map(|n| n as u64)
         }))
     }
 

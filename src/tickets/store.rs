@@ -113,6 +113,10 @@ pub trait TicketStore: Send + Sync + std::fmt::Debug {
     /// The kept answer of `serial`, if it is `caller`'s.
     fn result(&self, caller: String, serial: String) -> BoxFuture<'_, Result<Option<Vec<u8>>, StoreError>>;
 
+    /// A new serial number for a RANDOM.ORG-form signed result: one more than the last any
+    /// replica of this store took (1 first), so that no two results share one.
+    fn next_serial(&self) -> BoxFuture<'_, Result<u64, StoreError>>;
+
     /// Deletes up to `batch` kept results created before `before`: how many were deleted.
     fn sweep(&self, before: i64, batch: u32) -> BoxFuture<'_, Result<u64, StoreError>>;
 

@@ -1,10 +1,11 @@
 //! The generating methods: `generate*` (Basic) and `generateSigned*` (Signed). Both read the
 //! parameters and draw the values alike (`crate::randomorg::request`, `values`) from the
 //! caller's default generator, under its policy (route `/json-rpc/4/invoke`), byte quota
-//! (`bitsUsed`, rounded up to whole bytes), the door's daily allowances and the pool's
-//! self-tests. A Signed result is then signed with the door's RSA key off the async workers,
+//! (the words drawn), the door's daily allowances (`bitsUsed`) and the pool's self-tests. A Signed result is then signed with the door's RSA key off the async workers,
 //! and kept before it is answered (with its ticket's use, when it names one: a ticket is used
-//! once, an identical retry too is 422, and the lost answer comes back through `getResult`).
+//! once, an identical retry too is 422, and the lost answer comes back through `getResult`),
+//! under a serial number the store gives. A draw that is not answered takes nothing of the
+//! day's allowance.
 
 use serde_json::{Map, Value};
 
@@ -14,7 +15,7 @@ use crate::callers::{Admission, Draw};
 use crate::pipeline::Served;
 use crate::randomorg::params::Params;
 use crate::randomorg::request::{self, Kind, Request};
-use crate::randomorg::{RandomOrg, RpcError, canonical, values};
+use crate::randomorg::{RpcError, canonical, values};
 use crate::state::AppState;
 use crate::tickets::{self, Kept, Lookup, Ticket, Tickets, Use};
 
@@ -41,13 +42,13 @@ pub async fn generate(
 ) -> Done {
     let req = request::read(kind, params)?;
     if !signed {
-        let (data, served, left) = draw(state, admission, &req, false)?;
+        let drawn = draw(state, admission, &req, false)?;
         let random = canonical::write([
-            ("data", &data),
+            ("data", &drawn.data),
             ("completionTime", &Value::from(keep::time_of(tickets::now_ms()))),
         ]);
-        let result = keep::with_usage(&random, None, served.n_bits_used, left);
-        return Ok(Reply { result, served: Some(served.served), ..Reply::default() });
+        let result = keep::with_usage(&random, None, drawn.bits, drawn.left);
+        return Ok(Reply { result, served: Some(drawn.served), ..Reply::default() });
     }
     let door = keep::door(state)?;
     let tickets = keep::store(state)?;
@@ -59,58 +60,83 @@ pub async fn generate(
         Some(id) => Some(hold(tickets, admission, id).await?),
         None => None,
     };
-    let (data, served, left) = draw(state, admission, &req, true)?;
-    let signing =
-        Signing { door, key, kind, req: &req, extra: &extra, data, ticket: held.as_ref().map(|h| &h.1) };
-    let (result, serial, next) = signing.sign(state).await?;
-    let (served, bits) = (served.served, served.n_bits_used);
-    let result = keep::with_usage(&result.0, Some(&result.1), bits, left);
-    let ticket = held.as_ref().map(|(_, t)| t.id.clone());
-    match held {
-        Some((_guard, ticket)) => settle(tickets, admission, params, &ticket, serial, next, &result).await?,
-        None => {
-            let kept = Kept {
-                serial: serial.to_string(),
-                caller: admission.caller.name().to_owned(),
-                result: result.clone(),
-            };
-            tickets.keep(kept).await.map_err(|e| rpc_error(&e))?;
+    let drawn = draw(state, admission, &req, true)?;
+    let (caller, bits, day) = (admission.caller.name(), drawn.bits, drawn.day);
+    let call = Call { state, admission, key, kind, req: &req, extra: &extra, params: *params };
+    let signed = call.signed_and_kept(held, drawn).await;
+    // Nothing answered, nothing of the day's allowance used.
+    signed.inspect_err(|_| door.refund(caller, bits, day))
+}
+
+/// A Signed call, its parameters read.
+struct Call<'a> {
+    state: &'a AppState,
+    admission: &'a Admission,
+    key: &'a str,
+    kind: Kind,
+    req: &'a Request,
+    extra: &'a Extra,
+    params: Params<'a>,
+}
+
+impl Call<'_> {
+    /// A signed result of `drawn`, kept (with its ticket's use) before it is answered.
+    async fn signed_and_kept(
+        &self,
+        held: Option<(tokio::sync::OwnedMutexGuard<()>, Ticket)>,
+        drawn: Drawn,
+    ) -> Done {
+        let tickets = keep::store(self.state)?;
+        let serial = tickets.next_serial().await.map_err(|e| rpc_error(&e))?;
+        let ticket = held.as_ref().map(|(_, t)| t);
+        let ((random, signature), next) = self.sign(drawn.data, ticket, serial).await?;
+        let result = keep::with_usage(&random, Some(&signature), drawn.bits, drawn.left);
+        let ticket = held.as_ref().map(|(_, t)| t.id.clone());
+        match held {
+            Some((_guard, ticket)) => {
+                settle(tickets, self.admission, &self.params, &ticket, serial, next, &result).await?;
+            }
+            None => {
+                let caller = self.admission.caller.name().to_owned();
+                let kept = Kept { serial: serial.to_string(), caller, result: result.clone() };
+                tickets.keep(kept).await.map_err(|e| rpc_error(&e))?;
+            }
         }
+        Ok(Reply { result, served: Some(drawn.served), serial: Some(serial.to_string()), ticket })
     }
-    Ok(Reply { result, served: Some(served), serial: Some(serial.to_string()), ticket })
 }
 
-/// What a draw served, and the bits RANDOM.ORG counts for it.
+/// What a draw made: its values, what it served, the bits RANDOM.ORG counts for it, what the
+/// caller has left, and the day its allowance was taken from.
 struct Drawn {
+    data: Value,
     served: Served,
-    n_bits_used: u64,
+    bits: u64,
+    left: keep::Left,
+    day: i64,
 }
 
-/// `req`'s values from the caller's default generator, the allowances and quota taken; a
-/// `signed` draw needs a policy that allows receipts (a signature is one).
-fn draw(
-    state: &AppState,
-    admission: &Admission,
-    req: &Request,
-    signed: bool,
-) -> Result<(Value, Drawn, keep::Left), RpcError> {
+/// `req`'s values from the caller's default generator, the day's allowance and the quota
+/// taken: the quota for the words the draw takes at least (64 bits each; a redrawn rejection
+/// is not charged, as `/int` charges), the allowance for RANDOM.ORG's `bitsUsed`; a `signed`
+/// draw needs a policy that allows receipts (a signature is one).
+fn draw(state: &AppState, admission: &Admission, req: &Request, signed: bool) -> Result<Drawn, RpcError> {
     let door = keep::door(state)?;
     let bits = values::bits_used(&req.spec);
     let day = keep::today();
     let caller = admission.caller.name();
-    let left = door.spend(caller, bits, day)?;
+    let allowance = door.spend(caller, bits, day)?;
     let alg = state.service.rules().default_alg;
-    let n_bits = bits.div_ceil(8).max(1) * 8;
+    let n_bits = values::drawn_bits(&req.spec);
     let draw = Draw { alg, n_bits, pr: false, receipt: signed };
     let drawn = state
         .service
         .draw_words(&admission.caller, &draw, |words| values::draw(&req.spec, &mut || words.next_u64()));
     match drawn {
-        Ok(data) => Ok((
-            data,
-            Drawn { served: Served { alg, n_bits }, n_bits_used: bits },
-            keep::left(admission, left),
-        )),
+        Ok(data) => {
+            let left = keep::left(admission, allowance);
+            Ok(Drawn { data, served: Served { alg, n_bits }, bits, left, day })
+        }
         Err(e) => {
             door.refund(caller, bits, day);
             Err(rpc_error(&e))
@@ -189,39 +215,36 @@ async fn settle(
     };
     match tickets.settle(used).await.map_err(|e| rpc_error(&e))? {
         true => Ok(()),
-        false => Err(RpcError::ticket_used()),
+        // Used by another request in between (422), or expired (420): what the store says now.
+        false => match tickets.lookup(caller, &ticket.id).await.map_err(ticket_error)? {
+            Lookup::Used { .. } => Err(RpcError::ticket_used()),
+            Lookup::Unused(_) => Err(rpc_error(&crate::error::ApiError::StoreUnavailable)),
+        },
     }
 }
 
-/// A signed result in the making.
-struct Signing<'a> {
-    door: &'a std::sync::Arc<RandomOrg>,
-    key: &'a str,
-    kind: Kind,
-    req: &'a Request,
-    extra: &'a Extra,
-    data: Value,
-    ticket: Option<&'a Ticket>,
-}
-
-impl Signing<'_> {
-    /// The `random` object's bytes and their signature (base64), its serial number, and the
-    /// ticket its use makes next.
-    async fn sign(self, state: &AppState) -> Result<((Vec<u8>, String), u64, Option<String>), RpcError> {
+impl Call<'_> {
+    /// The `random` object's bytes and their signature (base64), and the ticket its use makes
+    /// next.
+    async fn sign(
+        &self,
+        data: Value,
+        ticket: Option<&Ticket>,
+        serial: u64,
+    ) -> Result<((Vec<u8>, String), Option<String>), RpcError> {
         let now = tickets::now_ms();
-        let serial = self.door.next_serial(u64::try_from(now).unwrap_or(0).saturating_mul(1000));
-        let next = match self.ticket {
-            Some(_) => Some(tickets::new_id(&state.service, now).map_err(|e| rpc_error(&e))?),
+        let next = match ticket {
+            Some(_) => Some(tickets::new_id(&self.state.service, now).map_err(|e| rpc_error(&e))?),
             None => None,
         };
-        let ticket_data = self.ticket.map_or(Value::Null, |t| {
+        let ticket_data = ticket.map_or(Value::Null, |t| {
             serde_json::json!({ "ticketId": t.id, "previousTicketId": t.previous_id, "nextTicketId": next })
         });
         let mut echo: Map<String, Value> =
             self.req.echo.iter().map(|(k, v)| ((*k).to_owned(), v.clone())).collect();
         echo.insert("method".into(), Value::from(self.kind.names().1));
         echo.insert("hashedApiKey".into(), Value::from(keep::hashed_key(self.key)));
-        echo.insert("data".into(), self.data);
+        echo.insert("data".into(), data);
         echo.insert("license".into(), license());
         echo.insert("licenseData".into(), Value::Null);
         echo.insert("userData".into(), self.extra.user_data.clone());
@@ -229,7 +252,7 @@ impl Signing<'_> {
         echo.insert("completionTime".into(), Value::from(keep::time_of(now)));
         echo.insert("serialNumber".into(), Value::from(serial));
         let random = canonical::canonical(&echo).ok_or_else(RpcError::internal)?;
-        let signature = keep::sign(self.door, random.clone()).await?;
-        Ok(((random, signature), serial, next))
+        let signature = keep::sign(keep::door(self.state)?, random.clone()).await?;
+        Ok(((random, signature), next))
     }
 }

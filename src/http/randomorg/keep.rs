@@ -80,7 +80,7 @@ pub fn hashed_key(key: &str) -> String {
 /// 101 when the lane had no place in time; −32603 when signing failed.
 pub async fn sign(door: &Arc<RandomOrg>, random: Vec<u8>) -> Result<String, RpcError> {
     let signer = door.clone();
-    match door.lane().run(move || signer.signer().map(|s| s.sign(&random))).await {
+    match door.signing().run(move || signer.signer().map(|s| s.sign(&random))).await {
         Some(Some(Ok(signature))) => Ok(data_encoding::BASE64.encode(&signature)),
         None => Err(RpcError::offline("overloaded")),
         Some(_) => Err(RpcError::internal()),
@@ -271,7 +271,7 @@ pub async fn verify(state: &AppState, params: &Params<'_>) -> Result<Vec<u8>, Rp
     };
     let verifier = door.clone();
     let authentic =
-        door.lane().run(move || verifier.signer().is_some_and(|s| s.verify(&bytes, &signature))).await;
+        door.verifying().run(move || verifier.signer().is_some_and(|s| s.verify(&bytes, &signature))).await;
     let authentic = authentic.ok_or_else(|| RpcError::offline("overloaded"))?;
     Ok(format!(r#"{{"authenticity":{authentic}}}"#).into_bytes())
 }

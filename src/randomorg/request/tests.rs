@@ -39,6 +39,9 @@ fn integers_read_with_randomorgs_bounds_and_codes() {
         (json!({"n": 1, "min": 10, "max": 0}), 300),
         (json!({"n": 11, "min": 0, "max": 9, "replacement": false}), 301),
         (json!({"n": 1, "min": 0, "max": 9, "base": 3}), 201),
+        (json!({"n": 1, "min": 0, "max": 9, "base": 17}), 201),
+        (json!({"n": 1, "min": 0, "max": 9, "base": 1}), 201),
+        (json!({"n": 1, "min": 0, "max": 9, "base": 2.5}), 200),
         (json!({"n": "1", "min": 0, "max": 9}), 200),
         (json!({"n": 1, "min": 0}), -32602),
         (json!({"n": 1, "min": 0, "max": 9, "pregeneratedRandomization": {"date": "2020-01-01"}}), 201),
@@ -100,12 +103,19 @@ fn the_other_kinds_are_bounded() {
         code(Kind::Strings, json!({"n": 4, "length": 2, "characters": "ab", "replacement": false})),
         0
     );
-    // A character listed twice adds no string: two distinct strings of "aa" cannot be drawn
-    // (counted over the characters as listed, the draw would redraw "a" for ever).
+    // Without replacement each character once: two distinct strings of "aa" cannot be drawn
+    // (counted over the characters as listed, the draw would redraw "a" for ever), and 79 a's
+    // and a b would take a skewed collector for ever.
     let aa = json!({"n": 2, "length": 1, "characters": "aa", "replacement": false});
-    assert_eq!(code(Kind::Strings, aa), 301);
-    let aab = json!({"n": 4, "length": 2, "characters": "aab", "replacement": false});
-    assert_eq!(code(Kind::Strings, aab), 0);
+    assert_eq!(code(Kind::Strings, aa), 201);
+    let skewed =
+        json!({"n": 10000, "length": 14, "characters": format!("{}b", "a".repeat(79)), "replacement": false});
+    assert_eq!(code(Kind::Strings, skewed), 201);
+    assert_eq!(
+        code(Kind::Strings, json!({"n": 4, "length": 2, "characters": "aab"})),
+        0,
+        "with replacement, as weights"
+    );
     assert_eq!(code(Kind::Uuids, json!({"n": 1001})), 202);
     assert_eq!(code(Kind::Blobs, json!({"n": 1, "size": 12})), 201, "a whole number of bytes");
     assert_eq!(code(Kind::Blobs, json!({"n": 2, "size": 1_048_576})), 304);

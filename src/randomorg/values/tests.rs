@@ -108,6 +108,30 @@ fn bits_used_fits_randomorgs_examples() {
 }
 
 #[test]
+fn whole_values_are_written_as_integers_and_charges_cover_the_words() {
+    // Two significant digits of N(1000, 1) are 1000 every time: written `1000`, not `1000.0`.
+    let Value::Array(g) =
+        draw(&Spec::Gaussians { n: 3, mean: 1000.0, deviation: 1.0, digits: 2 }, &mut source()).unwrap()
+    else {
+        panic!()
+    };
+    assert!(g.iter().all(|v| v == &json!(1000)), "{g:?}");
+    assert_eq!(number(-0.0), json!(0));
+    assert_eq!(number(0.25), json!(0.25));
+    assert_eq!(
+        drawn_bits(&Spec::Strings { n: 10, length: 20, characters: vec!['a'], replacement: true }),
+        12_800
+    );
+    assert_eq!(
+        drawn_bits(&Spec::Integers { n: 5, each: seq(5, 5, 5, true, 10) }),
+        320,
+        "a word a value, domain or not"
+    );
+    assert_eq!(drawn_bits(&Spec::Blobs { n: 2, bytes: 9, hex: false }), 256);
+    assert_eq!(drawn_bits(&Spec::DecimalFractions { n: 3, places: 19, replacement: true }), 384);
+}
+
+#[test]
 fn a_failing_source_ends_the_draw() {
     let mut failing = || Err::<u64, &str>("refused");
     assert_eq!(draw(&Spec::Uuids(1), &mut failing), Err("refused"));
