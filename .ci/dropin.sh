@@ -71,7 +71,7 @@ grep -q 'caller="randomorg-lean".*route="/json-rpc/4/invoke".*code="allowance_sp
 grep -q 'caller="vault-app".*route="/v1/transit/random".*status=200' "$log"
 grep -q 'caller="vault-app".*route="/v1/sys/tools/random".*status=200' "$log"
 grep -q 'caller="kms-app".*route="kms".*status=200' "$log"
-if grep -E -q 'vault-example-token|drbgd-example-secret-key|Signature=|randomorg-example-(key|lean)' "$log"; then
+if grep -E -q 'vault-example-token|drbgd-example-secret-key|Signature=|randomorg-example-key-0001|randomorg-example-lean-0002' "$log"; then
   echo "a credential reached the log"; exit 1
 fi
 echo "labels and callers recorded; no credential in the log"

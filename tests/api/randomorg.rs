@@ -399,3 +399,20 @@ async fn off_by_default_and_signed_needs_a_key() {
     result(&app, "generateUUIDs", json!({"apiKey": ALICE, "n": 1})).await;
     assert_eq!(app.get("/json-rpc/4/public-key").await.status(), 404);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_public_methods_are_held_to_the_per_peer_limits() {
+    let Some(mut settings) = settings_on(Store::Sqlite, "ro_peers").await else { return };
+    settings = with_door(settings);
+    (settings.server.peer_requests_per_second, settings.server.peer_burst) = (0.5, 2);
+    let app = spawn_with(settings, Arc::new(OsEntropy)).await;
+    let check = json!({"random": {"method": "generateSignedUUIDs"}, "signature": "AA=="});
+    let mut codes = Vec::new();
+    for _ in 0..4 {
+        let (_, v) = call(&app, "verifySignature", check.clone()).await;
+        codes.push(v["error"]["code"].as_i64().unwrap_or(0));
+    }
+    assert_eq!(codes, [0, 0, -32001, -32001], "a burst of two, then the address waits");
+    // A caller's methods are its quota's, not the address's.
+    result(&app, "generateUUIDs", json!({"apiKey": ALICE, "n": 1})).await;
+}
