@@ -4,7 +4,7 @@
 //! parameters (`request.rs`, `params.rs`), its error codes (`error.rs`), the values and the
 //! bits RANDOM.ORG counts for them (`values.rs`), the signed `random` object's bytes
 //! (`canonical.rs`), the RSA key (`signer.rs`), and here each caller's daily allowance and
-//! the lanes RSA runs in. The HTTP door and its JSON-RPC framing are
+//! the lane signatures are made in. The HTTP door and its JSON-RPC framing are
 //! `http/randomorg.rs`'s; tickets and kept results are [`crate::tickets`]'.
 
 pub mod canonical;
@@ -23,15 +23,14 @@ use crate::receipts::verify::Lane;
 pub use error::RpcError;
 pub use signer::Signer;
 
-/// The door's state: its signing key, the lanes RSA runs in, each caller's use today.
+/// The door's state: its signing key, the lane it signs in, each caller's use today.
 #[derive(Debug)]
 pub struct RandomOrg {
     signer: Option<Signer>,
-    /// Where signatures are made: half the cores at most, off the async workers.
+    /// Where signatures are made: half the cores at most, off the async workers (anyone's
+    /// `verifySignature` runs in the receipts' public lane, `/verify`'s: the checks nobody
+    /// signs for take half the cores at most, together, and never hold up a signed draw).
     signing: Lane,
-    /// Where anyone's `verifySignature` runs: a lane of its own, so that a flood of public
-    /// checks never holds up a caller's signed draw.
-    verifying: Lane,
     /// Every caller's daily allowances but those of `callers`.
     allowance: Allowance,
     /// Callers' own.
@@ -74,7 +73,6 @@ impl RandomOrg {
         RandomOrg {
             signer,
             signing: Lane::half_the_cores(),
-            verifying: Lane::half_the_cores(),
             allowance,
             callers,
             days: Mutex::new(HashMap::new()),
@@ -95,11 +93,6 @@ impl RandomOrg {
     /// The lane signatures are made in (off the async workers, half the cores at most).
     pub fn signing(&self) -> &Lane {
         &self.signing
-    }
-
-    /// The lane public signature checks run in.
-    pub fn verifying(&self) -> &Lane {
-        &self.verifying
     }
 
     /// Takes one request and `bits` of `caller`'s allowances for `day` (UTC days since 1970);

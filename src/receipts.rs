@@ -153,6 +153,12 @@ impl Receipts {
         checked.map_err(|malformed| ApiError::invalid("invalid_receipt", "body", malformed.to_string()))
     }
 
+    /// The lane anyone's signature checks run in (half the cores at most): `/verify`'s, and the
+    /// RANDOM.ORG door's `verifySignature`, which share it.
+    pub fn lane(&self) -> &verify::Lane {
+        &self.lane
+    }
+
     /// Reads the settings with `read` and puts the keys of their `signing_keys` in force, both
     /// under the reload lock (of two reloads at once, the later read is put in force later).
     /// `enabled` and `max_output_bytes` change with a restart only (a change is warned of).

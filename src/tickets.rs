@@ -221,7 +221,7 @@ impl Tickets {
     }
 
     /// 503 `store_full` while the store holds `results.max_bytes` or more.
-    fn room(&self) -> Result<(), ApiError> {
+    pub fn room(&self) -> Result<(), ApiError> {
         match self.full.load(std::sync::atomic::Ordering::Relaxed) {
             true => Err(ApiError::StoreFull),
             false => Ok(()),

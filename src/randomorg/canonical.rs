@@ -7,7 +7,9 @@
 //! the object with its members in that order, and every object inside it (`license`,
 //! `ticketData`, a `userData` object…) with its members in code-point order; strings as
 //! serde_json writes them (UTF-8, only `"`, `\` and control characters escaped), numbers as
-//! serde_json writes a binary64 or an integer. The bytes are exactly the `random` member of
+//! serde_json writes a binary64 or an integer, a whole binary64 below 2^53 as an integer
+//! (`100`, not `100.0`: JavaScript reads and writes `100.0` as `100`, so an object it sends back
+//! must make the same bytes), wherever it is (`data`, a parameter, `userData`). The bytes are exactly the `random` member of
 //! the response, so a verifier may take them from there. [`canonical`] makes the same bytes
 //! again from an object a client parsed and sent back (`verifySignature`): whitespace, member
 //! order and number spelling (`1e-05` for `1e-5`) do not change them, any member more or less
@@ -37,10 +39,40 @@ pub fn write<'a>(members: impl IntoIterator<Item = (&'a str, &'a Value)>) -> Vec
         // Writing a string or a `Value` to a Vec cannot fail.
         let _ = serde_json::to_writer(&mut out, name);
         out.push(b':');
-        let _ = serde_json::to_writer(&mut out, value);
+        let _ = serde_json::to_writer(&mut out, &Whole(value));
     }
     out.push(b'}');
     out
+}
+
+/// A value written with its whole binary64 numbers as integers (objects' members in the
+/// `Map`'s code-point order).
+struct Whole<'a>(&'a Value);
+
+impl serde::Serialize for Whole<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeMap, SerializeSeq};
+        const EXACT: f64 = 9_007_199_254_740_992.0;
+        match self.0 {
+            Value::Number(n) => match n.as_f64() {
+                Some(f) if n.is_f64() && f.fract() == 0.0 && f.abs() < EXACT => {
+                    serializer.serialize_i64(f as i64)
+                }
+                _ => n.serialize(serializer),
+            },
+            Value::Array(items) => {
+                let mut seq = serializer.serialize_seq(Some(items.len()))?;
+                items.iter().try_for_each(|item| seq.serialize_element(&Whole(item)))?;
+                seq.end()
+            }
+            Value::Object(members) => {
+                let mut map = serializer.serialize_map(Some(members.len()))?;
+                members.iter().try_for_each(|(k, v)| map.serialize_entry(k, &Whole(v)))?;
+                map.end()
+            }
+            other => other.serialize(serializer),
+        }
+    }
 }
 
 /// The signed bytes of `random` as a client sends it back: its members written in the order of
@@ -86,6 +118,9 @@ mod tests {
         more.remove("userData");
         assert_eq!(canonical(&more), None, "a member less");
         more.insert("userData".into(), Value::Null);
+        let text =
+            String::from_utf8(write([("a", &json!([1000.0, -0.0, 2.5, {"x": [3.0]}, 1e300]))])).unwrap();
+        assert_eq!(text, r#"{"a":[1000,0,2.5,{"x":[3]},1e+300]}"#, "whole binary64s as integers");
         more.insert("method".into(), json!("generateIntegers"));
         assert_eq!(canonical(&more), None, "a Basic method signs nothing");
     }

@@ -83,23 +83,19 @@ pub fn bits_used(spec: &Spec) -> u64 {
 pub fn drawn_bits(spec: &Spec) -> u64 {
     let words = |n: usize| n as u64;
     64 * match spec {
-        Spec::Integers { n, .. } | Spec::Gaussians { n, .. } => words(*n),
+        Spec::Integers { n, .. } => words(*n),
+        // Two words a pair.
+        Spec::Gaussians { n, .. } => words(n.div_ceil(2) * 2),
         Spec::IntegerSequences(seqs) => seqs.iter().map(|s| words(s.length)).sum(),
         Spec::DecimalFractions { n, places, .. } => words(*n) * if *places > 18 { 2 } else { 1 },
-        Spec::Strings { n, length, .. } => words(*n) * words(*length),
+        Spec::Strings { n, length, characters, replacement } => {
+            match shuffled_strings(characters.len(), *length, *replacement) {
+                Some(_) => words(*n),
+                None => words(*n) * words(*length),
+            }
+        }
         Spec::Uuids(n) => words(*n) * 2,
         Spec::Blobs { n, bytes, .. } => words(*n) * (*bytes as u64).div_ceil(8),
-    }
-}
-
-/// A binary64 value as the data writes it: a whole one as an integer (`100`, not `100.0`),
-/// as every JSON library reads and writes it again alike (JavaScript writes `100.0` as `100`;
-/// a signed object sent back must make the same bytes).
-fn number(value: f64) -> Value {
-    const EXACT: f64 = 9_007_199_254_740_992.0;
-    match value.fract() == 0.0 && value.abs() < EXACT {
-        true => Value::from(value as i64),
-        false => Value::from(value),
     }
 }
 
@@ -167,15 +163,42 @@ fn decimals<E>(
     replacement: bool,
     next: &mut impl FnMut() -> Result<u64, E>,
 ) -> Result<Value, E> {
+    if !replacement && places <= 18 {
+        let ks = shuffle(0, 10i64.pow(places) - 1, n, &mut *next)?;
+        return Ok(Value::Array(ks.into_iter().map(|k| Value::from(fraction(k as u128, places))).collect()));
+    }
+    // Beyond 18 places the domain (10^19 or more) dwarfs n (10^4 at most): a repeat is
+    // redrawn, and practically never comes.
     let mut seen = HashSet::new();
     let mut out = Vec::with_capacity(n);
     while out.len() < n {
         let k = below_power_of_ten(places, next)?;
         if replacement || seen.insert(k) {
-            out.push(number(fraction(k, places)));
+            out.push(Value::from(fraction(k, places)));
         }
     }
     Ok(Value::Array(out))
+}
+
+/// The number of strings of `length` of `count` (distinct) characters when strings drawn
+/// without replacement are drawn as a shuffle of their indices (a domain up to 2^63: `n` words,
+/// no redraws however close `n` comes to the domain).
+fn shuffled_strings(count: usize, length: usize, replacement: bool) -> Option<i64> {
+    let domain = (count as u128).checked_pow(length as u32)?;
+    (!replacement).then_some(domain).and_then(|d| i64::try_from(d).ok())
+}
+
+/// The `index`th string of `length` characters of `characters`, in the order of its digits in
+/// base `characters.len()` (the first character the most significant).
+fn nth_string(index: i64, length: usize, characters: &[char]) -> String {
+    let base = characters.len() as u64;
+    let mut rest = index as u64;
+    let mut out = vec![characters[0]; length];
+    for slot in out.iter_mut().rev() {
+        *slot = characters[(rest % base) as usize];
+        rest /= base;
+    }
+    out.into_iter().collect()
 }
 
 /// A uniform on (0, 1] of a word's top 53 bits.
@@ -201,7 +224,7 @@ fn gaussians<E>(
         let radius = (-2.0 * u1.ln()).sqrt();
         let angle = std::f64::consts::TAU * u2;
         for z in [radius * angle.cos(), radius * angle.sin()] {
-            out.push(number(significant(mean + deviation * z, digits)));
+            out.push(Value::from(significant(mean + deviation * z, digits)));
         }
     }
     out.truncate(n);
@@ -218,6 +241,14 @@ fn strings<E>(
     let Some(pick) = UniformI64::new_inclusive(0, characters.len() as i64 - 1) else {
         return Ok(Value::Array(Vec::new()));
     };
+    if let Some(domain) = shuffled_strings(characters.len(), length, replacement) {
+        let indices = shuffle(0, domain - 1, n, &mut *next)?;
+        return Ok(Value::Array(
+            indices.into_iter().map(|i| Value::String(nth_string(i, length, characters))).collect(),
+        ));
+    }
+    // With replacement, or a domain past 2^63 (which dwarfs n), each string drawn on its own
+    // (a repeat without replacement redrawn, and practically never coming).
     let mut seen = HashSet::new();
     let mut out = Vec::with_capacity(n);
     while out.len() < n {

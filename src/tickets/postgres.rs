@@ -185,6 +185,14 @@ impl Postgres {
         tx.batch_execute("SET LOCAL statement_timeout = 0; SET LOCAL lock_timeout = '20s'").await?;
         tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK]).await?;
         tx.batch_execute(SCHEMA).await?;
+        // The serial sequence raised to at least now in microseconds: a new database, or one
+        // restored from a backup, never gives a number the same signing key signed before.
+        tx.execute(
+            "SELECT setval('drbgd_randomorg_serial', \
+             greatest((SELECT last_value FROM drbgd_randomorg_serial), $1::bigint))",
+            &[&super::store::serials_floor()],
+        )
+        .await?;
         tx.execute(
             "INSERT INTO drbgd_meta (name, value) VALUES ('schema_version', $1) ON CONFLICT (name) DO NOTHING",
             &[&SCHEMA_VERSION.to_be_bytes().as_slice()],

@@ -59,6 +59,7 @@ impl Sqlite {
         let mode: String = connection.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
         anyhow::ensure!(mode.eq_ignore_ascii_case("wal"), "{}: journal_mode stays {mode}", path.display());
         connection.execute_batch(SCHEMA)?;
+        connection.execute(SERIALS_FROM_NOW, [super::store::serials_floor()])?;
         bind_rounds(&connection)?;
         let secret = secret(&connection, fresh)?;
         anyhow::ensure!(
@@ -229,6 +230,11 @@ CREATE TABLE IF NOT EXISTS serials (
     last INTEGER NOT NULL
 ) STRICT;
 ";
+
+/// The serial counter raised to at least now in microseconds, as the store opens: a new file,
+/// or one restored from a backup, never gives a number the same signing key signed before.
+const SERIALS_FROM_NOW: &str = "INSERT INTO serials (name, last) VALUES ('randomorg', ?1) \
+     ON CONFLICT (name) DO UPDATE SET last = max(last, excluded.last)";
 
 /// The columns of tickets bound to a beacon round, added to a file made before them (each is
 /// null on the tickets of that time, which are bound to none).

@@ -15,6 +15,16 @@ use futures_util::future::BoxFuture;
 
 use super::ticket::{Ticket, TicketKind};
 
+/// The least serial number a store opened now gives: now in Unix microseconds (a store's
+/// counter starts from at least this, so that a new or restored store never repeats a number
+/// an older one gave under the same key; at a million signatures a second at most, a counter
+/// never runs ahead of the clock).
+pub fn serials_floor() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
+}
+
 /// The store did not do the job, or cannot say whether it did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum StoreError {

@@ -272,6 +272,9 @@ async fn signed_results_verify_and_tickets_are_used_once(store: Store) {
         serials.push(r["random"]["serialNumber"].as_u64().unwrap());
     }
     assert!(serials.windows(2).all(|w| w[1] == w[0] + 1), "one increasing sequence: {serials:?}");
+    // From at least the time in microseconds the store opened: a new or restored store never
+    // repeats a number the key signed before.
+    assert!(serials[0] > 1_700_000_000_000_000, "{serials:?}");
     let public = app.get("/json-rpc/4/public-key").await.text().await.unwrap();
     assert!(public.starts_with("-----BEGIN PUBLIC KEY-----"), "{public}");
     let user_data = json!({"draw": "weekly", "week": 49});
@@ -300,6 +303,12 @@ async fn signed_results_verify_and_tickets_are_used_once(store: Store) {
         303,
         "another caller's"
     );
+    // The same kept result at drbgd's own door, to its caller.
+    let rest =
+        app.client.get(app.url(&format!("/results/{serial}"))).bearer_auth(ALICE).send().await.unwrap();
+    assert_eq!(rest.status(), 200);
+    let rest: Value = rest.json().await.unwrap();
+    assert_eq!(rest["random"], *random);
     // A ticket: used once, its retry 422, read back through getTicket and getResult.
     let (_, made) =
         result(&app, "createTickets", json!({"apiKey": ALICE, "n": 2, "showResult": false})).await;

@@ -56,16 +56,15 @@ pub async fn generate(
         return Err(RpcError::not_for_method("this server has no signing key ([randomorg] signing_key)"));
     }
     let extra = Extra::read(params)?;
+    // A full store would refuse the result after it was signed: refused before the draw.
+    tickets.room().map_err(|e| rpc_error(&e))?;
     let held = match &extra.ticket {
         Some(id) => Some(hold(tickets, admission, id).await?),
         None => None,
     };
     let drawn = draw(state, admission, &req, true)?;
-    let (caller, bits, day) = (admission.caller.name(), drawn.bits, drawn.day);
     let call = Call { state, admission, key, kind, req: &req, extra: &extra, params: *params };
-    let signed = call.signed_and_kept(held, drawn).await;
-    // Nothing answered, nothing of the day's allowance used.
-    signed.inspect_err(|_| door.refund(caller, bits, day))
+    call.signed_and_kept(held, drawn).await
 }
 
 /// A Signed call, its parameters read.
@@ -80,21 +79,31 @@ struct Call<'a> {
 }
 
 impl Call<'_> {
-    /// A signed result of `drawn`, kept (with its ticket's use) before it is answered.
+    /// A signed result of `drawn`, kept (with its ticket's use) before it is answered. A draw
+    /// not signed, or whose ticket another use took first, gives back the day's allowance it
+    /// took; one whose store write failed does not (it may have been kept, and its result read
+    /// back through `getResult`).
     async fn signed_and_kept(
         &self,
         held: Option<(tokio::sync::OwnedMutexGuard<()>, Ticket)>,
         drawn: Drawn,
     ) -> Done {
-        let tickets = keep::store(self.state)?;
-        let serial = tickets.next_serial().await.map_err(|e| rpc_error(&e))?;
+        let (door, tickets) = (keep::door(self.state)?, keep::store(self.state)?);
+        let refund = |e: RpcError| {
+            door.refund(self.admission.caller.name(), drawn.bits, drawn.day);
+            e
+        };
+        let serial = tickets.next_serial().await.map_err(|e| refund(rpc_error(&e)))?;
         let ticket = held.as_ref().map(|(_, t)| t);
-        let ((random, signature), next) = self.sign(drawn.data, ticket, serial).await?;
+        let ((random, signature), next) = self.sign(drawn.data, ticket, serial).await.map_err(refund)?;
         let result = keep::with_usage(&random, Some(&signature), drawn.bits, drawn.left);
         let ticket = held.as_ref().map(|(_, t)| t.id.clone());
         match held {
             Some((_guard, ticket)) => {
-                settle(tickets, self.admission, &self.params, &ticket, serial, next, &result).await?;
+                let settled =
+                    settle(tickets, self.admission, &self.params, &ticket, serial, next, &result).await;
+                // Another use of the ticket, or its expiry, came first: nothing kept.
+                settled.map_err(|e| if matches!(e.code, 420 | 422) { refund(e) } else { e })?;
             }
             None => {
                 let caller = self.admission.caller.name().to_owned();
@@ -177,6 +186,11 @@ async fn hold(
         return Err(RpcError::no_such_ticket());
     }
     let caller = keep::holder(admission)?;
+    // Looked up before it is held too: a request naming another's ticket (its id is public)
+    // never queues behind the owner's draw.
+    if let Lookup::Used { .. } = tickets.lookup(caller, id).await.map_err(ticket_error)? {
+        return Err(RpcError::ticket_used());
+    }
     let guard = tickets.hold(id).await;
     match tickets.lookup(caller, id).await.map_err(ticket_error)? {
         Lookup::Used { .. } => Err(RpcError::ticket_used()),

@@ -333,7 +333,9 @@ pub async fn result(state: &AppState, admission: &Admission, serial: &str) -> Re
         code: "result_not_found",
         detail: "no such kept result of this caller".into(),
     };
-    if uuid::Uuid::try_parse(serial).is_err() {
+    // A receipt's serial (a UUID), or a RANDOM.ORG-form result's (a decimal integer).
+    let decimal = !serial.is_empty() && serial.len() <= 20 && serial.bytes().all(|b| b.is_ascii_digit());
+    if uuid::Uuid::try_parse(serial).is_err() && !decimal {
         return Err(missing());
     }
     tickets.result(holder(admission)?, serial).await?.ok_or_else(missing)

@@ -108,27 +108,45 @@ fn bits_used_fits_randomorgs_examples() {
 }
 
 #[test]
-fn whole_values_are_written_as_integers_and_charges_cover_the_words() {
-    // Two significant digits of N(1000, 1) are 1000 every time: written `1000`, not `1000.0`.
-    let Value::Array(g) =
-        draw(&Spec::Gaussians { n: 3, mean: 1000.0, deviation: 1.0, digits: 2 }, &mut source()).unwrap()
+fn charges_cover_the_words() {
+    assert_eq!(drawn_bits(&Spec::Blobs { n: 2, bytes: 9, hex: false }), 256);
+    assert_eq!(drawn_bits(&Spec::Gaussians { n: 3, mean: 0.0, deviation: 1.0, digits: 5 }), 256, "two pairs");
+    let distinct =
+        Spec::Strings { n: 10, length: 4, characters: "0123456789".chars().collect(), replacement: false };
+    assert_eq!(drawn_bits(&distinct), 640, "a shuffle of indices: a word a string");
+    assert_eq!(drawn_bits(&Spec::DecimalFractions { n: 3, places: 19, replacement: true }), 384);
+}
+
+#[test]
+fn distinct_draws_reach_their_whole_domain_in_n_words() {
+    // Every string of 4 of 10 digits, and every fraction of 4 places: a shuffle of the domain,
+    // not a collector's ~n ln n redraws.
+    let words = std::cell::Cell::new(0u64);
+    let mut inner = source();
+    let mut counted = || {
+        words.set(words.get() + 1);
+        inner()
+    };
+    let all = Spec::Strings {
+        n: 10_000,
+        length: 4,
+        characters: "0123456789".chars().collect(),
+        replacement: false,
+    };
+    let Value::Array(s) = draw(&all, &mut counted).unwrap() else { panic!() };
+    let distinct: std::collections::HashSet<&str> = s.iter().map(|v| v.as_str().unwrap()).collect();
+    assert_eq!(distinct.len(), 10_000);
+    assert!(distinct.contains("0000") && distinct.contains("9999"));
+    let Value::Array(f) =
+        draw(&Spec::DecimalFractions { n: 10_000, places: 4, replacement: false }, &mut counted).unwrap()
     else {
         panic!()
     };
-    assert!(g.iter().all(|v| v == &json!(1000)), "{g:?}");
-    assert_eq!(number(-0.0), json!(0));
-    assert_eq!(number(0.25), json!(0.25));
-    assert_eq!(
-        drawn_bits(&Spec::Strings { n: 10, length: 20, characters: vec!['a'], replacement: true }),
-        12_800
-    );
-    assert_eq!(
-        drawn_bits(&Spec::Integers { n: 5, each: seq(5, 5, 5, true, 10) }),
-        320,
-        "a word a value, domain or not"
-    );
-    assert_eq!(drawn_bits(&Spec::Blobs { n: 2, bytes: 9, hex: false }), 256);
-    assert_eq!(drawn_bits(&Spec::DecimalFractions { n: 3, places: 19, replacement: true }), 384);
+    let distinct: std::collections::HashSet<String> = f.iter().map(Value::to_string).collect();
+    assert_eq!(distinct.len(), 10_000);
+    assert!(words.get() < 20_100, "{} words for 20,000 distinct values", words.get());
+    assert_eq!(nth_string(0, 3, &['a', 'b']), "aaa");
+    assert_eq!(nth_string(6, 3, &['a', 'b']), "bba");
 }
 
 #[test]
