@@ -425,3 +425,21 @@ async fn the_public_methods_are_held_to_the_per_peer_limits() {
     // A caller's methods are its quota's, not the address's.
     result(&app, "generateUUIDs", json!({"apiKey": ALICE, "n": 1})).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn approved_only_draws_from_an_sp800_90a_generator() {
+    let Some(mut settings) = settings_on(Store::Sqlite, "ro_approved").await else { return };
+    settings = with_door(settings);
+    settings.drbg.approved_only = true;
+    settings.drbg.default_alg = drbgd::drbg::Algorithm::Aes256Ctr;
+    let app = spawn_with(settings, Arc::new(OsEntropy)).await;
+    for method in ["generateIntegers", "generateSignedIntegers"] {
+        let body = json!({"jsonrpc": "2.0", "method": method, "params": {"apiKey": ALICE, "n": 3, "min": 1, "max": 6}, "id": 1});
+        let r = app.client.post(app.url("/json-rpc/4/invoke")).json(&body).send().await.unwrap();
+        let alg = r.headers()["x-drbg-alg"].to_str().unwrap().to_owned();
+        let value: Value = r.json().await.unwrap();
+        assert!(value.get("result").is_some(), "{value}");
+        let alg = drbgd::drbg::Algorithm::from_name(&alg).unwrap();
+        assert!(alg.approved(), "{method} drew from {alg}");
+    }
+}
