@@ -432,6 +432,7 @@ async fn approved_only_draws_from_an_sp800_90a_generator() {
     settings = with_door(settings);
     settings.drbg.approved_only = true;
     settings.drbg.default_alg = drbgd::drbg::Algorithm::Aes256Ctr;
+    settings.drbg.enabled.retain(|a| a.approved());
     let app = spawn_with(settings, Arc::new(OsEntropy)).await;
     for method in ["generateIntegers", "generateSignedIntegers"] {
         let body = json!({"jsonrpc": "2.0", "method": method, "params": {"apiKey": ALICE, "n": 3, "min": 1, "max": 6}, "id": 1});
