@@ -444,3 +444,30 @@ async fn approved_only_draws_from_an_sp800_90a_generator() {
         assert!(alg.approved(), "{method} drew from {alg}");
     }
 }
+
+#[test]
+fn keygen_randomorg_writes_a_private_key_the_server_reads() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = std::env::temp_dir().join(format!("drbgd-keygen-ro-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("ro.pem");
+    let run = || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_drbgd"))
+            .args(["keygen", "randomorg", "--out"])
+            .arg(&path)
+            .output()
+            .unwrap()
+    };
+    let out = run();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let public = String::from_utf8(out.stdout).unwrap();
+    assert!(public.starts_with("-----BEGIN PUBLIC KEY-----"), "{public}");
+    assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+    let signer = drbgd::randomorg::Signer::load(&path).unwrap();
+    assert_eq!(signer.public_pem(), public, "the printed key is the file's");
+    let written = std::fs::read(&path).unwrap();
+    assert!(!run().status.success(), "an existing file is never overwritten");
+    assert_eq!(std::fs::read(&path).unwrap(), written);
+    let _ = std::fs::remove_dir_all(&dir);
+}
