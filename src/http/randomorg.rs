@@ -54,7 +54,7 @@ pub async fn post(State(state): State<AppState>, request: Request) -> Response {
         }
         Err(e) => return error_response(&super::body::body_error(&e, MAX_BODY)),
     };
-    let call = match Envelope::read(&body) {
+    let call = match read(&state, body).await {
         Ok(call) => call,
         Err((error, id)) => return answer(&id, Err(error), None),
     };
@@ -80,7 +80,8 @@ pub async fn post(State(state): State<AppState>, request: Request) -> Response {
             }
             Err(error) => (Err(error), None),
         },
-        false => (public(&state, method, &params, gate).await, None),
+        // Its parameters handed over whole: `verifySignature` moves its `random` into the lane.
+        false => (public(&state, method, call.params, gate).await, None),
     };
     let (result, reply) = match result {
         Ok(Reply { result, served, serial, ticket }) => (Ok(result), (served, serial, ticket)),
@@ -91,6 +92,21 @@ pub async fn post(State(state): State<AppState>, request: Request) -> Response {
     (report.named, report.serial, report.ticket) = (named, reply.1, reply.2);
     response
 }
+
+/// The request in `body`: read at once when small (every generating call's is), in the public
+/// lane (`/verify`'s: half the cores at most) when it is larger, before anything names its
+/// caller: a flood of large bodies (a `verifySignature`'s may be 512 KiB) from anyone takes
+/// at most those cores, and the calls of small bodies never wait for them.
+async fn read(state: &AppState, body: bytes::Bytes) -> Result<Envelope, (RpcError, Value)> {
+    if body.len() <= INLINE_BODY {
+        return Envelope::read(&body);
+    }
+    let read = state.receipts.lane().run(move || Envelope::read(&body)).await;
+    read.unwrap_or_else(|| Err((RpcError::offline("overloaded"), Value::Null)))
+}
+
+/// The largest body read on the async workers (a few hundred microseconds of parsing at most).
+const INLINE_BODY: usize = 64 * 1024;
 
 /// A keyed method, for its admitted caller.
 async fn keyed(
@@ -113,15 +129,18 @@ async fn keyed(
     }
 }
 
-/// A method anyone may call, under the peer's place.
-async fn public(state: &AppState, method: Method, params: &Params<'_>, gate: Option<&PeerGate>) -> Done {
+/// A method anyone may call, under the peer's place (its parameters checked already).
+async fn public(state: &AppState, method: Method, params: Option<Value>, gate: Option<&PeerGate>) -> Done {
     let _place = match gate.map(PeerGate::enter) {
         Some(Ok(place)) => place,
         Some(Err(e)) => return Err(rpc_error(&e)),
         None => return Err(RpcError::internal()),
     };
     match method {
-        Method::GetTicket => keep::ticket(state, params).await.map(Reply::from),
+        Method::GetTicket => {
+            let allowed = method.allowed();
+            keep::ticket(state, &Params::of(params.as_ref(), &allowed)?).await.map(Reply::from)
+        }
         Method::VerifySignature => keep::verify(state, params).await.map(Reply::from),
         _ => Err(RpcError::internal()),
     }
