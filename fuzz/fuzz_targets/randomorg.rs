@@ -27,7 +27,8 @@ fn words() -> impl FnMut() -> Result<u64, ()> {
 /// How many values `spec` asks for (sequences: how many sequences).
 fn count(spec: &Spec) -> usize {
     match spec {
-        Spec::Integers { n, .. } | Spec::DecimalFractions { n, .. } | Spec::Gaussians { n, .. } => *n,
+        Spec::Integers(each) => each.length,
+        Spec::DecimalFractions { n, .. } | Spec::Gaussians { n, .. } => *n,
         Spec::Strings { n, .. } | Spec::Uuids(n) | Spec::Blobs { n, .. } => *n,
         Spec::IntegerSequences(seqs) => seqs.len(),
     }

@@ -30,7 +30,7 @@ use serde_json::Value;
 
 use crate::callers::{Admission, Callers, ClientIdentity, Denied, Key, Route};
 use crate::error::ApiError;
-use crate::pipeline::{self, Answer, PeerGate};
+use crate::pipeline::{self, PeerGate};
 use crate::randomorg::RpcError;
 use crate::randomorg::envelope::Envelope;
 use crate::randomorg::params::Params;
@@ -170,14 +170,13 @@ fn answer(id: &Value, result: Result<Vec<u8>, RpcError>, served: Option<pipeline
             (text.into_bytes(), Some(error_code(error.code)))
         }
     };
-    let mut response = pipeline::response(body.into(), JSON);
-    let report = pipeline::Report::of(&mut response);
-    report.code = code;
-    report.served = served;
-    if let Some(served) = served {
-        let answer = super::respond::served(response, served.alg, served.n_bits);
-        return Answer { report: pipeline::Report { code, ..answer.report }, ..answer }.into_response();
-    }
+    let response = pipeline::response(body.into(), JSON);
+    // What was drawn, in the `X-Drbg-*` headers and the records, as every endpoint's.
+    let mut response = match served {
+        Some(served) => super::respond::served(response, served.alg, served.n_bits).into_response(),
+        None => response,
+    };
+    pipeline::Report::of(&mut response).code = code;
     response
 }
 
@@ -301,9 +300,11 @@ pub(crate) mod doc {
 
     /// `POST /json-rpc/4/invoke`.
     pub(crate) fn invoke(_: &Describe<'_>, components: &mut Components) -> PathItem {
-        let response = described_string("").schema_type(utoipa::openapi::schema::Type::Object).description(
-            Some("{\"jsonrpc\": \"2.0\", \"result\" or \"error\": {code, message, data}, \"id\"}"),
-        );
+        let response = utoipa::openapi::schema::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::Object)
+            .description(Some(
+                "{\"jsonrpc\": \"2.0\", \"result\" or \"error\": {code, message, data}, \"id\"}",
+            ));
         components.schemas.insert("RandomOrgResponse".to_owned(), response.into());
         let body = described_string(
             "A JSON-RPC 2.0 request object: jsonrpc, method, params (apiKey and the method's), id",

@@ -172,13 +172,8 @@ pub struct Sequence {
 /// What a generating method draws, its parameters read and bounded.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Spec {
-    /// `n` integers of `[min, max]`.
-    Integers {
-        /// How many.
-        n: usize,
-        /// The sequence's parameters, as one.
-        each: Sequence,
-    },
+    /// Integers of `[min, max]`: one sequence (its length is `n`).
+    Integers(Sequence),
     /// Sequences, each its own parameters.
     IntegerSequences(Vec<Sequence>),
     /// `n` fractions in `[0, 1)` of `places` decimal places.
@@ -306,7 +301,7 @@ fn integers(p: &Params<'_>) -> Result<Spec, RpcError> {
     }
     let replacement = p.boolean("replacement", true)?;
     let base = base(p.get("base").map_or(Ok(10), |v| params::int_in(v, "base", i64::MIN, i64::MAX))?)?;
-    Ok(Spec::Integers { n, each: Sequence { length: n, min, max, replacement, base } })
+    Ok(Spec::Integers(Sequence { length: n, min, max, replacement, base }))
 }
 
 /// A sequence parameter: one value for every sequence, or an array of exactly `n`.
@@ -408,16 +403,14 @@ fn check_domain(spec: &Spec) -> Result<(), RpcError> {
         false => Err(RpcError::domain_too_small(requested as u64, u64::try_from(domain).unwrap_or(u64::MAX))),
     };
     match spec {
-        Spec::Integers { n, each } if !each.replacement => check(*n, span(each)),
+        Spec::Integers(s) if !s.replacement => check(s.length, span(s)),
         Spec::IntegerSequences(seqs) => {
             seqs.iter().filter(|s| !s.replacement).try_for_each(|s| check(s.length, span(s)))
         }
         Spec::DecimalFractions { n, places, replacement: false } => check(*n, 10u128.pow(*places)),
+        // Its characters are distinct ([`strings`] refuses a repeat without replacement).
         Spec::Strings { n, length, characters, replacement: false } => {
-            // Distinct strings are counted over distinct characters: "aa" makes one string of
-            // length 1, not two.
-            let distinct = characters.iter().collect::<std::collections::HashSet<_>>().len();
-            check(*n, (distinct as u128).saturating_pow(*length as u32))
+            check(*n, (characters.len() as u128).saturating_pow(*length as u32))
         }
         _ => Ok(()),
     }

@@ -30,7 +30,7 @@ use crate::drbg::uniform::{UniformI64, shuffle};
 /// The first error of `next`.
 pub fn draw<E>(spec: &Spec, next: &mut impl FnMut() -> Result<u64, E>) -> Result<Value, E> {
     Ok(match spec {
-        Spec::Integers { each, .. } => Value::Array(sequence(each, next)?),
+        Spec::Integers(each) => Value::Array(sequence(each, next)?),
         Spec::IntegerSequences(seqs) => {
             Value::Array(seqs.iter().map(|s| sequence(s, next).map(Value::Array)).collect::<Result<_, E>>()?)
         }
@@ -62,7 +62,7 @@ pub fn draw<E>(spec: &Spec, next: &mut impl FnMut() -> Result<u64, E>) -> Result
 pub fn bits_used(spec: &Spec) -> u64 {
     let log2 = |x: f64| x.log2();
     let bits = match spec {
-        Spec::Integers { n, each } => *n as f64 * log2(span(each) as f64),
+        Spec::Integers(each) => each.length as f64 * log2(span(each) as f64),
         // Rounded per sequence, as RANDOM.ORG's examples count them.
         Spec::IntegerSequences(seqs) => {
             seqs.iter().map(|s| (s.length as f64 * log2(span(s) as f64)).round()).sum()
@@ -83,7 +83,7 @@ pub fn bits_used(spec: &Spec) -> u64 {
 pub fn drawn_bits(spec: &Spec) -> u64 {
     let words = |n: usize| n as u64;
     64 * match spec {
-        Spec::Integers { n, .. } => words(*n),
+        Spec::Integers(each) => words(each.length),
         // Two words a pair.
         Spec::Gaussians { n, .. } => words(n.div_ceil(2) * 2),
         Spec::IntegerSequences(seqs) => seqs.iter().map(|s| words(s.length)).sum(),

@@ -15,8 +15,8 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::rpc::rpc_error;
-use crate::callers::Admission;
-use crate::callers::registry::ANONYMOUS;
+use crate::callers::{Admission, Kind};
+
 use crate::error::ApiError;
 use crate::http::tickets::calls;
 use crate::randomorg::params::Params;
@@ -44,14 +44,10 @@ pub fn store(state: &AppState) -> Result<&Tickets, RpcError> {
         .ok_or_else(|| RpcError::not_for_method("the Signed API keeps its results: [tickets] enabled is off"))
 }
 
-/// The caller's name, if it may hold tickets and kept results (a named caller).
+/// The caller's name, if it may hold tickets and kept results (a named caller: with auth off
+/// everyone is `anonymous`, who holds none; 404).
 pub fn holder(admission: &Admission) -> Result<&str, RpcError> {
-    match admission.caller.name() {
-        ANONYMOUS => {
-            Err(RpcError::not_for_method("tickets are a named caller's, and this server runs with auth off"))
-        }
-        name => Ok(name),
-    }
+    calls::holder(admission).map_err(ticket_error)
 }
 
 /// Today, in UTC days since 1970.
@@ -99,15 +95,28 @@ pub struct Left {
 /// buckets now), and the delay its next request should wait: the time of one request token
 /// when its request bucket is empty, else none.
 pub fn left(admission: &Admission, allowance: randomorg::Left) -> Left {
-    let usage = admission.caller.usage();
-    let (requests, bytes) = (usage.quota.requests, usage.quota.bytes);
-    let advisory_ms =
-        requests.filter(|b| b.remaining == 0).map_or(0, |b| 1000u64.div_ceil(b.per_second.max(1)));
+    let (caller, now) = (&admission.caller, tokio::time::Instant::now());
+    // A bucket's rate and what it holds now, if the caller has one.
+    let bucket = |kind: Kind| {
+        caller.quota.rate(kind).map(|rate| (rate, caller.remaining(kind, rate, now).max(0.0).floor() as u64))
+    };
+    let requests = bucket(Kind::Requests);
+    let advisory_ms = requests
+        .filter(|(_, left)| *left == 0)
+        .map_or(0, |(rate, _)| (1000.0 / rate.per_second).ceil().clamp(0.0, 86_400_000.0) as u64);
     Left {
-        requests: allowance.requests.or(requests.map(|b| b.remaining)).unwrap_or(UNLIMITED),
-        bits: allowance.bits.or(bytes.map(|b| b.remaining.saturating_mul(8))).unwrap_or(UNLIMITED),
+        requests: allowance.requests.or(requests.map(|(_, left)| left)).unwrap_or(UNLIMITED),
+        bits: allowance
+            .bits
+            .or(bucket(Kind::Bytes).map(|(_, left)| left.saturating_mul(8)))
+            .unwrap_or(UNLIMITED),
         advisory_ms,
     }
+}
+
+/// A JSON array of `items`, each already JSON.
+fn array(items: &[Vec<u8>]) -> Vec<u8> {
+    [b"[".as_slice(), &items.join(&b","[..]), b"]"].concat()
 }
 
 /// A generating method's `result`: `random`, the signature and cost of a signed one, then
@@ -156,9 +165,11 @@ pub async fn result(
     params: &Params<'_>,
 ) -> Result<Vec<u8>, RpcError> {
     let serial = params.int("serialNumber", 0, i64::MAX)?;
-    let tickets = store(state)?;
-    let kept = tickets.result(holder(admission)?, &serial.to_string()).await.map_err(|e| rpc_error(&e))?;
-    kept.ok_or_else(|| RpcError::not_found("serialNumber"))
+    store(state)?;
+    calls::result(state, admission, &serial.to_string()).await.map_err(|e| match e.code() {
+        "result_not_found" => RpcError::not_found("serialNumber"),
+        _ => ticket_error(e),
+    })
 }
 
 /// `createTickets`: `n` (1 to 50) new tickets.
@@ -167,11 +178,10 @@ pub async fn create(
     admission: &Admission,
     params: &Params<'_>,
 ) -> Result<Vec<u8>, RpcError> {
-    let n = params.int("n", 1, 50)?;
+    let n = params.int("n", 1, i64::from(crate::tickets::MAX_PER_CREATE))?;
     let show =
         params.required("showResult").and_then(|v| crate::randomorg::params::boolean(v, "showResult"))?;
     store(state)?;
-    holder(admission)?;
     let made = calls::create(state, admission, n as u64, show, None).await.map_err(ticket_error)?;
     let objects: Vec<Vec<u8>> = made
         .iter()
@@ -186,7 +196,7 @@ pub async fn create(
             ])
         })
         .collect();
-    Ok([b"[".as_slice(), &objects.join(&b","[..]), b"]"].concat())
+    Ok(array(&objects))
 }
 
 /// `revealTickets`: a used ticket and its predecessors shown: how many now.
@@ -197,9 +207,6 @@ pub async fn reveal(
 ) -> Result<Vec<u8>, RpcError> {
     let id = params.string("ticketId")?;
     store(state)?;
-    if !crate::tickets::valid_id(id) {
-        return Err(RpcError::no_such_ticket());
-    }
     let count = calls::reveal(state, admission, id).await.map_err(ticket_error)?;
     Ok(format!(r#"{{"ticketCount":{count}}}"#).into_bytes())
 }
@@ -211,18 +218,15 @@ pub async fn list(state: &AppState, admission: &Admission, params: &Params<'_>) 
     let tickets = store(state)?;
     let page = tickets.list(holder(admission)?, kind, "", MAX_LISTED).await.map_err(|e| rpc_error(&e))?;
     let objects: Vec<Vec<u8>> = page.iter().map(|t| ticket_object(tickets, t, false)).collect();
-    Ok([b"[".as_slice(), &objects.join(&b","[..]), b"]"].concat())
+    Ok(array(&objects))
 }
 
 /// `getTicket` (anyone): the ticket, with its result once shown.
 pub async fn ticket(state: &AppState, params: &Params<'_>) -> Result<Vec<u8>, RpcError> {
     let id = params.string("ticketId")?;
     let tickets = store(state)?;
-    if !crate::tickets::valid_id(id) {
-        return Err(RpcError::no_such_ticket());
-    }
-    let found = tickets.get_public(id).await.map_err(|e| rpc_error(&e))?;
-    found.map(|t| ticket_object(tickets, &t, true)).ok_or_else(RpcError::no_such_ticket)
+    let found = calls::show(state, id).await.map_err(ticket_error)?;
+    Ok(ticket_object(tickets, &found, true))
 }
 
 /// A ticket in RANDOM.ORG's form; with `result` (its kept answer, `null` until used) when it

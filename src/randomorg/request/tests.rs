@@ -15,10 +15,7 @@ fn code(kind: Kind, params: Value) -> i64 {
 #[test]
 fn integers_read_with_randomorgs_bounds_and_codes() {
     let r = read_of(Kind::Integers, json!({"n": 3, "min": 1, "max": 6, "base": null})).unwrap();
-    assert_eq!(
-        r.spec,
-        Spec::Integers { n: 3, each: Sequence { length: 3, min: 1, max: 6, replacement: true, base: 10 } }
-    );
+    assert_eq!(r.spec, Spec::Integers(Sequence { length: 3, min: 1, max: 6, replacement: true, base: 10 }));
     let echoed: Vec<(&str, Value)> = r.echo.clone();
     assert_eq!(
         echoed,

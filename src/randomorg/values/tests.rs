@@ -21,12 +21,12 @@ fn seq(length: usize, min: i64, max: i64, replacement: bool, base: u32) -> Seque
 
 #[test]
 fn integers_stay_in_range_and_distinct_without_replacement() {
-    let spec = Spec::Integers { n: 10, each: seq(10, 0, 9, false, 10) };
+    let spec = Spec::Integers(seq(10, 0, 9, false, 10));
     let Value::Array(values) = draw(&spec, &mut source()).unwrap() else { panic!() };
     let mut ints: Vec<i64> = values.iter().map(|v| v.as_i64().unwrap()).collect();
     ints.sort_unstable();
     assert_eq!(ints, (0..10).collect::<Vec<_>>(), "a permutation of the whole domain");
-    let spec = Spec::Integers { n: 500, each: seq(500, -3, 3, true, 10) };
+    let spec = Spec::Integers(seq(500, -3, 3, true, 10));
     let Value::Array(values) = draw(&spec, &mut source()).unwrap() else { panic!() };
     assert!(values.iter().all(|v| (-3..=3).contains(&v.as_i64().unwrap())));
 }
@@ -96,7 +96,7 @@ fn fractions_gaussians_strings_uuids_blobs() {
 fn bits_used_fits_randomorgs_examples() {
     // RANDOM.ORG's documented examples (its Release 4 pages): 3 dice 8 bits; sequences
     // 5 × [1, 69] and 1 × [1, 26] 36; 10 fractions of 8 places 266; 4 Gaussians of 8 digits 106.
-    assert_eq!(bits_used(&Spec::Integers { n: 3, each: seq(3, 1, 6, true, 10) }), 8);
+    assert_eq!(bits_used(&Spec::Integers(seq(3, 1, 6, true, 10))), 8);
     assert_eq!(
         bits_used(&Spec::IntegerSequences(vec![seq(5, 1, 69, false, 10), seq(1, 1, 26, false, 10)])),
         36
