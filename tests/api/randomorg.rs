@@ -471,3 +471,20 @@ fn keygen_randomorg_writes_a_private_key_the_server_reads() {
     assert_eq!(std::fs::read(&path).unwrap(), written);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_quota_shows_as_requests_left_and_advisory_delay() {
+    let Some(mut settings) = settings_on(Store::Sqlite, "ro_quota").await else { return };
+    settings = with_door(settings);
+    let bob = settings.callers.get_mut("bob").unwrap();
+    (bob.quota.requests_per_second, bob.quota.burst) = (1, 2);
+    let app = spawn_with(settings, Arc::new(OsEntropy)).await;
+    let ask = json!({"apiKey": BOB, "n": 1, "min": 1, "max": 6});
+    let (_, r) = result(&app, "generateIntegers", ask.clone()).await;
+    assert_eq!((r["requestsLeft"].clone(), r["advisoryDelay"].clone()), (json!(1), json!(0)), "{r}");
+    let (_, r) = result(&app, "generateIntegers", ask.clone()).await;
+    assert_eq!((r["requestsLeft"].clone(), r["advisoryDelay"].clone()), (json!(0), json!(1000)), "{r}");
+    assert!(r["bitsLeft"].as_u64().unwrap() > 0, "no byte quota: unlimited");
+    let (_, e) = call(&app, "generateIntegers", ask).await;
+    assert_eq!(e["error"]["code"], -32001, "{e}");
+}
