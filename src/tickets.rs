@@ -17,16 +17,16 @@
 //! generator, as receipt serials are: an id shows when its ticket was created.
 
 pub mod bound;
+mod holds;
 pub mod postgres;
 pub mod sqlite;
 pub mod store;
 mod ticket;
 
+pub use holds::Held;
 pub use store::{Kept, Refused, StoreError, TicketStore, Use};
 pub use ticket::{Bound, Ticket, TicketKind};
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use sha2::{Digest, Sha256, Sha512};
@@ -70,7 +70,7 @@ const PUBLIC_LOOKUPS: usize = 8;
 const SWEEP_EVERY: u32 = 12;
 
 /// The tickets of this server: the store, the settings, the key of callers' hashes, and one
-/// lock a ticket in use.
+/// lock a caller's ticket in use.
 pub struct Tickets {
     store: Box<dyn TicketStore>,
     settings: TicketsSettings,
@@ -83,10 +83,8 @@ pub struct Tickets {
     public: tokio::sync::Semaphore,
     /// The store's own secret: callers' hashes are keyed with it ([`Tickets::caller_hash`]).
     hash_key: zeroize::Zeroizing<Vec<u8>>,
-    /// The tickets in use, by id (entries no draw holds are swept as the map grows).
-    held: Mutex<HashMap<String, Weak<tokio::sync::Mutex<()>>>>,
-    /// The map's size that triggers the next sweep.
-    sweep_at: std::sync::atomic::AtomicUsize,
+    /// The tickets draws are using in this process.
+    held: holds::Holds,
 }
 
 /// Shows the settings, never a ticket.
@@ -184,8 +182,7 @@ impl Tickets {
             full: std::sync::atomic::AtomicBool::new(false),
             public: tokio::sync::Semaphore::new(PUBLIC_LOOKUPS.min(results.pool_size as usize / 2).max(1)),
             hash_key: zeroize::Zeroizing::new(key),
-            held: Mutex::new(HashMap::new()),
-            sweep_at: std::sync::atomic::AtomicUsize::new(1024),
+            held: holds::Holds::default(),
         })
     }
 
@@ -239,28 +236,11 @@ impl Tickets {
         data_encoding::BASE64.encode(&mac.finalize().into_bytes())
     }
 
-    /// Holds ticket `id` for a draw: concurrent uses of one ticket in this process are taken
-    /// one after the other, so an identical request waits for the first one's stored answer
-    /// instead of drawing. (A chain cannot fork anyway: a ticket is used, and its one successor
-    /// made, by one conditional update, which also settles uses from other replicas; uses of
-    /// different tickets go on side by side.)
-    pub async fn hold(&self, id: &str) -> tokio::sync::OwnedMutexGuard<()> {
-        let lock = {
-            let mut chains = self.held.lock().unwrap_or_else(PoisonError::into_inner);
-            if chains.len() >= self.sweep_at.load(std::sync::atomic::Ordering::Relaxed) {
-                chains.retain(|_, lock| lock.strong_count() > 0);
-                self.sweep_at.store((2 * chains.len()).max(1024), std::sync::atomic::Ordering::Relaxed);
-            }
-            match chains.get(id).and_then(Weak::upgrade) {
-                Some(lock) => lock,
-                None => {
-                    let lock = Arc::new(tokio::sync::Mutex::new(()));
-                    chains.insert(id.to_owned(), Arc::downgrade(&lock));
-                    lock
-                }
-            }
-        };
-        lock.lock_owned().await
+    /// Holds ticket `id` for a draw of `caller`'s: its other uses in this process wait until
+    /// this one is settled, and an identical request gets its stored answer instead of drawing;
+    /// another caller naming the id does not wait for it.
+    pub async fn hold(&self, caller: &str, id: &str) -> Held {
+        self.held.hold(caller, id).await
     }
 
     /// When a ticket created at `now` expires (none without `ttl_seconds`).

@@ -83,11 +83,7 @@ impl Call<'_> {
     /// not signed, or whose ticket another use took first, gives back the day's allowance it
     /// took; one whose store write failed does not (it may have been kept, and its result read
     /// back through `getResult`).
-    async fn signed_and_kept(
-        &self,
-        held: Option<(tokio::sync::OwnedMutexGuard<()>, Ticket)>,
-        drawn: Drawn,
-    ) -> Done {
+    async fn signed_and_kept(&self, held: Option<(tickets::Held, Ticket)>, drawn: Drawn) -> Done {
         let (door, tickets) = (keep::door(self.state)?, keep::store(self.state)?);
         let refund = |e: RpcError| {
             door.refund(self.admission.caller.name(), drawn.bits, drawn.day);
@@ -181,17 +177,12 @@ async fn hold(
     tickets: &Tickets,
     admission: &Admission,
     id: &str,
-) -> Result<(tokio::sync::OwnedMutexGuard<()>, Ticket), RpcError> {
+) -> Result<(tickets::Held, Ticket), RpcError> {
     if !tickets::valid_id(id) {
         return Err(RpcError::no_such_ticket());
     }
     let caller = keep::holder(admission)?;
-    // Looked up before it is held too: a request naming another's ticket (its id is public)
-    // never queues behind the owner's draw.
-    if let Lookup::Used { .. } = tickets.lookup(caller, id).await.map_err(ticket_error)? {
-        return Err(RpcError::ticket_used());
-    }
-    let guard = tickets.hold(id).await;
+    let guard = tickets.hold(caller, id).await;
     match tickets.lookup(caller, id).await.map_err(ticket_error)? {
         Lookup::Used { .. } => Err(RpcError::ticket_used()),
         // A ticket bound to a beacon round draws its values from the round, at its own endpoint.

@@ -104,7 +104,7 @@ async fn ticketed(
     }
     let caller = holder(admission)?;
     let digest = tickets::request_digest(caller, endpoint.label, params.pairs());
-    let _held = tickets.hold(&id).await;
+    let _held = tickets.hold(caller, &id).await;
     let ticket = match tickets.lookup(caller, &id).await? {
         Lookup::Unused(ticket) => ticket,
         used @ Lookup::Used { .. } => return again(tickets, used, &digest, &id),
