@@ -12,7 +12,7 @@ use drbgd::drbg::entropy::OsEntropy;
 use serde_json::{Value, json};
 
 use crate::helpers::{TestApp, spawn_with, test_settings};
-use crate::tickets::{Store, settings_on};
+use crate::tickets::{Store, on_both_stores, settings_on};
 
 /// The callers' keys (`alice` and `bob`, as the tickets' tests name them).
 const ALICE: &str = "alice-key";
@@ -159,28 +159,18 @@ async fn framing_and_parameter_errors_have_randomorgs_codes() {
         app.client.post(app.url("/json-rpc/4/invoke")).header("content-type", content_type).body(body).send()
     };
     let code_of = |v: Value| v["error"]["code"].as_i64().unwrap();
-    let r = raw("{not json", "application/json").await.unwrap();
-    assert_eq!(r.status(), 200);
-    assert_eq!(code_of(r.json().await.unwrap()), -32700);
-    let r: Value = raw(r#"[{"jsonrpc":"2.0","method":"getUsage","id":1}]"#, "application/json")
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    // A JSON body's answer: HTTP 200 and the JSON-RPC object in it.
+    let rpc = async |body: &'static str| {
+        let r = raw(body, "application/json").await.unwrap();
+        assert_eq!(r.status(), 200, "{body}");
+        r.json::<Value>().await.unwrap()
+    };
+    assert_eq!(code_of(rpc("{not json").await), -32700);
+    let r = rpc(r#"[{"jsonrpc":"2.0","method":"getUsage","id":1}]"#).await;
     assert_eq!(code_of(r), -32600, "no batches");
-    let r: Value =
-        raw(r#"{"method":"getUsage","id":7}"#, "application/json").await.unwrap().json().await.unwrap();
+    let r = rpc(r#"{"method":"getUsage","id":7}"#).await;
     assert_eq!((code_of(r.clone()), r["id"].clone()), (-32600, json!(7)), "jsonrpc missing, id echoed");
-    let r: Value = raw(
-        r#"{"jsonrpc":"2.0","method":"getUsage","params":{"apiKey":"a","apiKey":"b"},"id":1}"#,
-        "application/json",
-    )
-    .await
-    .unwrap()
-    .json()
-    .await
-    .unwrap();
+    let r = rpc(r#"{"jsonrpc":"2.0","method":"getUsage","params":{"apiKey":"a","apiKey":"b"},"id":1}"#).await;
     assert_eq!(code_of(r), -32600, "a member named twice");
     let r = raw(
         r#"{"jsonrpc":"2.0","method":"generateUUIDs","params":{"apiKey":"alice-key","n":1}}"#,
@@ -356,15 +346,11 @@ async fn signed_results_verify_and_tickets_are_used_once(store: Store) {
     assert_eq!(rest.status(), 200);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn signed_results_verify_and_tickets_are_used_once_sqlite() {
-    signed_results_verify_and_tickets_are_used_once(Store::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn signed_results_verify_and_tickets_are_used_once_postgres() {
-    signed_results_verify_and_tickets_are_used_once(Store::Postgres).await;
-}
+on_both_stores!(
+    signed_results_verify_and_tickets_are_used_once,
+    signed_results_verify_and_tickets_are_used_once_sqlite,
+    signed_results_verify_and_tickets_are_used_once_postgres
+);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_spent_daily_allowance_is_402_and_the_bits_403() {

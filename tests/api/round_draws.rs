@@ -17,7 +17,7 @@ use sha2::Digest;
 
 use crate::beacon_follow::{Gate, PASS, chain_hash, latest, network, unix_now};
 use crate::helpers::{TestApp, assert_problem, eventually, spawn_with};
-use crate::tickets::{Store, create, post, settings_on, verifies};
+use crate::tickets::{Store, create, on_both_stores, post, settings_on, verifies};
 
 /// The example key's public key (the network's).
 const EXAMPLE_PUBLIC_KEY: &str = "81ef98fb75fff9705e51d57870319ce0eb94b07601ddc5747fe13807c1429008090c5436cb2d68b6e6bf2e9d8ca428da109154aedc9bf7764f5bf9a41dbc24815b594b647246540964692ab3294c83327193c4b3bbf6ecdb7cac469c1a6f9b10";
@@ -149,15 +149,7 @@ fn recomputed(answer: &Value, endpoint: &str) -> Value {
     json!(drawn)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn bound_draws_on_sqlite() {
-    bound_draws(Store::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn bound_draws_on_postgres() {
-    bound_draws(Store::Postgres).await;
-}
+on_both_stores!(bound_draws, bound_draws_on_sqlite, bound_draws_on_postgres);
 
 /// Tickets bound to a round three ahead: signed commitments; 425 until the round is verified,
 /// then the derivation's values, recomputed here; refusals each with its code.

@@ -79,6 +79,7 @@ macro_rules! on_both_stores {
         }
     };
 }
+pub(crate) use on_both_stores;
 
 /// Settings with receipts (a key of `seed`) and tickets on, their file in `dir`.
 pub(crate) fn ticket_settings(dir: &std::path::Path) -> Settings {

@@ -52,9 +52,7 @@ pub async fn generate(
     }
     let door = keep::door(state)?;
     let tickets = keep::store(state)?;
-    if door.signer().is_none() {
-        return Err(RpcError::not_for_method("this server has no signing key ([randomorg] signing_key)"));
-    }
+    keep::signer(door)?;
     let extra = Extra::read(params)?;
     // A full store would refuse the result after it was signed: refused before the draw.
     tickets.room().map_err(|e| rpc_error(&e))?;
@@ -108,6 +106,38 @@ impl Call<'_> {
             }
         }
         Ok(Reply { result, served: Some(drawn.served), serial: Some(serial.to_string()), ticket })
+    }
+
+    /// The `random` object's bytes and their signature (base64), and the ticket its use makes
+    /// next.
+    async fn sign(
+        &self,
+        data: Value,
+        ticket: Option<&Ticket>,
+        serial: u64,
+    ) -> Result<((Vec<u8>, String), Option<String>), RpcError> {
+        let now = tickets::now_ms();
+        let next = match ticket {
+            Some(_) => Some(tickets::new_id(&self.state.service, now).map_err(|e| rpc_error(&e))?),
+            None => None,
+        };
+        let ticket_data = ticket.map_or(Value::Null, |t| {
+            serde_json::json!({ "ticketId": t.id, "previousTicketId": t.previous_id, "nextTicketId": next })
+        });
+        let mut echo: Map<String, Value> =
+            self.req.echo.iter().map(|(k, v)| ((*k).to_owned(), v.clone())).collect();
+        echo.insert("method".into(), Value::from(self.kind.names().1));
+        echo.insert("hashedApiKey".into(), Value::from(keep::hashed_key(self.key)));
+        echo.insert("data".into(), data);
+        echo.insert("license".into(), license());
+        echo.insert("licenseData".into(), Value::Null);
+        echo.insert("userData".into(), self.extra.user_data.clone());
+        echo.insert("ticketData".into(), ticket_data);
+        echo.insert("completionTime".into(), Value::from(keep::time_of(now)));
+        echo.insert("serialNumber".into(), Value::from(serial));
+        let random = canonical::canonical(&echo).ok_or_else(RpcError::internal)?;
+        let signature = keep::sign(keep::door(self.state)?, random.clone()).await?;
+        Ok(((random, signature), next))
     }
 }
 
@@ -225,39 +255,5 @@ async fn settle(
             Lookup::Used { .. } => Err(RpcError::ticket_used()),
             Lookup::Unused(_) => Err(rpc_error(&crate::error::ApiError::StoreUnavailable)),
         },
-    }
-}
-
-impl Call<'_> {
-    /// The `random` object's bytes and their signature (base64), and the ticket its use makes
-    /// next.
-    async fn sign(
-        &self,
-        data: Value,
-        ticket: Option<&Ticket>,
-        serial: u64,
-    ) -> Result<((Vec<u8>, String), Option<String>), RpcError> {
-        let now = tickets::now_ms();
-        let next = match ticket {
-            Some(_) => Some(tickets::new_id(&self.state.service, now).map_err(|e| rpc_error(&e))?),
-            None => None,
-        };
-        let ticket_data = ticket.map_or(Value::Null, |t| {
-            serde_json::json!({ "ticketId": t.id, "previousTicketId": t.previous_id, "nextTicketId": next })
-        });
-        let mut echo: Map<String, Value> =
-            self.req.echo.iter().map(|(k, v)| ((*k).to_owned(), v.clone())).collect();
-        echo.insert("method".into(), Value::from(self.kind.names().1));
-        echo.insert("hashedApiKey".into(), Value::from(keep::hashed_key(self.key)));
-        echo.insert("data".into(), data);
-        echo.insert("license".into(), license());
-        echo.insert("licenseData".into(), Value::Null);
-        echo.insert("userData".into(), self.extra.user_data.clone());
-        echo.insert("ticketData".into(), ticket_data);
-        echo.insert("completionTime".into(), Value::from(keep::time_of(now)));
-        echo.insert("serialNumber".into(), Value::from(serial));
-        let random = canonical::canonical(&echo).ok_or_else(RpcError::internal)?;
-        let signature = keep::sign(keep::door(self.state)?, random.clone()).await?;
-        Ok(((random, signature), next))
     }
 }

@@ -20,7 +20,7 @@ use crate::callers::{Admission, Kind};
 use crate::error::ApiError;
 use crate::http::tickets::calls;
 use crate::randomorg::params::Params;
-use crate::randomorg::{self, RandomOrg, RpcError, canonical};
+use crate::randomorg::{self, RandomOrg, RpcError, Signer, canonical};
 use crate::state::AppState;
 use crate::tickets::{Ticket, TicketKind, Tickets};
 
@@ -34,6 +34,15 @@ const MAX_LISTED: u32 = 2000;
 /// The door.
 pub fn door(state: &AppState) -> Result<&Arc<RandomOrg>, RpcError> {
     state.randomorg.as_ref().ok_or_else(RpcError::internal)
+}
+
+/// The door's signing key, which signed results and their checks need.
+///
+/// # Errors
+/// 404 (not for this method) when the door has none.
+pub fn signer(door: &RandomOrg) -> Result<&Signer, RpcError> {
+    door.signer()
+        .ok_or_else(|| RpcError::not_for_method("this server has no signing key ([randomorg] signing_key)"))
 }
 
 /// The tickets' store, which the Signed API and tickets need.
@@ -278,9 +287,7 @@ pub async fn verify(state: &AppState, params: Option<Value>) -> Result<Vec<u8>, 
         None | Some(Value::Null) => return Err(RpcError::invalid_params("signature")),
         Some(_) => return Err(RpcError::malformed("signature")),
     };
-    if door.signer().is_none() {
-        return Err(RpcError::not_for_method("this server has no signing key ([randomorg] signing_key)"));
-    }
+    signer(door)?;
     let Ok(signature) = data_encoding::BASE64.decode(signature.as_bytes()) else {
         return Ok(br#"{"authenticity":false}"#.to_vec());
     };
