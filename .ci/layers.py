@@ -31,6 +31,7 @@ import sys
 LAYERS = [
     ["drbg"],  # the generators: no I/O but the OS entropy source
     ["peer_key"],  # a peer as per-peer limits count it (callers' limits, the beacon's waiters)
+    ["secret_file"],  # reading a file that holds a secret: one open file, its mode, wiped text
     ["beacon"],  # the drand-compatible beacon: BLS rounds by the clock (no I/O, no HTTP)
     ["route"],  # routes as names
     ["config"],  # typed, layered settings

@@ -446,27 +446,21 @@ fn warn_if_example_key(chain: &Chain) {
     }
 }
 
-/// The beacon's key from its file (`beacon.secret_key_file`), read through one open file (its
-/// mode checked on that file, not looked up again by name, as the receipt keys' are), the text
-/// wiped once read; a file that others than its owner may read is warned of.
+/// The beacon's key from its file (`beacon.secret_key_file`, read as [`crate::secret_file`]
+/// reads); a file that others than its owner may read is warned of.
 ///
 /// # Errors
 /// The file cannot be read or holds no key.
 pub fn beacon_signer(path: &std::path::Path) -> anyhow::Result<Signer> {
-    use std::io::Read;
-    use std::os::unix::fs::PermissionsExt;
     let named = || format!("beacon.secret_key_file {}", path.display());
-    let mut file = std::fs::File::open(path).with_context(named)?;
-    if file.metadata().with_context(named)?.permissions().mode() & 0o077 != 0 {
+    let file = crate::secret_file::read(path).with_context(named)?;
+    if file.open_to_others {
         tracing::warn!(
             file = %path.display(),
             "the beacon's secret key file may be read by others than its owner (chmod 600)"
         );
     }
-    // `read_to_string` reserves the file's size at once: no reallocation leaves a copy behind.
-    let mut text = zeroize::Zeroizing::new(String::new());
-    file.read_to_string(&mut text).with_context(named)?;
-    Signer::from_key_text(&text).with_context(named)
+    Signer::from_key_text(&file.text).with_context(named)
 }
 
 /// Runs every algorithm's self-tests (whether enabled or not: one that fails shows a fault in

@@ -54,6 +54,7 @@ pub mod randomorg;
 pub mod receipts;
 pub mod reload;
 pub mod route;
+pub mod secret_file;
 pub mod server;
 pub mod service;
 pub mod shutdown;

@@ -815,15 +815,14 @@ fn agreeing(
 /// A secret access key: the first line of `path`, trimmed, in memory wiped when dropped. A file
 /// that others than its owner may read is warned of.
 fn read_secret(path: &std::path::Path, warnings: &mut Vec<String>) -> anyhow::Result<SigningSecret> {
-    use std::os::unix::fs::PermissionsExt;
-    let text = zeroize::Zeroizing::new(std::fs::read_to_string(path)?);
-    if std::fs::metadata(path)?.permissions().mode() & 0o077 != 0 {
+    let file = crate::secret_file::read(path)?;
+    if file.open_to_others {
         warnings.push(format!(
             "{} holds an AWS secret access key and others than its owner may read it (chmod 600)",
             path.display()
         ));
     }
-    let line = text.lines().next().unwrap_or_default().trim();
+    let line = file.text.lines().next().unwrap_or_default().trim();
     ensure!(!line.is_empty(), "the file is empty");
     Ok(SigningSecret::new(zeroize::Zeroizing::new(line.to_string())))
 }

@@ -3,7 +3,8 @@
 //! bytes). AWS-LC through aws-lc-rs does the RSA (not the `rsa` crate: RUSTSEC-2023-0071, a
 //! timing side channel); the key is read from a PKCS#8 PEM file (`drbgd keygen randomorg`
 //! writes one) and its public half is published as an SPKI PEM (`GET
-//! /json-rpc/4/public-key`). AWS-LC frees (and wipes) the private key with the signer.
+//! /json-rpc/4/public-key`). The file is read as [`crate::secret_file`] reads; AWS-LC frees
+//! (and wipes) the private key with the signer.
 
 use std::path::Path;
 
@@ -35,20 +36,19 @@ impl Signer {
     /// The key in PKCS#8 PEM file `path`.
     ///
     /// # Errors
-    /// The file cannot be read, is no PEM `PRIVATE KEY`, no RSA key, or one under 2,048 bits.
+    /// The file cannot be read (or is not UTF-8, as no PEM file is), is no PEM `PRIVATE KEY`, no
+    /// RSA key, or one under 2,048 bits.
     pub fn load(path: &Path) -> anyhow::Result<Signer> {
-        let text =
-            Zeroizing::new(std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?);
-        let mode =
-            std::fs::metadata(path).map_or(0, |m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()));
-        if mode & 0o077 != 0 {
+        let file =
+            crate::secret_file::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        if file.open_to_others {
             tracing::warn!(
                 "{} holds the RANDOM.ORG door's signing key and others than its owner may read it (chmod 600)",
                 path.display()
             );
         }
-        let (label, der) =
-            pem::decode_vec(&text).map_err(|e| anyhow::anyhow!("{}: not PEM: {e}", path.display()))?;
+        let (label, der) = pem::decode_vec(file.text.as_bytes())
+            .map_err(|e| anyhow::anyhow!("{}: not PEM: {e}", path.display()))?;
         let der = Zeroizing::new(der);
         anyhow::ensure!(
             label == "PRIVATE KEY",

@@ -180,17 +180,11 @@ impl Drop for Secret {
     }
 }
 
-/// The key in the PEM file `path`, read through one open file (its mode checked on that file,
-/// not looked up again by name). A file whose first PEM block is a public key holds that
-/// alone; any file holding a private key that others than its owner may read is warned of (as
-/// the KMS front-end's secret files are), not refused.
+/// The key in the PEM file `path` (read as [`crate::secret_file`] reads). A file whose first
+/// PEM block is a public key holds that alone; any file holding a private key that others than
+/// its owner may read is warned of (as the KMS front-end's secret files are), not refused.
 fn read(path: &Path, warnings: &mut Vec<String>) -> anyhow::Result<KeyFile> {
-    use std::io::Read;
-    use std::os::unix::fs::PermissionsExt;
-    let mut file = std::fs::File::open(path)?;
-    let mode = file.metadata()?.permissions().mode();
-    let mut text = Zeroizing::new(String::new());
-    file.read_to_string(&mut text)?;
+    let crate::secret_file::SecretFile { text, open_to_others } = crate::secret_file::read(path)?;
     let private = text.contains("PRIVATE KEY-----");
     let first_label = text.find("-----BEGIN ").map(|at| &text[at..]);
     if first_label.is_some_and(|block| block.starts_with("-----BEGIN PUBLIC KEY-----")) {
@@ -199,7 +193,7 @@ fn read(path: &Path, warnings: &mut Vec<String>) -> anyhow::Result<KeyFile> {
             .map_err(|e| anyhow!("not an Ed25519 public key (SPKI PEM): {e}"))?;
         return Ok(KeyFile::Public(key));
     }
-    if mode & 0o077 != 0 {
+    if open_to_others {
         warnings.push(format!(
             "{} holds a receipt signing key and others than its owner may read it (chmod 600)",
             path.display()
